@@ -1,0 +1,37 @@
+"""Small helpers every chapter notebook uses: parameter checks, model lists, displaying tables and text."""
+
+from __future__ import annotations
+
+import pandas as pd
+from IPython.display import Markdown, display
+
+from .errors import require
+from .models import check_available
+
+# Which paper model a hub id corresponds to, so paper columns line up in the `paper` profile.
+PAPER_MODEL = {"bert-base-uncased": "bert-base", "bert-base-cased": "bert-base", "roberta-base": "roberta-base"}
+
+
+def parse_models(models: str) -> list[str]:
+    """Comma-separated model specs from a parameter cell, each checked to be loadable."""
+    specs = [m.strip() for m in str(models).split(",") if m.strip()]
+    require(len(specs) > 0, "no models given: set the `models` parameter, e.g. -p models minilm,mpnet")
+    for spec in specs:
+        check_available(spec)
+    return specs
+
+
+def positive_int(name: str, value: object) -> int:
+    """A parameter that must be a whole number above zero."""
+    require(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"parameter {name} must be a positive integer, got {value!r}")
+    return value
+
+
+def show(frame: pd.DataFrame, caption: str, precision: int = 3) -> None:
+    """Display a table with a caption and without the index."""
+    display(frame.style.set_caption(caption).format(precision=precision).hide(axis="index"))
+
+
+def say(text: str) -> None:
+    """Display Markdown computed from results."""
+    display(Markdown(text))

@@ -1,0 +1,123 @@
+"""Batched, length-sorted extraction of every layer's token vectors, streamed into collectors.
+
+`extract` tokenizes the sentences, sorts them by length, runs padded batches through the model
+with `output_hidden_states=True`, drops padding, and hands each batch of real tokens (special
+tokens kept and flagged) to the collectors. A collector is anything with `update(batch)`.
+Nothing holds all vectors unless a collector chooses to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .errors import require
+from .models import LoadedModel
+
+
+@dataclass
+class TokenBatch:
+    """The real (non-padding) tokens of one batch, every layer.
+
+    hidden: (n_layers + 1, n_tokens, width) on the model's device, layer 0 is the embedding output.
+    token_ids, positions (0-based index in the input sequence, special tokens included),
+    sentence_ids (index into the input list) and special (bool) are NumPy arrays of length n_tokens.
+    """
+
+    hidden: torch.Tensor
+    token_ids: np.ndarray
+    positions: np.ndarray
+    sentence_ids: np.ndarray
+    special: np.ndarray
+
+
+class Collector(Protocol):
+    def update(self, batch: TokenBatch) -> None: ...
+
+
+@dataclass
+class Encoded:
+    """Tokenized sentences, in input order."""
+
+    input_ids: list[list[int]]
+    special: list[list[int]]
+    truncated: int
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self.input_ids))
+
+
+def encode(lm: LoadedModel, sentences: Sequence[str]) -> Encoded:
+    """Tokenize with the model's special tokens, truncating to the model's maximum length."""
+    require(len(sentences) > 0, "no sentences to encode: the sample size must be at least 1")
+    require(all(isinstance(s, str) for s in sentences), "sentences must be strings")
+    enc = lm.tokenizer(list(sentences), add_special_tokens=True, truncation=True, max_length=lm.max_length,
+                       return_special_tokens_mask=True)
+    truncated = sum(bool(e.overflowing) for e in enc.encodings)
+    ids, special = enc["input_ids"], enc["special_tokens_mask"]
+    return Encoded(ids, special, truncated)
+
+
+def batches(lengths: np.ndarray, max_tokens: int, max_sentences: int) -> list[np.ndarray]:
+    """Group sentence indices, sorted by length (stable), so a padded batch stays within max_tokens."""
+    require(max_tokens > 0 and max_sentences > 0, "batch limits must be positive")
+    order = np.argsort(lengths, kind="stable")
+    groups, current, longest = [], [], 0
+    for i in order:
+        longest_if_added = max(longest, int(lengths[i]))
+        if current and (longest_if_added * (len(current) + 1) > max_tokens or len(current) >= max_sentences):
+            groups.append(np.array(current))
+            current, longest_if_added = [], int(lengths[i])
+        current.append(int(i))
+        longest = longest_if_added
+    if current:
+        groups.append(np.array(current))
+    return groups
+
+
+def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for j, r in enumerate(rows):
+        ids[j, : len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[j, : len(r)] = 1
+    return ids, mask
+
+
+def iterate(lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, max_sentences: int = 64,
+            progress: bool = True, desc: str | None = None) -> Iterable[TokenBatch]:
+    """Yield TokenBatch objects for the sentences, longest-last, padding removed."""
+    enc = encode(lm, sentences)
+    lengths = enc.lengths
+    groups = batches(lengths, max_tokens, max_sentences)
+    bar = tqdm(total=int(lengths.sum()), unit="tok", desc=desc or lm.name, disable=not progress, mininterval=1.0)
+    pad_id = lm.tokenizer.pad_token_id
+    with torch.inference_mode():
+        for group in groups:
+            rows = [enc.input_ids[i] for i in group]
+            ids, mask = _pad(rows, pad_id)
+            out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_hidden_states=True)
+            keep = mask.bool()
+            flat_keep = keep.to(lm.device)
+            hidden = torch.stack(out.hidden_states)[:, flat_keep].float()
+            positions = torch.arange(ids.shape[1]).expand_as(ids)[keep].numpy()
+            sentence_ids = torch.from_numpy(group).unsqueeze(1).expand_as(ids)[keep].numpy()
+            special = np.concatenate([np.asarray(enc.special[i], dtype=bool) for i in group])
+            yield TokenBatch(hidden, ids[keep].numpy(), positions, sentence_ids, special)
+            bar.update(int(keep.sum()))
+    bar.close()
+
+
+def extract(lm: LoadedModel, sentences: Sequence[str], collectors: Sequence[Collector], **kwargs) -> None:
+    """Stream every batch of `sentences` through each collector (see `iterate` for options)."""
+    require(len(collectors) > 0, "extract needs at least one collector")
+    for batch in iterate(lm, sentences, **kwargs):
+        for c in collectors:
+            c.update(batch)

@@ -1,0 +1,62 @@
+"""Anisotropy (average cosine of random token pairs) and low-dimensional views of a vector space."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.decomposition import PCA
+
+from .errors import require
+
+
+def pair_cosines(vectors: np.ndarray, n_pairs: int, seed: int) -> np.ndarray:
+    """Cosine similarity of n_pairs disjoint random pairs of rows, per layer.
+
+    vectors: (n, n_layers, width), one token per sentence (paper protocol: 2,000 sentences, 1,000 pairs).
+    Returns (n_pairs, n_layers).
+    """
+    require(vectors.ndim == 3, "vectors must be (n, layers, width)")
+    require(n_pairs > 0, f"number of pairs must be positive, got {n_pairs}")
+    require(2 * n_pairs <= len(vectors), f"{n_pairs} disjoint pairs need {2 * n_pairs} sampled tokens; only {len(vectors)} are available: sample more sentences or ask for fewer pairs")
+    order = np.random.default_rng(seed).permutation(len(vectors))[: 2 * n_pairs]
+    a = vectors[order[0::2]].astype(np.float64)
+    b = vectors[order[1::2]].astype(np.float64)
+    norms = np.linalg.norm(a, axis=2) * np.linalg.norm(b, axis=2)
+    return np.einsum("pld,pld->pl", a, b) / np.maximum(norms, np.finfo(np.float64).tiny)
+
+
+def anisotropy_table(cosines: np.ndarray) -> pd.DataFrame:
+    """Per layer: mean cosine of random pairs, its standard deviation and a 95% normal interval."""
+    n = cosines.shape[0]
+    mean, std = cosines.mean(axis=0), cosines.std(axis=0, ddof=1) if n > 1 else np.zeros(cosines.shape[1])
+    half = 1.96 * std / np.sqrt(n)
+    return pd.DataFrame({
+        "layer": np.arange(cosines.shape[1]), "mean_cosine": mean, "std_cosine": std,
+        "ci95_low": mean - half, "ci95_high": mean + half, "n_pairs": n,
+    })
+
+
+@dataclass
+class PlaneView:
+    """Points projected on their first two principal components, and where the origin lands."""
+
+    coords: np.ndarray  # (n, 2)
+    origin: np.ndarray  # (2,)
+    explained: np.ndarray  # (2,) explained variance ratio
+    mean_norm: float  # length of the mean vector
+    mean_vector_norm_ratio: float  # |mean| / average |x|
+
+
+def pca_plane(points: np.ndarray, seed: int = 0) -> PlaneView:
+    """2-D PCA of points (n, width); also projects the origin so a shifted cloud shows its offset."""
+    require(points.ndim == 2 and len(points) >= 3, "PCA needs a (n >= 3, width) array of points")
+    x = points.astype(np.float64)
+    pca = PCA(n_components=2, random_state=seed).fit(x)
+    mean = x.mean(axis=0)
+    return PlaneView(
+        coords=pca.transform(x), origin=pca.transform(np.zeros((1, x.shape[1])))[0],
+        explained=pca.explained_variance_ratio_, mean_norm=float(np.linalg.norm(mean)),
+        mean_vector_norm_ratio=float(np.linalg.norm(mean) / np.linalg.norm(x, axis=1).mean()),
+    )

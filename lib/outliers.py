@@ -1,0 +1,69 @@
+"""Outlier neurons: which dimension is most often a vector's minimum or maximum, and which dimensions
+of a layer's average vector stand far from the rest (detected, never typed in)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .errors import require
+
+
+def extreme_dimensions(argmin_counts: np.ndarray, argmax_counts: np.ndarray, n_vectors: int) -> pd.DataFrame:
+    """Per layer: the dimension that is most often the minimum (maximum) and the % of vectors for which it is."""
+    require(argmin_counts.shape == argmax_counts.shape and n_vectors > 0, "counts must be (layers, width) and n_vectors > 0")
+    rows = []
+    for layer, (lo, hi) in enumerate(zip(argmin_counts, argmax_counts)):
+        rows.append({
+            "layer": layer,
+            "argmin_dim": int(lo.argmax()), "argmin_percent": 100.0 * lo.max() / n_vectors,
+            "argmax_dim": int(hi.argmax()), "argmax_percent": 100.0 * hi.max() / n_vectors,
+        })
+    return pd.DataFrame(rows)
+
+
+def pooled_extremes(argmin_counts: np.ndarray, argmax_counts: np.ndarray, n_vectors: int, layers: slice = slice(1, None)) -> pd.DataFrame:
+    """Over the chosen layers together (default: all but the embedding output, as the paper counts),
+    the most frequent minimum and maximum dimension and the % of all those vectors."""
+    lo, hi = argmin_counts[layers].sum(axis=0), argmax_counts[layers].sum(axis=0)
+    total = n_vectors * argmin_counts[layers].shape[0]
+    require(total > 0, "no layers selected")
+    return pd.DataFrame([
+        {"kind": "argmin", "dim": int(lo.argmax()), "percent": 100.0 * lo.max() / total, "n_vectors": total},
+        {"kind": "argmax", "dim": int(hi.argmax()), "percent": 100.0 * hi.max() / total, "n_vectors": total},
+    ])
+
+
+def robust_z(mean_vectors: np.ndarray) -> np.ndarray:
+    """Per layer, each dimension's distance from the median of the average vector in robust standard
+    deviations (1.4826 x median absolute deviation). Shape as mean_vectors: (layers, width)."""
+    med = np.median(mean_vectors, axis=1, keepdims=True)
+    mad = 1.4826 * np.median(np.abs(mean_vectors - med), axis=1, keepdims=True)
+    return (mean_vectors - med) / np.maximum(mad, np.finfo(np.float64).tiny)
+
+
+def detect_outliers(mean_vectors: np.ndarray, z_threshold: float = 10.0, min_layer_share: float = 0.5) -> pd.DataFrame:
+    """Outlier dimensions of a model.
+
+    Criterion: dimension d is an outlier of layer l when |robust z| of d in layer l's average vector
+    is at least z_threshold; it is an outlier of the model when that holds in at least
+    min_layer_share of the non-input layers. Returns one row per dimension flagged in any layer,
+    with the layers, the sign and the largest |z|, and whether it is a model-level outlier.
+    """
+    require(z_threshold > 0, f"z_threshold must be positive, got {z_threshold}")
+    require(0 < min_layer_share <= 1, f"min_layer_share must be in (0, 1], got {min_layer_share}")
+    z = robust_z(mean_vectors)
+    flagged = np.abs(z) >= z_threshold
+    n_contextual = mean_vectors.shape[0] - 1
+    rows = []
+    for d in np.flatnonzero(flagged.any(axis=0)):
+        layers = np.flatnonzero(flagged[:, d])
+        contextual = int((layers >= 1).sum())
+        peak = int(layers[np.argmax(np.abs(z[layers, d]))])
+        rows.append({
+            "dim": int(d), "sign": "+" if z[peak, d] > 0 else "-", "max_abs_z": float(abs(z[peak, d])),
+            "layers": " ".join(map(str, layers)), "n_layers": contextual,
+            "model_outlier": n_contextual > 0 and contextual >= min_layer_share * n_contextual,
+        })
+    columns = ["dim", "sign", "max_abs_z", "layers", "n_layers", "model_outlier"]
+    return pd.DataFrame(rows, columns=columns).sort_values(["model_outlier", "max_abs_z"], ascending=[False, False], ignore_index=True)

@@ -1,0 +1,86 @@
+"""Where chapters write their tables (CSV + JSON metadata) and figures (PNG + PDF), atomically.
+
+Layout, with a stable schema a scorecard can read:
+    results/<profile>/<model>/<chapter>/<table>.csv     one file per table
+    results/<profile>/<model>/<chapter>/meta.json       parameters, model facts, table columns
+    results/<profile>/figures/<chapter>/<name>.png|pdf  figures (may compare models)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import __version__
+from .errors import require
+from .settings import results_dir
+
+
+def slug(text: str) -> str:
+    """A folder-safe name for a model spec or table name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
+    """Call write(tmp) on a temporary file beside path, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    return str(obj)
+
+
+class Results:
+    """Writes one chapter's outputs for one profile."""
+
+    def __init__(self, chapter: str, profile: str, root: Path | None = None):
+        require(bool(re.fullmatch(r"[A-Za-z0-9._-]+", profile)), f"profile name {profile!r} must be letters, digits, '.', '_' or '-'")
+        self.chapter, self.profile = chapter, profile
+        self.root = (root or results_dir()) / profile
+
+    def folder(self, model: str) -> Path:
+        return self.root / slug(model) / self.chapter
+
+    def table(self, frame: pd.DataFrame, name: str, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path:
+        """Write a table as CSV and record its columns and the run's parameters in meta.json."""
+        folder = self.folder(model)
+        path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
+        meta_path = folder / "meta.json"
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"tables": {}}
+        meta.update({
+            "chapter": self.chapter, "profile": self.profile, "model": model,
+            "model_info": model_info or meta.get("model_info", {}), "parameters": parameters,
+            "lib_version": __version__, "written": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        })
+        meta["tables"][slug(name)] = {"file": path.name, "columns": list(map(str, frame.columns)), "rows": len(frame)}
+        write_atomic(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2, default=_json_default)))
+        return path
+
+    def figure_path(self, name: str, ext: str = "png") -> Path:
+        return self.root / "figures" / self.chapter / f"{slug(name)}.{ext}"
+
+    def figure(self, fig, name: str) -> None:
+        """Save a matplotlib figure as PNG (for the book) and PDF (for print)."""
+        for ext in ("pdf", "png"):
+            write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=150, bbox_inches="tight"))

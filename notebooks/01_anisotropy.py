@@ -1,0 +1,142 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Anisotropy: contextual vectors share a direction
+#
+# If token vectors were spread evenly over all directions (an *isotropic* space), two tokens
+# picked at random from unrelated sentences would have a cosine similarity near zero.
+# Ethayarajh {cite}`ethayarajh2019contextual` found that this is not so for contextual models: in BERT, ELMo and GPT-2
+# random pairs of words have a clearly positive average cosine in every non-input layer, so
+# all vectors sit in a narrow region of the space. Luo et al. (2021, §4.1) measure the same
+# for BERT-base and RoBERTa-base and find it strongest in higher layers, with RoBERTa's
+# average cosine above 0.5 from its first non-input layer on.
+#
+# This chapter repeats their measurement:
+#
+# 1. draw 2,000 sentences from the SST-2 training set and form 1,000 disjoint pairs;
+# 2. keep one randomly chosen token of each sentence (special tokens such as `[CLS]` are not
+#    drawn), and read its vector in every layer, the embedding output included;
+# 3. average the cosine similarity of the two tokens of every pair, layer by layer.
+#
+# The figure also shows a 95% interval for each average, so two curves that differ by less
+# than their bands should not be read as different. A second figure projects the last layer's
+# token vectors on their first two principal components (Luo's thesis, Fig. 3.1) and marks
+# where the origin falls: a cloud far from the origin is the picture of anisotropy.
+#
+# Which models run depends on the profile (see {doc}`../rerun`): offline the book uses the two
+# models whose weights ship as Python packages, all-MiniLM-L6-v2 and all-mpnet-base-v2; the
+# `paper` profile runs the paper's BERT-base and RoBERTa-base for readers who can download them.
+
+# %% tags=["parameters"]
+profile = "default"  # names the results folder
+models = "minilm,mpnet"  # comma-separated model specs
+n_sentences = 2000  # SST-2 training sentences (paper: 2,000)
+n_pairs = 1000  # disjoint sentence pairs (paper: 1,000)
+pca_tokens = 3000  # token vectors in the PCA view
+pca_layer = -1  # hidden state for the PCA view; -1 is the last layer
+seed = 0
+device = "auto"  # "auto" uses CUDA when present
+dtype = "float32"
+
+# %%
+import pandas as pd
+
+import lib.chapter as ch
+from lib import geometry, paper, plotting
+from lib.collectors import SentenceTokenSampler, TokenReservoir
+from lib.data import sample_sentences
+from lib.errors import require
+from lib.extraction import extract
+from lib.models import layer_index, load_model
+from lib.results import Results
+
+plotting.style()
+specs = ch.parse_models(models)
+ch.positive_int("n_sentences", n_sentences)
+ch.positive_int("n_pairs", n_pairs)
+ch.positive_int("pca_tokens", pca_tokens)
+require(2 * n_pairs <= n_sentences, f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; n_sentences is {n_sentences}")
+results = Results("01_anisotropy", profile)
+parameters = dict(n_sentences=n_sentences, n_pairs=n_pairs, pca_tokens=pca_tokens, pca_layer=pca_layer, seed=seed, dtype=dtype)
+sentences = sample_sentences("sst2", "train", n_sentences, seed)
+print(f"{len(sentences)} SST-2 training sentences, models: {', '.join(specs)}")
+
+# %% [markdown]
+# ## Random token pairs, layer by layer
+#
+# Every model reads the same sentences. Extraction runs in length-sorted batches and keeps
+# only what this chapter needs: the sampled token of each sentence in every layer, and a
+# uniform sample of token vectors for the PCA view.
+
+# %%
+tables, views, positions, facts = {}, {}, {}, {}
+for spec in specs:
+    lm = load_model(spec, device=device, dtype=dtype)
+    layer = layer_index(lm, pca_layer)
+    sampler = SentenceTokenSampler(seed=seed)
+    reservoir = TokenReservoir(k=pca_tokens, seed=seed, layers=[layer])
+    extract(lm, sentences, [sampler, reservoir], desc=f"{lm.name}")
+    _, _, _, vectors = sampler.result()
+    table = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed))
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "pca_layer": layer}
+    results.table(table, "anisotropy_by_layer", spec, parameters, info)
+    tables[lm.name] = table
+    views[lm.name] = geometry.pca_plane(reservoir.vectors[:, 0, :], seed=seed)
+    positions[lm.name] = reservoir.positions
+    facts[lm.name] = info
+    del lm
+
+# %%
+fig = plotting.anisotropy_by_layer(tables)
+results.figure(fig, "anisotropy_by_layer")
+
+# %%
+wide = pd.concat({name: t.set_index("layer")["mean_cosine"] for name, t in tables.items()}, axis=1).reset_index()
+ch.show(wide, "Mean cosine similarity of 1 token from each of two random sentences, by layer (ours)")
+ch.show(paper.table("luo2021", "anisotropy_claims"), "What Luo et al. (2021) report for BERT-base and RoBERTa-base (paper; their figure has no printed numbers)")
+
+# %%
+lines = []
+for name, t in tables.items():
+    contextual = t[t["layer"] >= 1]
+    top = contextual.loc[contextual["mean_cosine"].idxmax()]
+    low = contextual.loc[contextual["mean_cosine"].idxmin()]
+    lines.append(
+        f"- **{name}** ({facts[name]['n_layers']} layers, {facts[name]['width']} dimensions): the embedding output has mean "
+        f"cosine {t['mean_cosine'].iloc[0]:.3f}; across the contextual layers it ranges from {low['mean_cosine']:.3f} "
+        f"(layer {int(low['layer'])}) to {top['mean_cosine']:.3f} (layer {int(top['layer'])}); "
+        f"{int((contextual['ci95_low'] > 0.5).sum())} of {len(contextual)} contextual layers lie clearly above 0.5."
+    )
+ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+
+# %% [markdown]
+# Both models on the offline profile are sentence-transformers: they were trained further, after
+# masked-language-model pre-training, to make cosine similarity of *mean-pooled sentence vectors*
+# meaningful. That objective acts mostly on the top layers, so their last layer need not look
+# like BERT-base's. The intermediate layers keep much more of the pre-trained geometry; compare
+# the curves with the paper's statement above, and re-run with `-p models bert-base-uncased,roberta-base`
+# (needs internet once) to see the paper's models.
+#
+# ## The last layer in two dimensions
+#
+# Each point is one token vector from the sampled sentences, coloured by its position in the
+# sentence (0 is the first special token). The orange cross is where the origin projects. The
+# panel title gives the length of the mean vector relative to the average vector length: near 0
+# for a cloud centred on the origin, near 1 when every vector points the same way.
+
+# %%
+fig = plotting.plane_views(views, positions, "position in sentence")
+results.figure(fig, "pca_last_layer")
+
+# %%
+ch.say("\n".join(
+    f"- **{name}**, layer {facts[name]['pca_layer']}: |mean| / mean |x| = {v.mean_vector_norm_ratio:.2f}; "
+    f"the first two components explain {100 * v.explained.sum():.1f}% of the variance."
+    for name, v in views.items()
+))

@@ -1,0 +1,148 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Outlier neurons
+#
+# Luo et al. (2021, §2) average all token vectors of a layer and find, in every layer of
+# BERT-base and RoBERTa-base, a few dimensions whose average lies far from all others. They
+# also count, for every token vector, which dimension holds its smallest and its largest value:
+# in BERT-base dimension 557 is the minimum of 96.60% of all contextual vectors; in RoBERTa-base
+# dimension 588 is the maximum of all of them and dimension 77 the minimum of 88.19%.
+#
+# The paper encodes 10,000 sentences from the SST-2 training set and 10,000 from QQP. QQP is not
+# part of this book's offline data (its licence does not allow redistribution), so the book
+# uses SST-2 alone; the paper itself notes that "any dataset would illustrate our findings".
+# The number of sentences is a parameter.
+#
+# The statistics are computed in one streaming pass: per layer the running mean and, per
+# dimension, how often it is a vector's minimum or maximum. No token vector is kept, so the
+# sample size is limited by time, not memory. Special tokens (`[CLS]`, `[SEP]`, `<s>`, `</s>`)
+# are counted like all other tokens, as in the paper's "all subword vectors".
+#
+# **Which dimensions are outliers** is decided by the code, not typed in. The criterion: in a
+# layer's average vector, a dimension is an outlier of that layer when it lies at least
+# `z_threshold` robust standard deviations from the median of the vector (robust standard
+# deviation = 1.4826 × median absolute deviation, which one huge value cannot inflate). A
+# dimension is an outlier *of the model* when this holds in at least `min_layer_share` of the
+# contextual (non-input) layers.
+
+# %% tags=["parameters"]
+profile = "default"  # names the results folder
+models = "minilm,mpnet"  # comma-separated model specs
+n_sentences = 10000  # SST-2 training sentences (paper: 10,000 SST-2 + 10,000 QQP)
+z_threshold = 10.0  # robust z-score that flags a dimension in a layer
+min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged
+seed = 0
+device = "auto"  # "auto" uses CUDA when present
+dtype = "float32"
+
+# %%
+import pandas as pd
+
+import lib.chapter as ch
+from lib import outliers, paper, plotting
+from lib.collectors import LayerStats
+from lib.data import sample_sentences
+from lib.errors import require
+from lib.extraction import extract
+from lib.models import load_model
+from lib.results import Results
+
+plotting.style()
+specs = ch.parse_models(models)
+ch.positive_int("n_sentences", n_sentences)
+require(isinstance(z_threshold, (int, float)) and z_threshold > 0, f"z_threshold must be a positive number, got {z_threshold!r}")
+require(isinstance(min_layer_share, (int, float)) and 0 < min_layer_share <= 1, f"min_layer_share must be in (0, 1], got {min_layer_share!r}")
+results = Results("02_outlier_neurons", profile)
+parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, seed=seed, dtype=dtype)
+sentences = sample_sentences("sst2", "train", n_sentences, seed)
+print(f"{len(sentences)} SST-2 training sentences, models: {', '.join(specs)}")
+
+# %%
+stats, extremes, pooled, detected, facts = {}, {}, {}, {}, {}
+for spec in specs:
+    lm = load_model(spec, device=device, dtype=dtype)
+    st = LayerStats(covariance=False)
+    extract(lm, sentences, [st], desc=lm.name)
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
+    extremes[lm.name] = outliers.extreme_dimensions(st.argmin_counts, st.argmax_counts, st.count)
+    pooled[lm.name] = outliers.pooled_extremes(st.argmin_counts, st.argmax_counts, st.count).assign(model=lm.name, spec=spec)
+    detected[lm.name] = outliers.detect_outliers(st.mean, z_threshold, min_layer_share)
+    mean_long = pd.DataFrame(st.mean).rename_axis("layer").reset_index().melt(id_vars="layer", var_name="dim", value_name="mean")
+    for name, frame in [("extreme_dimensions_by_layer", extremes[lm.name]), ("extreme_dimensions_pooled", pooled[lm.name]),
+                        ("outlier_dimensions", detected[lm.name]), ("mean_vectors", mean_long)]:
+        results.table(frame, name, spec, parameters, info)
+    stats[lm.name], facts[lm.name] = st, info
+    del lm
+
+# %% [markdown]
+# ## The average vector of every layer
+#
+# One panel per layer (layer 0 is the embedding output: token + position (+ segment)
+# embeddings after LayerNorm). Orange labels mark the dimensions the criterion flags in that
+# layer. Compare with the paper's Figures 1-2, where one spike dominates every BERT-base layer.
+
+# %%
+for name, st in stats.items():
+    fig = plotting.average_vectors(st.mean, detected[name], f"{name}: average token vector by layer ({st.count:,} tokens)")
+    results.figure(fig, f"average_vectors_{name}")
+
+# %%
+for name, frame in detected.items():
+    ch.show(frame, f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers", precision=1)
+
+# %% [markdown]
+# ## Which dimension is a vector's minimum or maximum
+#
+# For every layer, the dimension that most often holds a vector's smallest (largest) value, and
+# the share of vectors for which it does. A share near 100% means that a single dimension
+# decides the extreme of nearly every vector, whatever the token and its context.
+
+# %%
+fig = plotting.extreme_shares(extremes)
+results.figure(fig, "extreme_dimension_shares")
+
+# %%
+for name, frame in extremes.items():
+    ch.show(frame, f"{name}: most frequent minimum and maximum dimension per layer (% of {facts[name]['n_tokens']:,} vectors)", precision=2)
+
+# %% [markdown]
+# The paper pools all contextual vectors of all layers (3.68M for BERT-base, 3.59M for
+# RoBERTa-base) before counting. The next table does the same for our models and puts the
+# paper's figures beside ours where the model is one the paper studied (the `paper` profile).
+
+# %%
+ours = pd.concat(pooled.values(), ignore_index=True)
+ours["paper_model"] = ours["spec"].map(ch.PAPER_MODEL)
+paper_dims = paper.table("luo2021", "outlier_dims").rename(columns={"model": "paper_model", "paper_kind": "kind"})
+comparison = ours.merge(paper_dims[["paper_model", "kind", "paper_dim", "paper_percent"]], on=["paper_model", "kind"], how="left")
+ch.show(comparison[["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"]],
+        "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model where it has one", precision=2)
+ch.show(paper_dims[["paper_model", "kind", "paper_dim", "paper_percent", "paper_section"]],
+        "Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences")
+
+# %%
+lines = []
+for name, frame in detected.items():
+    model_level = frame[frame["model_outlier"]]
+    dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in model_level.itertuples()) or "none"
+    best = pooled[name].loc[pooled[name]["percent"].idxmax()]
+    lines.append(
+        f"- **{name}**: model-level outlier dimensions: {dims}. Over all contextual layers, dimension {best['dim']} is the "
+        f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors."
+    )
+ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+
+# %% [markdown]
+# The pattern the paper describes for BERT-base and RoBERTa-base (one or two dimensions that
+# dominate the average vector of every layer) is the thing to look for here. The two offline
+# models are distilled or further-trained relatives of BERT and MPNet, and their sentence-level
+# fine-tuning reshapes the top layer, so the shares need not reach the paper's 96.60%. Where
+# the outliers of our models come from is the subject of the next chapters: the paper traces
+# them to position embeddings and LayerNorm.
