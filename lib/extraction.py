@@ -65,9 +65,11 @@ def encode(lm: LoadedModel, sentences: Sequence[str]) -> Encoded:
 
 
 def batches(lengths: np.ndarray, max_tokens: int, max_sentences: int) -> list[np.ndarray]:
-    """Group sentence indices, sorted by length (stable), so a padded batch stays within max_tokens."""
+    """Group sentence indices, sorted by length (stable), so a padded batch stays within max_tokens.
+    Sentences with no tokens at all (possible without special tokens) are left out."""
     require(max_tokens > 0 and max_sentences > 0, "batch limits must be positive")
     order = np.argsort(lengths, kind="stable")
+    order = order[lengths[order] > 0]
     groups, current, longest = [], [], 0
     for i in order:
         longest_if_added = max(longest, int(lengths[i]))

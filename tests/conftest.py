@@ -1,0 +1,83 @@
+"""Shared fixtures: tiny randomly initialised models (built here, no download) and the packaged MiniLM."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported: never reach for the hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoTokenizer, BertConfig, BertModel, GPT2Config, GPT2Model, PreTrainedTokenizerFast, RobertaConfig, RobertaModel,
+)
+
+from lib.models import LoadedModel, load_model, minilm_path, wrap  # noqa: E402
+from lib.settings import data_dir  # noqa: E402
+
+SENTENCES = [
+    "a gripping , funny film .",
+    "not worth the price of admission",
+    "the cast is uniformly excellent and the script sharp , witty and surprisingly moving",
+    "dull",
+    "it 's a mess , but a fascinating one , and you will want to see it twice",
+    "an hour and a half of nothing happening",
+    "",
+    "slow going at first , then wonderful",
+    "the director knows exactly what he is doing and does it with grace",
+    "bad",
+    "funny , touching and smart",
+    "it never finds its footing",
+]
+
+TINY = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64, max_position_embeddings=64)
+
+
+def _gpt2_tokenizer() -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(SENTENCES * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
+                                                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
+
+
+def tiny_model(kind: str) -> LoadedModel:
+    """A randomly initialised 3-layer, 32-wide model of the given architecture, seeded."""
+    torch.manual_seed(0)
+    if kind == "bert":
+        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+        model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, **TINY))
+    elif kind == "roberta":
+        tokenizer = AutoTokenizer.from_pretrained(minilm_path())  # BERT vocabulary; RoBERTa's position offset from pad id
+        model = RobertaModel(RobertaConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_token_id, **{**TINY, "max_position_embeddings": 66}))
+    elif kind == "gpt2":
+        tokenizer = _gpt2_tokenizer()
+        model = GPT2Model(GPT2Config(vocab_size=len(tokenizer), bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id, n_embd=32, n_layer=3, n_head=4, n_positions=64))
+    else:
+        raise ValueError(kind)
+    return wrap(model, tokenizer, f"tiny-{kind}", f"tiny-{kind}", torch.device("cpu"))
+
+
+@pytest.fixture(params=["bert", "roberta", "gpt2"])
+def tiny(request) -> LoadedModel:
+    return tiny_model(request.param)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> LoadedModel:
+    return load_model("minilm", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real data directory; missing data fails in CI and skips elsewhere."""
+    root = data_dir()
+    if not (root / "sst2").is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs the data sets: {root} has no sst2/ (set BOOK_DATA_DIR)")
+        pytest.skip(f"no data sets in {root}: set BOOK_DATA_DIR to run this test")
+    return root

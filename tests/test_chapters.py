@@ -1,0 +1,71 @@
+"""The chapters run end to end through papermill (quick profile), and bad input stops them cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from lib.runner import chapters, profile_parameters
+from lib.settings import REPO_ROOT
+
+
+def run(tmp_path, *args, env_extra=None):
+    env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "results"), **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "lib.runner", "--output", str(tmp_path / "chapters"), *args],
+                          capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=900)
+
+
+def test_profiles_cover_every_chapter():
+    for profile in ("quick", "default", "paper"):
+        for chapter in chapters():
+            params = profile_parameters(profile, chapter)
+            assert params["profile"] == profile and params["models"]
+
+
+@pytest.mark.slow
+def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
+    done = run(tmp_path, "--profile", "quick")
+    assert done.returncode == 0, done.stderr[-2000:]
+    for chapter in chapters():
+        assert (tmp_path / "chapters" / f"{chapter}.ipynb").is_file()
+    results = tmp_path / "results" / "quick"
+    table = pd.read_csv(results / "minilm" / "01_anisotropy" / "anisotropy_by_layer.csv")
+    assert table["layer"].tolist() == list(range(7)) and table["mean_cosine"].between(-1, 1).all()
+    meta = json.loads((results / "mpnet" / "02_outlier_neurons" / "meta.json").read_text())
+    assert meta["model_info"]["n_layers"] == 12 and meta["model_info"]["width"] == 768
+    assert set(meta["tables"]) == {"extreme_dimensions_by_layer", "extreme_dimensions_pooled", "outlier_dimensions", "mean_vectors"}
+    assert (results / "figures" / "02_outlier_neurons" / "extreme_dimension_shares.png").is_file()
+
+
+def assert_clean_failure(tmp_path, done, expected):
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
+    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "chapters" / "01_anisotropy.ipynb").exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["-p", "n_sentences", "0"], "n_sentences must be a positive integer"),
+    (["-p", "n_pairs", "600"], "need at least 1200 sentences"),
+    (["-p", "models", "no-such-model"], "embedded models (offline): minilm, mpnet"),
+    (["-p", "models", "minilm", "-p", "pca_layer", "9"], "layer 9 does not exist"),
+])
+def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_data, args, expected):
+    done = run(tmp_path, "--profile", "quick", "--chapters", "01_anisotropy", *args)
+    assert_clean_failure(tmp_path, done, expected)
+
+
+def test_missing_data_directory_stops_the_chapter(tmp_path):
+    done = run(tmp_path, "--profile", "quick", "--chapters", "01_anisotropy", env_extra={"BOOK_DATA_DIR": str(tmp_path / "none")})
+    assert_clean_failure(tmp_path, done, "set BOOK_DATA_DIR")
+
+
+def test_unknown_profile(tmp_path):
+    done = run(tmp_path, "--profile", "huge")
+    assert_clean_failure(tmp_path, done, "unknown profile 'huge'; choose one of default, paper, quick")

@@ -1,0 +1,127 @@
+"""Model specs and data sets: real models, real files, and clear one-line errors for bad input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+import torch
+
+from lib import data, models
+from lib.errors import BookError
+from lib.settings import device as pick_device
+from lib.extraction import extract
+from lib.collectors import LayerStats
+
+
+def test_minilm_facts_are_read_from_the_model(minilm):
+    assert (minilm.n_layers, minilm.width, minilm.max_length) == (6, 384, 512)
+    st = LayerStats(covariance=False)
+    extract(minilm, ["a short sentence"], [st], progress=False)
+    assert st.n_layers == minilm.n_layers + 1  # embedding output plus every layer
+
+
+def test_mpnet_is_assembled_once(monkeypatch):
+    first = models.mpnet_path()
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    monkeypatch.setattr(models, "_sha256", lambda *_: pytest.fail("re-assembled although the cache was complete"))
+    assert models.mpnet_path() == first
+    assert (first / "model.safetensors").stat().st_mtime_ns == stamp
+    assert models.resolve("mpnet") == (str(first), "all-mpnet-base-v2")
+
+
+def test_local_folder_spec_loads_a_saved_model(tmp_path):
+    from .conftest import tiny_model
+
+    lm = tiny_model("bert")
+    lm.model.save_pretrained(tmp_path)
+    lm.tokenizer.save_pretrained(tmp_path)
+    again = models.load_model(str(tmp_path), device="cpu")
+    ids = torch.tensor([[101, 2023, 102]])
+    assert torch.allclose(again.model(ids).last_hidden_state, lm.model(ids).last_hidden_state)
+    assert again.n_layers == 3 and again.width == 32
+
+
+@pytest.mark.parametrize("spec", ["no-such-model-xyz", "trained:never-trained", "  "])
+def test_unknown_model_is_one_clear_line(spec, tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path))
+    with pytest.raises(BookError) as err:
+        models.load_model(spec)
+    message = str(err.value)
+    assert "\n" not in message and ("minilm, mpnet" in message or "chapter 05" in message)
+
+
+def test_layer_index_checks_the_model(minilm):
+    assert models.layer_index(minilm, -1) == 6 and models.layer_index(minilm, 0) == 0
+    with pytest.raises(BookError, match=r"hidden states are 0\.\.6"):
+        models.layer_index(minilm, 7)
+
+
+def test_device_choice():
+    assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(BookError, match="CUDA is not available"):
+            pick_device("cuda")
+
+
+def test_sst2_splits_have_the_published_sizes(shared_data):
+    sizes = {split: len(data.load("sst2", split)) for split in ("train", "dev", "test")}
+    assert sizes == {"train": 67349, "dev": 872, "test": 1821}
+    train = data.load("sst2", "train")
+    assert set(train["label"]) == {0, 1} and not train["sentence"].str.endswith(" ").any()
+
+
+def test_sampling_is_seeded(shared_data):
+    a = data.sample_sentences("sst2", "train", 50, seed=4)
+    assert a == data.sample_sentences("sst2", "train", 50, seed=4)
+    assert a != data.sample_sentences("sst2", "train", 50, seed=5)
+    with pytest.raises(BookError, match="positive integer"):
+        data.sample_sentences("sst2", "train", 0, seed=0)
+    with pytest.raises(BookError, match="lower the sample size"):
+        data.sample_sentences("sst2", "dev", 10_000, seed=0)
+
+
+def test_missing_data_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(BookError, match="does not exist; set BOOK_DATA_DIR"):
+        data.load("sst2", "train")
+
+
+def test_missing_file_names_where_it_is_published(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
+    with pytest.raises(BookError, match=r"missing file .*sentiment-dev; it is published at https://"):
+        data.load("sst2", "dev")
+
+
+def test_corrupted_file_fails_its_checksum(shared_data, tmp_path, monkeypatch):
+    (tmp_path / "sst2").mkdir()
+    copy = tmp_path / "sst2" / "sentiment-dev"
+    shutil.copy(shared_data / "sst2" / "sentiment-dev", copy)
+    with open(copy, "r+b") as f:
+        f.seek(100)
+        f.write(b"X")
+    monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
+    with pytest.raises(BookError, match="corrupted") as err:
+        data.load("sst2", "dev")
+    assert "\n" not in str(err.value)
+
+
+def test_download_verifies_and_writes_atomically(shared_data, tmp_path, monkeypatch):
+    source = shared_data / "sst2" / "sentiment-dev"
+    good = data.DataFile("x/dev", data.sha256(source), source.as_uri())
+    bad = data.DataFile("x/test", "0" * 64, source.as_uri())
+    monkeypatch.setitem(data.REGISTRY, "toy", data.DataSet("toy", "toy", "none", {"dev": good}, data.REGISTRY["sst2"].reader))
+    monkeypatch.setitem(data.REGISTRY, "toybad", data.DataSet("toybad", "toy", "none", {"test": bad}, data.REGISTRY["sst2"].reader))
+    data.download("toy", tmp_path)
+    assert data.sha256(tmp_path / "x" / "dev") == good.sha256
+    with pytest.raises(BookError, match="published file changed"):
+        data.download("toybad", tmp_path)
+    assert os.listdir(tmp_path / "x") == ["dev"]  # nothing half-written
+
+
+def test_unknown_data_set_and_split():
+    with pytest.raises(BookError, match="known: sst2"):
+        data.load("qqp", "train")
+    with pytest.raises(BookError, match="no split 'validation'"):
+        data.verified_path("sst2", "validation")

@@ -1,0 +1,52 @@
+"""Results are written atomically with a stable layout and schema."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from lib.errors import BookError  # noqa: E402
+from lib.results import Results, write_atomic  # noqa: E402
+
+
+def test_tables_and_meta(tmp_path):
+    r = Results("01_x", "quick", root=tmp_path)
+    r.table(pd.DataFrame({"layer": [0, 1], "mean_cosine": [0.1, 0.2]}), "anisotropy", "trained:roberta-pe", {"n": 5}, {"width": 8})
+    r.table(pd.DataFrame({"dim": [3]}), "outliers", "trained:roberta-pe", {"n": 5})
+    folder = tmp_path / "quick" / "trained_roberta-pe" / "01_x"
+    assert pd.read_csv(folder / "anisotropy.csv")["mean_cosine"].tolist() == [0.1, 0.2]
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["tables"]["anisotropy"]["columns"] == ["layer", "mean_cosine"]
+    assert meta["tables"]["outliers"]["rows"] == 1
+    assert meta["parameters"] == {"n": 5} and meta["model_info"] == {"width": 8} and meta["profile"] == "quick"
+    assert sorted(p.name for p in folder.iterdir()) == ["anisotropy.csv", "meta.json", "outliers.csv"]
+
+
+def test_figures_png_and_pdf(tmp_path):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    Results("02_y", "default", root=tmp_path).figure(fig, "a figure")
+    folder = tmp_path / "default" / "figures" / "02_y"
+    assert sorted(p.name for p in folder.iterdir()) == ["a_figure.pdf", "a_figure.png"]
+    assert (folder / "a_figure.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    def explode(path):
+        path.write_text("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        write_atomic(tmp_path / "t.csv", explode)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_names_are_checked(tmp_path):
+    with pytest.raises(BookError, match="profile name"):
+        Results("01", "../escape", root=tmp_path)
