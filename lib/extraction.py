@@ -83,7 +83,8 @@ def batches(lengths: np.ndarray, max_tokens: int, max_sentences: int) -> list[np
     return groups
 
 
-def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_batch(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token id lists into (ids, attention mask) tensors."""
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -104,7 +105,7 @@ def iterate(lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, m
     with torch.inference_mode():
         for group in groups:
             rows = [enc.input_ids[i] for i in group]
-            ids, mask = _pad(rows, pad_id)
+            ids, mask = pad_batch(rows, pad_id)
             out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_hidden_states=True)
             keep = mask.bool()
             flat_keep = keep.to(lm.device)

@@ -125,3 +125,18 @@ def test_unknown_data_set_and_split():
         data.load("qqp", "train")
     with pytest.raises(BookError, match="no split 'validation'"):
         data.verified_path("sst2", "validation")
+
+
+def test_data_check_command_reports_a_corrupted_file_in_one_line(shared_data, tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "sst2").mkdir()
+    for split in ("train", "dev", "test"):
+        shutil.copy(shared_data / "sst2" / f"sentiment-{split}", tmp_path / "sst2")
+    with open(tmp_path / "sst2" / "sentiment-test", "a") as f:
+        f.write("an extra line\t1\n")
+    done = subprocess.run([sys.executable, "-m", "lib.data", "check", "sst2"], capture_output=True, text=True,
+                          env={**os.environ, "BOOK_DATA_DIR": str(tmp_path)})
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "sst2 test" in done.stderr and "re-fetch it from https://" in done.stderr
