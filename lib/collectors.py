@@ -14,6 +14,7 @@ from .errors import require
 from .extraction import TokenBatch
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+_COV_BLOCKS = 4  # covariance cross-products are computed in this many row blocks of the upper triangle
 
 
 def token_keys(seed: int, sentence_ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -30,21 +31,20 @@ def token_keys(seed: int, sentence_ids: np.ndarray, positions: np.ndarray) -> np
 class LayerStats:
     """Per layer: token count, mean, argmin/argmax counts per dimension, and covariance (float64).
 
-    The covariance accumulates cross-products of vectors shifted by the first batch's mean, which
-    keeps float32 batch products accurate when the mean is large (outlier dimensions), and sums
-    them in float64.
+    Vectors are shifted by the first batch's mean before summing, so float32 batch sums and
+    cross-products stay accurate when the mean is large (outlier dimensions); the running sums
+    are float64.
     """
 
     def __init__(self, covariance: bool = True, include_special: bool = True):
         self.with_covariance = covariance
         self.include_special = include_special
         self.count = 0
-        self._sum: torch.Tensor | None = None
-        self._argmin: torch.Tensor | None = None
-        self._argmax: torch.Tensor | None = None
-        self._shift: torch.Tensor | None = None
-        self._shifted_sum: torch.Tensor | None = None
-        self._m2: torch.Tensor | None = None
+        self._shift: torch.Tensor | None = None  # (layers, 1, width)
+        self._shifted_sum: torch.Tensor | None = None  # (layers, width) float64
+        self._m2: torch.Tensor | None = None  # (layers, width, width) float64
+        self._argmin: np.ndarray | None = None  # (layers, width) int64
+        self._argmax: np.ndarray | None = None
 
     def update(self, batch: TokenBatch) -> None:
         h = batch.hidden
@@ -53,24 +53,28 @@ class LayerStats:
         n_layers, n, width = h.shape
         if n == 0:
             return
-        if self._sum is None:
-            dev = h.device
-            self._sum = torch.zeros(n_layers, width, dtype=torch.float64, device=dev)
-            self._argmin = torch.zeros(n_layers * width, dtype=torch.long, device=dev)
-            self._argmax = torch.zeros(n_layers * width, dtype=torch.long, device=dev)
+        if self._shift is None:
+            self._shift = h.mean(dim=1, keepdim=True)
+            self._shifted_sum = torch.zeros(n_layers, width, dtype=torch.float64, device=h.device)
+            self._argmin = np.zeros((n_layers, width), dtype=np.int64)
+            self._argmax = np.zeros((n_layers, width), dtype=np.int64)
             if self.with_covariance:
-                self._shift = h.mean(dim=1, keepdim=True)
-                self._shifted_sum = torch.zeros(n_layers, width, dtype=torch.float64, device=dev)
-                self._m2 = torch.zeros(n_layers, width, width, dtype=torch.float64, device=dev)
+                self._m2 = torch.zeros(n_layers, width, width, dtype=torch.float64, device=h.device)
         self.count += n
-        self._sum += h.sum(dim=1, dtype=torch.float64)
-        offsets = (torch.arange(n_layers, device=h.device) * width).unsqueeze(1)
-        self._argmin += torch.bincount((h.argmin(dim=2) + offsets).flatten(), minlength=n_layers * width)
-        self._argmax += torch.bincount((h.argmax(dim=2) + offsets).flatten(), minlength=n_layers * width)
-        if self.with_covariance:
-            x = h - self._shift
-            self._shifted_sum += x.sum(dim=1, dtype=torch.float64)
-            self._m2 += torch.bmm(x.transpose(1, 2), x).double()
+        x = h - self._shift
+        self._shifted_sum += x.sum(dim=1).double()
+        if h.device.type == "cpu":  # NumPy's argmin/argmax are about twice as fast as torch's on CPU
+            values = h.numpy()
+            lo, hi = values.argmin(axis=2), values.argmax(axis=2)
+        else:
+            lo, hi = h.argmin(dim=2).cpu().numpy(), h.argmax(dim=2).cpu().numpy()
+        offsets = (np.arange(n_layers) * width)[:, None]
+        self._argmin += np.bincount((lo + offsets).ravel(), minlength=n_layers * width).reshape(n_layers, width)
+        self._argmax += np.bincount((hi + offsets).ravel(), minlength=n_layers * width).reshape(n_layers, width)
+        if self.with_covariance:  # upper block-triangle only (5/8 of the products); mirrored when read
+            step = -(-width // _COV_BLOCKS)
+            for start in range(0, width, step):
+                self._m2[:, start:start + step, start:] += torch.bmm(x[:, :, start:start + step].transpose(1, 2), x[:, :, start:]).double()
 
     def _ready(self) -> None:
         require(self.count > 0, "no tokens were collected: the sample is empty")
@@ -78,24 +82,24 @@ class LayerStats:
     @property
     def n_layers(self) -> int:
         self._ready()
-        return self._sum.shape[0]
+        return self._shifted_sum.shape[0]
 
     @property
     def mean(self) -> np.ndarray:
         """(n_layers + 1, width) float64."""
         self._ready()
-        return (self._sum / self.count).cpu().numpy()
+        return (self._shift[:, 0].double() + self._shifted_sum / self.count).cpu().numpy()
 
     @property
     def argmin_counts(self) -> np.ndarray:
         """(n_layers + 1, width): how many vectors have their minimum in each dimension."""
         self._ready()
-        return self._argmin.view(self.n_layers, -1).cpu().numpy()
+        return self._argmin.copy()
 
     @property
     def argmax_counts(self) -> np.ndarray:
         self._ready()
-        return self._argmax.view(self.n_layers, -1).cpu().numpy()
+        return self._argmax.copy()
 
     def covariance(self, layer: int | None = None) -> np.ndarray:
         """Unbiased covariance, float64: (width, width) for one layer, or all layers stacked."""
@@ -106,6 +110,7 @@ class LayerStats:
                 f"layer {layer} does not exist: this model has hidden states 0..{self.n_layers - 1}")
         s = self._shifted_sum if layer is None else self._shifted_sum[layer]
         m2 = self._m2 if layer is None else self._m2[layer]
+        m2 = torch.triu(m2) + torch.triu(m2, diagonal=1).transpose(-1, -2)
         cov = (m2 - s.unsqueeze(-1) * s.unsqueeze(-2) / self.count) / (self.count - 1)
         return cov.cpu().numpy()
 
@@ -113,39 +118,69 @@ class LayerStats:
 class TokenReservoir:
     """A uniform sample of k tokens (without replacement) with their vectors in chosen layers.
 
-    Tokens are kept by smallest hash key, so the sample is the same for any batch size or order.
+    Tokens are kept by smallest hash key, so the sample is the same for any batch size or order;
+    the arrays below are ordered by key. Only tokens that enter the sample are copied.
     """
 
     def __init__(self, k: int, seed: int, layers: list[int] | None = None, include_special: bool = True):
         require(k > 0, f"reservoir size must be positive, got {k}")
         self.k, self.seed, self.layers, self.include_special = k, seed, layers, include_special
-        self.keys = np.empty(0)
-        self.token_ids = np.empty(0, dtype=np.int64)
-        self.positions = np.empty(0, dtype=np.int64)
-        self.sentence_ids = np.empty(0, dtype=np.int64)
-        self.special = np.empty(0, dtype=bool)
-        self.vectors: np.ndarray | None = None  # (n_kept, n_layers_kept, width) float32
+        self._n = 0
+        self._keys = np.full(k, np.inf)
+        self._meta = np.zeros((k, 3), dtype=np.int64)  # token id, position, sentence id
+        self._special = np.zeros(k, dtype=bool)
+        self._vectors: np.ndarray | None = None  # (k, n_layers_kept, width) float32
 
     def update(self, batch: TokenBatch) -> None:
         keys = token_keys(self.seed, batch.sentence_ids, batch.positions)
         if not self.include_special:
             keys = np.where(batch.special, np.inf, keys)
-        threshold = np.partition(self.keys, self.k - 1)[self.k - 1] if len(self.keys) >= self.k else np.inf
+        threshold = self._keys[: self._n].max() if self._n == self.k else np.inf
         take = np.flatnonzero(keys < threshold)
         if len(take) == 0:
             return
-        h = batch.hidden if self.layers is None else batch.hidden[self.layers]
-        new_vectors = h[:, torch.from_numpy(take).to(h.device)].transpose(0, 1).cpu().numpy()
-        all_keys = np.concatenate([self.keys, keys[take]])
+        all_keys = np.concatenate([self._keys[: self._n], keys[take]])
         keep = np.argsort(all_keys, kind="stable")[: self.k]
-        keep = keep[np.isfinite(all_keys[keep])]
-        cat = lambda old, new: np.concatenate([old, new])[keep]  # noqa: E731
-        self.vectors = cat(self.vectors, new_vectors) if self.vectors is not None else new_vectors[keep]
-        self.keys = all_keys[keep]
-        self.token_ids = cat(self.token_ids, batch.token_ids[take])
-        self.positions = cat(self.positions, batch.positions[take])
-        self.sentence_ids = cat(self.sentence_ids, batch.sentence_ids[take])
-        self.special = cat(self.special, batch.special[take])
+        new = take[keep[keep >= self._n] - self._n]  # batch indices that enter the sample
+        evicted = np.setdiff1d(np.arange(self._n), keep[keep < self._n], assume_unique=True)
+        slots = np.concatenate([evicted, np.arange(self._n, self.k)])[: len(new)]
+        h = batch.hidden if self.layers is None else batch.hidden[self.layers]
+        if self._vectors is None:
+            self._vectors = np.zeros((self.k, h.shape[0], h.shape[2]), dtype=np.float32)
+        self._vectors[slots] = h[:, torch.from_numpy(new).to(h.device)].transpose(0, 1).cpu().numpy()
+        self._keys[slots] = keys[new]
+        self._meta[slots] = np.stack([batch.token_ids[new], batch.positions[new], batch.sentence_ids[new]], axis=1)
+        self._special[slots] = batch.special[new]
+        self._n = min(self.k, self._n + len(new))
+
+    def _order(self) -> np.ndarray:
+        return np.argsort(self._keys[: self._n], kind="stable")
+
+    @property
+    def keys(self) -> np.ndarray:
+        return self._keys[self._order()]
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """(n_kept, n_layers_kept, width) float32."""
+        require(self._vectors is not None, "the reservoir is empty: no tokens were collected")
+        return self._vectors[self._order()]
+
+    @property
+    def token_ids(self) -> np.ndarray:
+        return self._meta[self._order(), 0]
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self._meta[self._order(), 1]
+
+    @property
+    def sentence_ids(self) -> np.ndarray:
+        return self._meta[self._order(), 2]
+
+    @property
+    def special(self) -> np.ndarray:
+        return self._special[self._order()]
 
 
 class SentenceTokenSampler:

@@ -8,6 +8,8 @@ Nothing holds all vectors unless a collector chooses to.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -18,6 +20,18 @@ from tqdm import tqdm
 
 from .errors import require
 from .models import LoadedModel
+
+
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None)
+TRIM_EVERY = 32  # batches between returning freed heap memory to the OS
+
+
+def release_memory() -> None:
+    """Return freed heap memory to the OS (glibc malloc_trim; a no-op elsewhere). Batches of ever-changing
+    shapes fragment the heap, and without this a long extraction's resident memory creeps upwards."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 @dataclass
@@ -42,26 +56,41 @@ class Collector(Protocol):
 
 @dataclass
 class Encoded:
-    """Tokenized sentences, in input order."""
+    """Tokenized sentences in input order, stored flat: sentence i is ids[offsets[i]:offsets[i + 1]]."""
 
-    input_ids: list[list[int]]
-    special: list[list[int]]
+    flat_ids: np.ndarray  # int32
+    flat_special: np.ndarray  # bool
+    offsets: np.ndarray  # int64, n + 1
     truncated: int
 
     @property
     def lengths(self) -> np.ndarray:
-        return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self.input_ids))
+        return np.diff(self.offsets)
+
+    def ids(self, i: int) -> np.ndarray:
+        return self.flat_ids[self.offsets[i]:self.offsets[i + 1]]
+
+    def special(self, i: int) -> np.ndarray:
+        return self.flat_special[self.offsets[i]:self.offsets[i + 1]]
 
 
-def encode(lm: LoadedModel, sentences: Sequence[str]) -> Encoded:
-    """Tokenize with the model's special tokens, truncating to the model's maximum length."""
+def encode(lm: LoadedModel, sentences: Sequence[str], chunk: int = 1000) -> Encoded:
+    """Tokenize with the model's special tokens, truncating to the model's maximum length.
+
+    Works in chunks and keeps only compact arrays, so memory grows by a few bytes per token."""
     require(len(sentences) > 0, "no sentences to encode: the sample size must be at least 1")
     require(all(isinstance(s, str) for s in sentences), "sentences must be strings")
-    enc = lm.tokenizer(list(sentences), add_special_tokens=True, truncation=True, max_length=lm.max_length,
-                       return_special_tokens_mask=True)
-    truncated = sum(bool(e.overflowing) for e in enc.encodings)
-    ids, special = enc["input_ids"], enc["special_tokens_mask"]
-    return Encoded(ids, special, truncated)
+    ids, special, lengths, truncated = [], [], [], 0
+    for start in range(0, len(sentences), chunk):
+        enc = lm.tokenizer(list(sentences[start:start + chunk]), add_special_tokens=True, truncation=True,
+                           max_length=lm.max_length, return_special_tokens_mask=True)
+        truncated += sum(bool(e.overflowing) for e in enc.encodings)
+        for row, mask in zip(enc["input_ids"], enc["special_tokens_mask"]):
+            ids.append(np.asarray(row, dtype=np.int32))
+            special.append(np.asarray(mask, dtype=bool))
+            lengths.append(len(row))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return Encoded(np.concatenate(ids), np.concatenate(special), offsets, truncated)
 
 
 def batches(lengths: np.ndarray, max_tokens: int, max_sentences: int) -> list[np.ndarray]:
@@ -83,13 +112,13 @@ def batches(lengths: np.ndarray, max_tokens: int, max_sentences: int) -> list[np
     return groups
 
 
-def pad_batch(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_batch(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad token id lists into (ids, attention mask) tensors."""
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for j, r in enumerate(rows):
-        ids[j, : len(r)] = torch.tensor(r, dtype=torch.long)
+        ids[j, : len(r)] = torch.as_tensor(r, dtype=torch.long)
         mask[j, : len(r)] = 1
     return ids, mask
 
@@ -98,21 +127,27 @@ def iterate(lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, m
             progress: bool = True, desc: str | None = None) -> Iterable[TokenBatch]:
     """Yield TokenBatch objects for the sentences, longest-last, padding removed."""
     enc = encode(lm, sentences)
+    if enc.truncated:
+        print(f"{enc.truncated} of {len(sentences)} inputs were truncated to {lm.max_length} tokens, the model's limit")
     lengths = enc.lengths
     groups = batches(lengths, max_tokens, max_sentences)
     bar = tqdm(total=int(lengths.sum()), unit="tok", desc=desc or lm.name, disable=not progress, mininterval=1.0)
     pad_id = lm.tokenizer.pad_token_id
     with torch.inference_mode():
-        for group in groups:
-            rows = [enc.input_ids[i] for i in group]
+        for number, group in enumerate(groups, start=1):
+            if number % TRIM_EVERY == 0:
+                release_memory()
+            rows = [enc.ids(i) for i in group]
             ids, mask = pad_batch(rows, pad_id)
             out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_hidden_states=True)
             keep = mask.bool()
-            flat_keep = keep.to(lm.device)
-            hidden = torch.stack(out.hidden_states)[:, flat_keep].float()
+            flat = keep.flatten().nonzero().squeeze(1).to(lm.device)
+            hidden = torch.empty(len(out.hidden_states), len(flat), lm.width, device=lm.device, dtype=torch.float32)
+            for layer, states in enumerate(out.hidden_states):  # one copy per layer, padding left out
+                torch.index_select(states.reshape(-1, lm.width).float(), 0, flat, out=hidden[layer])
             positions = torch.arange(ids.shape[1]).expand_as(ids)[keep].numpy()
             sentence_ids = torch.from_numpy(group).unsqueeze(1).expand_as(ids)[keep].numpy()
-            special = np.concatenate([np.asarray(enc.special[i], dtype=bool) for i in group])
+            special = np.concatenate([enc.special(i) for i in group])
             yield TokenBatch(hidden, ids[keep].numpy(), positions, sentence_ids, special)
             bar.update(int(keep.sum()))
     bar.close()

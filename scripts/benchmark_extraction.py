@@ -39,7 +39,7 @@ def bare(lm, sentences):
     enc = encode(lm, sentences)
     with torch.inference_mode():
         for group in batches(enc.lengths, 2048, 64):
-            ids, mask = pad_batch([enc.input_ids[i] for i in group], lm.tokenizer.pad_token_id)
+            ids, mask = pad_batch([enc.ids(i) for i in group], lm.tokenizer.pad_token_id)
             lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device))
 
 
