@@ -5,8 +5,11 @@ from __future__ import annotations
 import pandas as pd
 from IPython.display import Markdown, display
 
+from . import plotting
+from .data import sample_sentences
 from .errors import require
 from .models import check_available
+from .results import Results
 
 # Which paper model a hub id corresponds to, so paper columns line up in the `paper` profile.
 PAPER_MODEL = {"bert-base-uncased": "bert-base", "bert-base-cased": "bert-base", "roberta-base": "roberta-base"}
@@ -27,9 +30,22 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
+def start(chapter: str, profile: str, models: str, n_sentences: int, seed: int) -> tuple[list[str], Results, list[str]]:
+    """Check the parameters every chapter shares, set the figure style, and draw the SST-2 training
+    sentences. Returns (model specs, the chapter's Results, sentences); nothing is written yet."""
+    plotting.style()
+    specs = parse_models(models)
+    positive_int("n_sentences", n_sentences)
+    results = Results(chapter, profile)
+    sentences = sample_sentences("sst2", "train", n_sentences, seed)
+    print(f"{len(sentences):,} SST-2 training sentences (seed {seed}); models: {', '.join(specs)}; results: {results.root}")
+    return specs, results, sentences
+
+
 def show(frame: pd.DataFrame, caption: str, precision: int = 3) -> None:
     """Display a table with a caption and without the index."""
-    display(frame.style.set_caption(caption).format(precision=precision).hide(axis="index"))
+    styled = frame.style.set_caption(caption).format(precision=precision, na_rep="–").hide(axis="index")
+    display(styled.set_table_styles([{"selector": "th, td", "props": "padding: 2px 12px; text-align: left;"}]))
 
 
 def say(text: str) -> None:

@@ -21,7 +21,6 @@ from tqdm import tqdm
 from .errors import require
 from .models import LoadedModel
 
-
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None)
 TRIM_EVERY = 32  # batches between returning freed heap memory to the OS
 

@@ -23,7 +23,8 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 from transformers.utils import logging as hf_logging
 
 from .errors import BookError
-from .settings import cache_dir, device as pick_device, models_dir, torch_dtype
+from .settings import cache_dir, models_dir, torch_dtype
+from .settings import device as pick_device
 
 EMBEDDED = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2",

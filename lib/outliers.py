@@ -42,6 +42,24 @@ def robust_z(mean_vectors: np.ndarray) -> np.ndarray:
     return (mean_vectors - med) / np.maximum(mad, np.finfo(np.float64).tiny)
 
 
+def flagged(mean_vectors: np.ndarray, z_threshold: float = 10.0) -> np.ndarray:
+    """(layers, width) bool: |robust z| >= z_threshold in that layer's average vector."""
+    require(z_threshold > 0, f"z_threshold must be positive, got {z_threshold}")
+    return np.abs(robust_z(mean_vectors)) >= z_threshold
+
+
+def layer_ranges(layers: np.ndarray) -> str:
+    """Readable layer list: [1, 2, 3, 5, 7, 8] -> '1-3, 5, 7-8'."""
+    parts, start = [], None
+    for i, layer in enumerate(layers):
+        if start is None:
+            start = layer
+        if i + 1 == len(layers) or layers[i + 1] != layer + 1:
+            parts.append(str(start) if start == layer else f"{start}-{layer}")
+            start = None
+    return ", ".join(parts)
+
+
 def detect_outliers(mean_vectors: np.ndarray, z_threshold: float = 10.0, min_layer_share: float = 0.5) -> pd.DataFrame:
     """Outlier dimensions of a model.
 
@@ -50,19 +68,18 @@ def detect_outliers(mean_vectors: np.ndarray, z_threshold: float = 10.0, min_lay
     min_layer_share of the non-input layers. Returns one row per dimension flagged in any layer,
     with the layers, the sign and the largest |z|, and whether it is a model-level outlier.
     """
-    require(z_threshold > 0, f"z_threshold must be positive, got {z_threshold}")
     require(0 < min_layer_share <= 1, f"min_layer_share must be in (0, 1], got {min_layer_share}")
     z = robust_z(mean_vectors)
-    flagged = np.abs(z) >= z_threshold
+    flags = flagged(mean_vectors, z_threshold)
     n_contextual = mean_vectors.shape[0] - 1
     rows = []
-    for d in np.flatnonzero(flagged.any(axis=0)):
-        layers = np.flatnonzero(flagged[:, d])
+    for d in np.flatnonzero(flags.any(axis=0)):
+        layers = np.flatnonzero(flags[:, d])
         contextual = int((layers >= 1).sum())
         peak = int(layers[np.argmax(np.abs(z[layers, d]))])
         rows.append({
             "dim": int(d), "sign": "+" if z[peak, d] > 0 else "-", "max_abs_z": float(abs(z[peak, d])),
-            "layers": " ".join(map(str, layers)), "n_layers": contextual,
+            "layers": layer_ranges(layers), "n_layers": contextual,
             "model_outlier": n_contextual > 0 and contextual >= min_layer_share * n_contextual,
         })
     columns = ["dim", "sign", "max_abs_z", "layers", "n_layers", "model_outlier"]

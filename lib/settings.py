@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import random
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from .errors import BookError
@@ -62,9 +60,3 @@ def torch_dtype(name: str) -> torch.dtype:
         raise BookError(f"unknown dtype {name!r}; choose one of {', '.join(DTYPES)}")
     return DTYPES[name]
 
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (CPU and CUDA)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)

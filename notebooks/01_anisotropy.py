@@ -50,22 +50,15 @@ import pandas as pd
 import lib.chapter as ch
 from lib import geometry, paper, plotting
 from lib.collectors import SentenceTokenSampler, TokenReservoir
-from lib.data import sample_sentences
 from lib.errors import require
 from lib.extraction import extract
 from lib.models import layer_index, load_model
-from lib.results import Results
 
-plotting.style()
-specs = ch.parse_models(models)
-ch.positive_int("n_sentences", n_sentences)
+specs, results, sentences = ch.start("01_anisotropy", profile, models, n_sentences, seed)
 ch.positive_int("n_pairs", n_pairs)
 ch.positive_int("pca_tokens", pca_tokens)
 require(2 * n_pairs <= n_sentences, f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; n_sentences is {n_sentences}")
-results = Results("01_anisotropy", profile)
 parameters = dict(n_sentences=n_sentences, n_pairs=n_pairs, pca_tokens=pca_tokens, pca_layer=pca_layer, seed=seed, dtype=dtype)
-sentences = sample_sentences("sst2", "train", n_sentences, seed)
-print(f"{len(sentences)} SST-2 training sentences, models: {', '.join(specs)}")
 
 # %% [markdown]
 # ## Random token pairs, layer by layer
@@ -75,7 +68,7 @@ print(f"{len(sentences)} SST-2 training sentences, models: {', '.join(specs)}")
 # uniform sample of token vectors for the PCA view.
 
 # %%
-tables, views, positions, facts = {}, {}, {}, {}
+tables, views, positions, specials, facts = {}, {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     layer = layer_index(lm, pca_layer)
@@ -88,7 +81,7 @@ for spec in specs:
     results.table(table, "anisotropy_by_layer", spec, parameters, info)
     tables[lm.name] = table
     views[lm.name] = geometry.pca_plane(reservoir.vectors[:, 0, :], seed=seed)
-    positions[lm.name] = reservoir.positions
+    positions[lm.name], specials[lm.name] = reservoir.positions, reservoir.special
     facts[lm.name] = info
     del lm
 
@@ -101,7 +94,7 @@ wide = pd.concat({name: t.set_index("layer")["mean_cosine"] for name, t in table
 ch.show(wide, "Mean cosine similarity of 1 token from each of two random sentences, by layer (ours)")
 ch.show(paper.table("luo2021", "anisotropy_claims"), "What Luo et al. (2021) report for BERT-base and RoBERTa-base (paper; their figure has no printed numbers)")
 
-# %%
+# %% tags=["hide-input"]
 lines = []
 for name, t in tables.items():
     contextual = t[t["layer"] >= 1]
@@ -131,10 +124,10 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # for a cloud centred on the origin, near 1 when every vector points the same way.
 
 # %%
-fig = plotting.plane_views(views, positions, "position in sentence")
+fig = plotting.plane_views(views, positions, "position in sentence", specials)
 results.figure(fig, "pca_last_layer")
 
-# %%
+# %% tags=["hide-input"]
 ch.say("\n".join(
     f"- **{name}**, layer {facts[name]['pca_layer']}: |mean| / mean |x| = {v.mean_vector_norm_ratio:.2f}; "
     f"the first two components explain {100 * v.explained.sum():.1f}% of the variance."

@@ -48,21 +48,14 @@ import pandas as pd
 import lib.chapter as ch
 from lib import outliers, paper, plotting
 from lib.collectors import LayerStats
-from lib.data import sample_sentences
 from lib.errors import require
 from lib.extraction import extract
 from lib.models import load_model
-from lib.results import Results
 
-plotting.style()
-specs = ch.parse_models(models)
-ch.positive_int("n_sentences", n_sentences)
 require(isinstance(z_threshold, (int, float)) and z_threshold > 0, f"z_threshold must be a positive number, got {z_threshold!r}")
 require(isinstance(min_layer_share, (int, float)) and 0 < min_layer_share <= 1, f"min_layer_share must be in (0, 1], got {min_layer_share!r}")
-results = Results("02_outlier_neurons", profile)
+specs, results, sentences = ch.start("02_outlier_neurons", profile, models, n_sentences, seed)
 parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, seed=seed, dtype=dtype)
-sentences = sample_sentences("sst2", "train", n_sentences, seed)
-print(f"{len(sentences)} SST-2 training sentences, models: {', '.join(specs)}")
 
 # %%
 stats, extremes, pooled, detected, facts = {}, {}, {}, {}, {}
@@ -90,7 +83,7 @@ for spec in specs:
 
 # %%
 for name, st in stats.items():
-    fig = plotting.average_vectors(st.mean, detected[name], f"{name}: average token vector by layer ({st.count:,} tokens)")
+    fig = plotting.average_vectors(st.mean, outliers.flagged(st.mean, z_threshold), f"{name}: average token vector by layer ({st.count:,} tokens)")
     results.figure(fig, f"average_vectors_{name}")
 
 # %%
@@ -123,19 +116,21 @@ ours["paper_model"] = ours["spec"].map(ch.PAPER_MODEL)
 paper_dims = paper.table("luo2021", "outlier_dims").rename(columns={"model": "paper_model", "paper_kind": "kind"})
 comparison = ours.merge(paper_dims[["paper_model", "kind", "paper_dim", "paper_percent"]], on=["paper_model", "kind"], how="left")
 ch.show(comparison[["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"]],
-        "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model where it has one", precision=2)
-ch.show(paper_dims[["paper_model", "kind", "paper_dim", "paper_percent", "paper_section"]],
+        "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model (– where the paper did not study the model)", precision=2)
+ch.show(paper_dims[["paper_model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"]],
         "Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences")
 
-# %%
+# %% tags=["hide-input"]
 lines = []
 for name, frame in detected.items():
     model_level = frame[frame["model_outlier"]]
     dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in model_level.itertuples()) or "none"
     best = pooled[name].loc[pooled[name]["percent"].idxmax()]
+    quiet = [str(layer) for layer in range(stats[name].n_layers) if not outliers.flagged(stats[name].mean, z_threshold)[layer].any()]
     lines.append(
         f"- **{name}**: model-level outlier dimensions: {dims}. Over all contextual layers, dimension {best['dim']} is the "
-        f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors."
+        f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors. "
+        f"Layers in which no dimension is flagged: {', '.join(quiet) or 'none'}."
     )
 ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 

@@ -24,7 +24,7 @@ import torch
 from lib.collectors import LayerStats, TokenReservoir
 from lib.data import sample_sentences
 from lib.errors import cli
-from lib.extraction import pad_batch, batches, encode, extract
+from lib.extraction import batches, encode, extract, pad_batch
 from lib.models import load_model
 
 

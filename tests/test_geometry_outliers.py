@@ -61,9 +61,15 @@ def test_detect_outliers_finds_planted_dimensions_and_nothing_in_noise():
     mean[2:4, 7] += 2.0  # two of six layers: flagged, not model-level
     found = outliers.detect_outliers(mean, z_threshold=10, min_layer_share=0.5).set_index("dim")
     assert set(found.index) == {42, 7}
-    assert found.loc[42, "model_outlier"] and found.loc[42, "sign"] == "-" and found.loc[42, "layers"] == "1 2 3 4 5 6"
+    assert found.loc[42, "model_outlier"] and found.loc[42, "sign"] == "-" and found.loc[42, "layers"] == "1-6"
     assert not found.loc[7, "model_outlier"] and found.loc[7, "n_layers"] == 2
     assert outliers.detect_outliers(rng.normal(size=(5, 300)), z_threshold=10).empty
+    assert outliers.flagged(mean, 10)[:, 42].tolist() == [False] + [True] * 6
+
+
+def test_layer_ranges():
+    assert outliers.layer_ranges(np.array([1, 2, 3, 5, 7, 8])) == "1-3, 5, 7-8"
+    assert outliers.layer_ranges(np.array([0])) == "0"
 
 
 def test_detect_outliers_rejects_bad_parameters():

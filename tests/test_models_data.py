@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from lib import data, models
-from lib.errors import BookError
-from lib.settings import device as pick_device
-from lib.extraction import extract
 from lib.collectors import LayerStats
+from lib.errors import BookError
+from lib.extraction import extract
+from lib.settings import device as pick_device
 
 
 def test_minilm_facts_are_read_from_the_model(minilm):
