@@ -21,16 +21,24 @@ from tqdm import tqdm
 from .errors import require
 from .models import LoadedModel
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None)
 TRIM_EVERY = 32  # batches between returning freed heap memory to the OS
+
+
+def _malloc_trim():
+    try:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c")), "malloc_trim", None)
+    except (OSError, TypeError):
+        return None
+
+
+_TRIM = _malloc_trim()
 
 
 def release_memory() -> None:
     """Return freed heap memory to the OS (glibc malloc_trim; a no-op elsewhere). Batches of ever-changing
     shapes fragment the heap, and without this a long extraction's resident memory creeps upwards."""
-    trim = getattr(_LIBC, "malloc_trim", None)
-    if trim is not None:
-        trim(0)
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 @dataclass
