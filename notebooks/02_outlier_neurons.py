@@ -58,7 +58,7 @@ specs, results, sentences = ch.start("02_outlier_neurons", profile, models, n_se
 parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, seed=seed, dtype=dtype)
 
 # %%
-stats, extremes, pooled, detected, facts = {}, {}, {}, {}, {}
+stats, extremes, pooled, detected, flags, facts = {}, {}, {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     st = LayerStats(covariance=False)
@@ -67,6 +67,7 @@ for spec in specs:
     extremes[lm.name] = outliers.extreme_dimensions(st.argmin_counts, st.argmax_counts, st.count)
     pooled[lm.name] = outliers.pooled_extremes(st.argmin_counts, st.argmax_counts, st.count).assign(model=lm.name, spec=spec)
     detected[lm.name] = outliers.detect_outliers(st.mean, z_threshold, min_layer_share)
+    flags[lm.name] = outliers.flagged(st.mean, z_threshold)  # (layers, width): flagged per layer
     mean_long = pd.DataFrame(st.mean).rename_axis("layer").reset_index().melt(id_vars="layer", var_name="dim", value_name="mean")
     for name, frame in [("extreme_dimensions_by_layer", extremes[lm.name]), ("extreme_dimensions_pooled", pooled[lm.name]),
                         ("outlier_dimensions", detected[lm.name]), ("mean_vectors", mean_long)]:
@@ -83,7 +84,7 @@ for spec in specs:
 
 # %%
 for name, st in stats.items():
-    fig = plotting.average_vectors(st.mean, outliers.flagged(st.mean, z_threshold), f"{name}: average token vector by layer ({st.count:,} tokens)")
+    fig = plotting.average_vectors(st.mean, flags[name], f"{name}: average token vector by layer ({st.count:,} tokens)")
     results.figure(fig, f"average_vectors_{name}")
 
 # %%
@@ -126,7 +127,7 @@ for name, frame in detected.items():
     model_level = frame[frame["model_outlier"]]
     dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in model_level.itertuples()) or "none"
     best = pooled[name].loc[pooled[name]["percent"].idxmax()]
-    quiet = [str(layer) for layer in range(stats[name].n_layers) if not outliers.flagged(stats[name].mean, z_threshold)[layer].any()]
+    quiet = [str(layer) for layer, row in enumerate(flags[name]) if not row.any()]
     lines.append(
         f"- **{name}**: model-level outlier dimensions: {dims}. Over all contextual layers, dimension {best['dim']} is the "
         f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors. "
