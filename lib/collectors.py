@@ -1,8 +1,8 @@
-"""Streaming collectors for `extraction.extract`: per-layer statistics and seeded token samples.
+"""Streaming collectors for `extraction.extract`: per-layer statistics, seeded token samples, all tokens.
 
-All three are exact and order-independent: statistics are sums, and samples choose tokens by a
-hash of (seed, sentence index, position), so the same inputs and seed give the same tokens
-whatever the batch size.
+All are exact and order-independent: statistics are sums, samples choose tokens by a hash of
+(seed, sentence index, position), and AllTokens sorts by (sentence, position), so the same inputs
+and seed give the same result whatever the batch size.
 """
 
 from __future__ import annotations
@@ -208,3 +208,46 @@ class SentenceTokenSampler:
         sid, tid, pos, vec = (np.concatenate(x) for x in zip(*self._parts))
         order = np.argsort(sid)
         return sid[order], tid[order], pos[order], vec[order]
+
+
+class AllTokens:
+    """Every token's vector in every layer, stored compactly (float16 by default) for models trained
+    on the vectors, such as probes. Arrays are ordered by (sentence, position), whatever the batching."""
+
+    def __init__(self, include_special: bool = True, dtype: type = np.float16):
+        self.include_special, self.dtype = include_special, dtype
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (vectors (layers, n, width), sentence ids, positions)
+        self._order: np.ndarray | None = None
+
+    def update(self, batch: TokenBatch) -> None:
+        keep = np.ones(len(batch.positions), dtype=bool) if self.include_special else ~batch.special
+        idx = torch.from_numpy(np.flatnonzero(keep)).to(batch.hidden.device)
+        vectors = batch.hidden.index_select(1, idx).cpu().numpy().astype(self.dtype)
+        self._parts.append((vectors, batch.sentence_ids[keep], batch.positions[keep]))
+        self._order = None
+
+    def _column(self, i: int) -> np.ndarray:
+        return np.concatenate([part[i] for part in self._parts])
+
+    def _sorted(self) -> np.ndarray:
+        require(sum(len(part[1]) for part in self._parts) > 0, "no tokens were collected: the sample is empty")
+        if self._order is None:
+            self._order = np.lexsort((self._column(2), self._column(1)))
+        return self._order
+
+    @property
+    def n_layers(self) -> int:
+        return self._parts[0][0].shape[0] if self._parts else 0
+
+    @property
+    def positions(self) -> np.ndarray:
+        return self._column(2)[self._sorted()]
+
+    @property
+    def sentence_ids(self) -> np.ndarray:
+        return self._column(1)[self._sorted()]
+
+    def layer(self, layer: int) -> np.ndarray:
+        """(n_tokens, width) float32 vectors of one layer."""
+        require(0 <= layer < self.n_layers, f"layer {layer} is not among the collected layers 0..{self.n_layers - 1}")
+        return np.concatenate([part[0][layer] for part in self._parts]).astype(np.float32)[self._sorted()]

@@ -47,7 +47,9 @@ class TokenBatch:
 
     hidden: (n_layers + 1, n_tokens, width) on the model's device, layer 0 is the embedding output.
     token_ids, positions (0-based index in the input sequence, special tokens included),
-    sentence_ids (index into the input list) and special (bool) are NumPy arrays of length n_tokens.
+    sentence_ids (index into the input list), special (bool) and rows (the token's row in the padded
+    model input, for collectors that read other activations captured by hooks) are NumPy arrays of
+    length n_tokens.
     """
 
     hidden: torch.Tensor
@@ -55,6 +57,7 @@ class TokenBatch:
     positions: np.ndarray
     sentence_ids: np.ndarray
     special: np.ndarray
+    rows: np.ndarray
 
 
 class Collector(Protocol):
@@ -144,8 +147,8 @@ def iterate(lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, m
         for number, group in enumerate(groups, start=1):
             if number % TRIM_EVERY == 0:
                 release_memory()
-            rows = [enc.ids(i) for i in group]
-            ids, mask = pad_batch(rows, pad_id)
+            token_lists = [enc.ids(i) for i in group]
+            ids, mask = pad_batch(token_lists, pad_id)
             out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_hidden_states=True)
             keep = mask.bool()
             flat = keep.flatten().nonzero().squeeze(1).to(lm.device)
@@ -154,8 +157,9 @@ def iterate(lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, m
                 torch.index_select(states.reshape(-1, lm.width).float(), 0, flat, out=hidden[layer])
             positions = torch.arange(ids.shape[1]).expand_as(ids)[keep].numpy()
             sentence_ids = torch.from_numpy(group).unsqueeze(1).expand_as(ids)[keep].numpy()
+            rows = torch.arange(ids.shape[0]).unsqueeze(1).expand_as(ids)[keep].numpy()
             special = np.concatenate([enc.special(i) for i in group])
-            yield TokenBatch(hidden, ids[keep].numpy(), positions, sentence_ids, special)
+            yield TokenBatch(hidden, ids[keep].numpy(), positions, sentence_ids, special, rows)
             bar.update(int(keep.sum()))
     bar.close()
 

@@ -55,7 +55,7 @@ def test_covariance_is_accurate_with_a_large_mean():
     st = LayerStats()
     for chunk in np.array_split(np.arange(3000), 7):
         n = len(chunk)
-        st.update(TokenBatch(torch.from_numpy(x[:, chunk]), np.zeros(n, int), np.zeros(n, int), chunk, np.zeros(n, bool)))
+        st.update(TokenBatch(torch.from_numpy(x[:, chunk]), np.zeros(n, int), np.zeros(n, int), chunk, np.zeros(n, bool), np.zeros(n, int)))
     for layer in (0, 1):
         np.testing.assert_allclose(st.covariance(layer), np.cov(x[layer].astype(np.float64), rowvar=False), atol=1e-4)
     np.testing.assert_allclose(st.mean, x.astype(np.float64).mean(axis=1), atol=1e-5)

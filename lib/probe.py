@@ -1,0 +1,88 @@
+"""Neuron-level position probe (Luo et al. 2021, §3): a bias-free linear map W (classes x width)
+from a token vector to its position, trained with Adam and cross-entropy, and each neuron's
+contribution to the prediction, c(i) = |w_{y,i} * v_i| for the true class y."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .errors import require
+from .settings import device as pick_device
+
+
+@dataclass
+class Probe:
+    """Trained weights (n_classes, width) from the epoch with the best development accuracy."""
+
+    weight: np.ndarray
+    dev_accuracy: list[float]  # after each epoch
+    best_epoch: int  # 1-based
+
+
+def _check(x: np.ndarray, y: np.ndarray, n_classes: int, what: str) -> None:
+    require(x.ndim == 2 and len(x) == len(y) and len(y) > 0, f"{what}: need a non-empty (n, width) matrix and n labels")
+    require(int(y.min()) >= 0 and int(y.max()) < n_classes, f"{what}: labels must lie in 0..{n_classes - 1}; drop or cap larger positions first")
+
+
+def _accuracy(weight: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk: int = 65536) -> float:
+    correct = sum(int(((x[i:i + chunk] @ weight.T).argmax(dim=1) == y[i:i + chunk]).sum()) for i in range(0, len(y), chunk))
+    return correct / len(y)
+
+
+def train_probe(x: np.ndarray, y: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray, n_classes: int, epochs: int = 10,
+                batch_size: int = 128, lr: float = 1e-3, seed: int = 0, device: str = "auto", desc: str | None = None) -> Probe:
+    """Train the probe on (x, y); keep the weights of the epoch with the best accuracy on (x_dev, y_dev).
+
+    Weights start at zero (the problem is convex, so no random start is needed) and the batch order
+    comes from a generator seeded with `seed`: the same inputs give the same probe."""
+    _check(x, y, n_classes, "training set")
+    _check(x_dev, y_dev, n_classes, "development set")
+    require(epochs > 0 and batch_size > 0 and lr > 0, "epochs, batch_size and lr must be positive")
+    dev = pick_device(device)
+    xt, yt = torch.as_tensor(x, dtype=torch.float32, device=dev), torch.as_tensor(y, dtype=torch.long, device=dev)
+    xd, yd = torch.as_tensor(x_dev, dtype=torch.float32, device=dev), torch.as_tensor(y_dev, dtype=torch.long, device=dev)
+    weight = torch.zeros(n_classes, x.shape[1], device=dev, requires_grad=True)
+    optimizer = torch.optim.Adam([weight], lr=lr)
+    generator = torch.Generator().manual_seed(seed)
+    best, best_epoch, history = weight.detach().clone(), 0, []
+    bar = tqdm(range(1, epochs + 1), desc=desc or "probe", unit="epoch", leave=False)
+    for epoch in bar:
+        order = torch.randperm(len(yt), generator=generator).to(dev)
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            loss = torch.nn.functional.cross_entropy(xt[idx] @ weight.T, yt[idx])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            history.append(_accuracy(weight, xd, yd))
+        if history[-1] > max(history[:-1], default=-1.0):
+            best, best_epoch = weight.detach().clone(), epoch
+        bar.set_postfix(loss=f"{loss.item():.3f}", dev_acc=f"{history[-1]:.3f}")
+    return Probe(best.cpu().numpy(), history, best_epoch)
+
+
+def accuracy(weight: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
+    """Share of rows whose highest-scoring class is the label."""
+    _check(x, y, weight.shape[0], "evaluation set")
+    return _accuracy(torch.as_tensor(weight, dtype=torch.float32), torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y))
+
+
+def contributions(weight: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(n, width): c(i) = |w_{y,i} * v_i| for each row v with true class y."""
+    _check(x, y, weight.shape[0], "contribution set")
+    return np.abs(weight[y] * x)
+
+
+def contribution_by_position(contrib: np.ndarray, positions: np.ndarray, n_positions: int) -> np.ndarray:
+    """(n_positions, width): mean contribution of each neuron over the tokens at each position (NaN where none)."""
+    sums = np.zeros((n_positions, contrib.shape[1]))
+    keep = positions < n_positions
+    np.add.at(sums, positions[keep], contrib[keep])
+    counts = np.bincount(positions[keep], minlength=n_positions)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / counts, np.nan)

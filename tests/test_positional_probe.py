@@ -1,0 +1,158 @@
+"""Embedding tables, LayerNorm ranks, per-position profiles and the position probe, against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import rankdata
+
+from lib import positional, probe
+from lib.collectors import AllTokens
+from lib.errors import BookError
+from lib.extraction import extract
+
+from .conftest import SENTENCES, tiny_model
+from .test_collectors import brute_force
+
+
+def test_descending_ranks_match_scipy():
+    v = np.random.default_rng(0).normal(size=50)
+    v[7] = v[3]  # a tie shares the better rank
+    dims = np.array([0, 3, 7, 20, 49])
+    expected = rankdata(-v, method="min")[dims]
+    assert positional.descending_ranks(v, dims).tolist() == expected.astype(int).tolist()
+
+
+def test_layernorms_are_found_in_model_order_with_layer_numbers():
+    lm = tiny_model("bert")
+    norms = positional.layernorms(lm)
+    assert [(n.layer, n.which) for n in norms] == [(0, "embedding")] + [(layer, w) for layer in (1, 2, 3) for w in ("first", "second")]
+    assert norms[1].module == "encoder.layer.0.attention.output.LayerNorm"
+
+
+def test_parameter_ranks_follow_the_outlier_sign():
+    lm = tiny_model("bert")
+    ln = lm.model.encoder.layer[1].attention.output.LayerNorm
+    with torch.no_grad():
+        ln.weight[5] = 10.0  # largest gain
+        ln.bias[9] = -10.0  # smallest bias
+        ln.bias[5] = 10.0
+    ranks = positional.parameter_ranks(positional.layernorms(lm), np.array([5, 9]), ["+", "-"])
+    row = ranks.set_index(["layer", "layernorm", "param", "dim"])
+    assert row.loc[(2, "first", "gamma", 5), "rank"] == 1
+    assert row.loc[(2, "first", "beta", 5), "rank"] == 1
+    assert row.loc[(2, "first", "beta", 9), "rank"] == 1  # negative outlier: ranked from the smallest
+    assert row.loc[(2, "first", "beta", 9), "rank_abs"] in (1, 2)
+    assert row.loc[(2, "first", "gamma", 9), "rank"] > 1
+    with pytest.raises(BookError, match="one sign"):
+        positional.parameter_ranks(positional.layernorms(lm), np.array([5]), ["up"])
+
+
+def test_position_offset_is_observed_from_the_model():
+    assert positional.position_offset(tiny_model("bert")) == 0
+    roberta = tiny_model("roberta")
+    assert positional.position_offset(roberta) == roberta.model.config.pad_token_id + 1
+
+
+def test_table_summary_finds_a_planted_position_outlier():
+    lm = tiny_model("bert")
+    with torch.no_grad():
+        lm.model.embeddings.position_embeddings.weight[0, 4] = -5.0  # only the first position
+        lm.model.embeddings.position_embeddings.weight[1:, 11] += 1.0  # dim 11 the maximum of every later position
+    tables = positional.embedding_tables(lm)
+    assert tables.position.shape == (64, 32) and tables.segment.shape == (2, 32) and tables.position_offset == 0
+    rows = positional.row_outliers(tables.position)
+    assert rows.loc[0, "flagged_dims"] == "4" and rows.loc[0, "argmin_dim"] == 4
+    summary = positional.table_summary(tables).set_index("table")
+    assert summary.loc["position", "rows_with_flagged_dim"] >= 1
+    assert summary.loc["position after the first", "argmax_dim"] == 11
+    assert summary.loc["position after the first", "argmax_percent"] == 100.0
+    assert summary.loc["position after the first", "n_rows"] == 63
+
+
+def test_position_profile_equals_brute_force():
+    lm = tiny_model("bert")
+    h, sid, pos, _ = brute_force(lm, SENTENCES)
+    with positional.PositionProfile(lm, layers=(0, 2), max_positions=40) as profile:
+        extract(lm, SENTENCES, [profile], progress=False, max_sentences=3)
+    means = profile.means()
+    emb = lm.model.embeddings
+    ids = np.concatenate([lm.tokenizer(s)["input_ids"] for s in SENTENCES if s is not None])
+    raw = (emb.word_embeddings.weight[ids] + emb.position_embeddings.weight[pos] + emb.token_type_embeddings.weight[0]).detach().double().numpy()
+    for p in (0, 1, 5):
+        at = pos == p
+        np.testing.assert_allclose(means[0, p], raw[at].mean(axis=0), atol=1e-5)
+        np.testing.assert_allclose(means[1, p], h[0, at].mean(axis=0), atol=1e-5)
+        np.testing.assert_allclose(means[2, p], h[2, at].mean(axis=0), atol=1e-5)
+    assert profile.counts[: means.shape[1]].sum() == len(pos)
+    frame = positional.propagation(means, profile.stages, np.array([0, 1]), profile.counts)
+    assert set(frame["stage"]) == {"input", "layer 0", "layer 2"} and (frame["positions"] == means.shape[1]).all()
+    assert not lm.model.embeddings.LayerNorm._forward_pre_hooks  # the hook is removed on exit
+
+
+def test_all_tokens_are_ordered_and_batch_independent(minilm):
+    a, b = AllTokens(), AllTokens(dtype=np.float32)
+    extract(minilm, SENTENCES, [a], progress=False, max_sentences=2)
+    extract(minilm, SENTENCES, [b], progress=False, max_sentences=64)
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.sentence_ids, b.sentence_ids)
+    np.testing.assert_allclose(a.layer(3), b.layer(3), atol=2e-3, rtol=2e-3)  # float16 storage
+    h, sid, pos, _ = brute_force(minilm, SENTENCES)
+    assert np.array_equal(sid, b.sentence_ids) and np.array_equal(pos, b.positions)
+    np.testing.assert_allclose(b.layer(6), h[6], atol=1e-4)
+    with pytest.raises(BookError, match="not among"):
+        b.layer(7)
+
+
+def test_contributions_are_weight_times_value_of_the_true_class():
+    rng = np.random.default_rng(1)
+    w, x, y = rng.normal(size=(4, 6)), rng.normal(size=(10, 6)), rng.integers(0, 4, 10)
+    c = probe.contributions(w, x, y)
+    for n in range(10):
+        for i in range(6):
+            assert c[n, i] == pytest.approx(abs(w[y[n], i] * x[n, i]))
+    by_pos = probe.contribution_by_position(c, y, 5)
+    np.testing.assert_allclose(by_pos[y[0]], c[y == y[0]].mean(axis=0))
+    assert np.isnan(by_pos[4]).all()  # no token at position 4
+
+
+def _toy(n: int, seed: int, n_classes: int = 20, width: int = 16):
+    """Positions encoded in a random direction per position, plus noise."""
+    codes = np.random.default_rng(123).normal(size=(n_classes, width))
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, n)
+    return (codes[y] + 0.3 * rng.normal(size=(n, width))).astype(np.float32), y
+
+
+def test_probe_learns_positions_on_a_toy_set_and_is_deterministic():
+    x, y = _toy(3000, 0)
+    xd, yd = _toy(500, 1)
+    xt, yt = _toy(500, 2)
+    trained = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, lr=1e-2, device="cpu")
+    assert probe.accuracy(trained.weight, xt, yt) > 0.95
+    assert trained.dev_accuracy[trained.best_epoch - 1] == max(trained.dev_accuracy)
+    again = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, lr=1e-2, device="cpu")
+    assert np.array_equal(trained.weight, again.weight)
+    chance = probe.train_probe(x, np.random.default_rng(5).permutation(y), xd, yd, n_classes=20, epochs=5, lr=1e-2, device="cpu")
+    assert probe.accuracy(chance.weight, xt, yt) < 0.2  # shuffled labels: nothing to learn
+
+
+def test_probe_decodes_positions_from_a_tiny_bert():
+    lm = tiny_model("bert")
+    words = " ".join(SENTENCES).split()
+    rng = np.random.default_rng(0)
+    shuffled = [" ".join(rng.choice(words, size=rng.integers(3, 20))) for _ in range(300)]  # word order unrelated to position
+    data = {}
+    for split, sentences in (("train", shuffled), ("test", SENTENCES)):
+        tokens = AllTokens(dtype=np.float32)
+        extract(lm, sentences, [tokens], progress=False)
+        data[split] = tokens
+    trained = probe.train_probe(data["train"].layer(0), data["train"].positions, data["test"].layer(0), data["test"].positions,
+                                n_classes=64, epochs=10, lr=1e-2, device="cpu")
+    assert probe.accuracy(trained.weight, data["test"].layer(0), data["test"].positions) > 0.9
+
+
+def test_probe_rejects_positions_beyond_its_classes():
+    x, y = _toy(50, 0)
+    with pytest.raises(BookError, match="labels must lie in 0..9"):
+        probe.train_probe(x, y, x, y, n_classes=10, epochs=1, device="cpu")
