@@ -53,32 +53,39 @@ def plane_views(views: dict[str, PlaneView], colour_by: dict[str, np.ndarray], c
     return fig
 
 
-def average_vectors(mean_vectors: np.ndarray, flags: np.ndarray, title: str, columns: int = 3):
-    """Small multiples: the average vector of every layer (value by dimension), flagged dimensions labelled."""
-    n = mean_vectors.shape[0]
+def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str], title: str, ylabel: str = "mean value",
+                  columns: int = 3):
+    """Small multiples: one vector per panel (value by dimension), flagged dimensions labelled."""
+    n = vectors.shape[0]
     rows = int(np.ceil(n / columns))
     fig, axes = plt.subplots(rows, columns, figsize=(3.3 * columns, 2.3 * rows), squeeze=False)
-    dims = np.arange(mean_vectors.shape[1])
-    for layer, ax in enumerate(axes.flat):
-        if layer >= n:
+    dims = np.arange(vectors.shape[1])
+    for i, ax in enumerate(axes.flat):
+        if i >= n:
             ax.axis("off")
             continue
-        ax.plot(dims, mean_vectors[layer], lw=0.7, color=COLORS[0])
-        for d in np.flatnonzero(flags[layer]):
-            value = mean_vectors[layer, d]
+        ax.plot(dims, vectors[i], lw=0.7, color=COLORS[0])
+        for d in np.flatnonzero(flags[i]):
+            value = vectors[i, d]
             ax.plot([d], [value], "o", ms=3.5, color=COLORS[1])
             ax.annotate(str(d), (d, value), fontsize=9, color=COLORS[1], ha="center", va="bottom" if value > 0 else "top",
                         xytext=(0, 2 if value > 0 else -2), textcoords="offset points")
-        ax.set_title(f"layer {layer}" + (" (embeddings)" if layer == 0 else ""), fontsize=10)
+        ax.set_title(panel_titles[i], fontsize=10)
         ax.margins(y=0.25)
         ax.tick_params(labelsize=8)
     for ax in axes[-1]:
         ax.set_xlabel("dimension")
     for ax in axes[:, 0]:
-        ax.set_ylabel("mean value")
+        ax.set_ylabel(ylabel)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def average_vectors(mean_vectors: np.ndarray, flags: np.ndarray, title: str):
+    """The average vector of every layer, flagged dimensions labelled."""
+    titles = [f"layer {layer}" + (" (embeddings)" if layer == 0 else "") for layer in range(len(mean_vectors))]
+    return vector_panels(mean_vectors, flags, titles, title)
 
 
 def extreme_shares(tables: dict[str, pd.DataFrame]):
@@ -95,5 +102,90 @@ def extreme_shares(tables: dict[str, pd.DataFrame]):
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[1].set_xlabel("layer (0 = embedding output)")
     axes[0].legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def layernorm_ranks(ranks: dict[str, pd.DataFrame]):
+    """Per model, γ and β panels: rank of each outlier dimension in each LayerNorm by layer (1 = top, log scale)."""
+    fig, axes = plt.subplots(len(ranks), 2, figsize=(11, 3.8 * len(ranks)), squeeze=False)
+    styles = {"embedding": "s", "first": "-o", "second": "--^"}
+    for row, (name, frame) in zip(axes, ranks.items()):
+        width = int(frame["width"].iloc[0])
+        for ax, param in zip(row, ["gamma", "beta"]):
+            part = frame[frame["param"] == param]
+            for color, (dim, by_dim) in zip(COLORS, part.groupby("dim", sort=False)):
+                for which, line in by_dim.groupby("layernorm", sort=False):
+                    ax.plot(line["layer"], line["rank"], styles.get(which, "-"), color=color, ms=5,
+                            label=f"dim {dim} ({line['sign'].iloc[0]}), {which} LN")
+            ax.set_yscale("log")
+            ax.set_ylim(width * 1.3, 0.8)
+            ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.set(xlabel="layer (0 = embedding LayerNorm)", ylabel=f"rank among {width} (1 = top)",
+                   title=f"{name}: {'γ (gain)' if param == 'gamma' else 'β (bias), ranked toward the outlier sign'}")
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        row[1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float, title: str):
+    """One panel per stage: robust z of each outlier dimension in the average vector at each position."""
+    fig, axes = plt.subplots(1, len(stages), figsize=(3.8 * len(stages), 3.6), sharey=True, squeeze=False)
+    positions = np.arange(z.shape[1])
+    for ax, stage, values in zip(axes[0], stages, z):
+        for color, d in zip(COLORS, dims):
+            ax.plot(positions, values[:, d], "-o", ms=2.5, lw=1, color=color, label=f"dim {d}")
+        ax.axhspan(-threshold, threshold, color="grey", alpha=0.15, lw=0, label=f"|z| < {threshold:g} (not flagged)")
+        ax.set(title=stage if stage != "input" else "input (before the embedding LayerNorm)", xlabel="position in the sequence")
+    axes[0, 0].set_ylabel("robust z in the position's average vector")
+    axes[0, -1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def probe_accuracy(tables: dict[str, pd.DataFrame]):
+    """Position-prediction accuracy by layer, one line per model (test set; dev as a thin dashed line)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for (name, t), color in zip(tables.items(), COLORS):
+        ax.plot(t["layer"], 100 * t["test_accuracy"], "-o", color=color, label=f"{name} (test)")
+        ax.plot(t["layer"], 100 * t["dev_accuracy"], "--", lw=0.8, color=color, label=f"{name} (dev)")
+    ax.set(xlabel="layer (0 = embedding output)", ylabel="accuracy (%)", ylim=(0, 102), title="Predicting a token's position with a linear probe")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.legend(frameon=False)
+    return fig
+
+
+def contributions_by_layer(tables: dict[str, pd.DataFrame]):
+    """Per model: mean contribution by layer of each outlier dimension, of the largest non-outlier neuron, and of all neurons."""
+    fig, axes = plt.subplots(len(tables), 1, figsize=(7.5, 3.8 * len(tables)), squeeze=False)
+    for ax, (name, t) in zip(axes[:, 0], tables.items()):
+        dims = [c for c in t.columns if c.startswith("dim ")]
+        for color, col in zip(COLORS[1:], dims):
+            ax.plot(t["layer"], t[col], "-o", color=color, label=col + " (outlier)")
+        ax.plot(t["layer"], t["top_other"], "-s", color=COLORS[0], label="largest non-outlier neuron")
+        for _, r in t.iterrows():
+            ax.annotate(str(int(r["top_other_dim"])), (r["layer"], r["top_other"]), fontsize=7, color=COLORS[0],
+                        xytext=(0, -10), textcoords="offset points", ha="center")
+        ax.plot(t["layer"], t["mean_all"], ":", color="black", label="mean of all neurons")
+        ax.set(xlabel="layer (0 = embedding output)", ylabel="mean contribution |w·v|", title=f"{name}: contribution to position prediction")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def contribution_heatmaps(maps: dict[str, np.ndarray], title: str):
+    """Heatmaps (positions x layers) of mean contribution, one panel per neuron (or summary), shared colour scale."""
+    fig, axes = plt.subplots(len(maps), 1, figsize=(7.5, 2.9 * len(maps)), squeeze=False)
+    vmax = max(np.nanmax(m) for m in maps.values())
+    for ax, (label, m) in zip(axes[:, 0], maps.items()):
+        im = ax.imshow(m.T, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=vmax, interpolation="nearest")
+        ax.set(title=label, xlabel="position in the sequence", ylabel="layer")
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.grid(False)
+        fig.colorbar(im, ax=ax, label="contribution")
+    fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -203,10 +203,12 @@ class PositionProfile:
             np.add.at(self.sums[s], pos, values.double().cpu().numpy())
         self.counts += np.bincount(pos, minlength=self.max_positions)
 
-    def means(self) -> np.ndarray:
-        """(stages, positions seen, width): average vector per stage and position."""
-        seen = int(np.flatnonzero(self.counts).max()) + 1 if self.counts.any() else 0
-        require(seen > 0, "no tokens were collected: the sample is empty")
+    def means(self, min_count: int = 20) -> np.ndarray:
+        """(stages, positions, width): average vector per stage for positions 0, 1, ... up to the last
+        one with at least min_count tokens (later positions are too rare to average)."""
+        enough = np.flatnonzero(self.counts >= min_count)
+        require(len(enough) > 0, f"no position has {min_count} tokens: use more sentences")
+        seen = int(enough.max()) + 1
         return self.sums[:, :seen] / np.maximum(self.counts[:seen], 1)[None, :, None]
 
     def close(self) -> None:

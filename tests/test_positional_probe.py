@@ -76,7 +76,8 @@ def test_position_profile_equals_brute_force():
     h, sid, pos, _ = brute_force(lm, SENTENCES)
     with positional.PositionProfile(lm, layers=(0, 2), max_positions=40) as profile:
         extract(lm, SENTENCES, [profile], progress=False, max_sentences=3)
-    means = profile.means()
+    means = profile.means(min_count=1)
+    assert profile.means(min_count=5).shape[1] == np.flatnonzero(profile.counts >= 5).max() + 1
     emb = lm.model.embeddings
     ids = np.concatenate([lm.tokenizer(s)["input_ids"] for s in SENTENCES if s is not None])
     raw = (emb.word_embeddings.weight[ids] + emb.position_embeddings.weight[pos] + emb.token_type_embeddings.weight[0]).detach().double().numpy()

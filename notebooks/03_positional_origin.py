@@ -1,0 +1,207 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Where the outliers come from: position embeddings and LayerNorm
+#
+# Luo et al. (2021, §3) look for the source of the outlier dimensions of chapter 02 in the
+# model's input. A BERT input vector is the sum of a token embedding, a position embedding and a
+# segment embedding, passed through a LayerNorm. They report that
+#
+# - BERT-base's **first position embedding** has two outlier dimensions, dimension 557 among
+#   them, and that no other position, token or segment embedding has this pattern; RoBERTa-base's
+#   fourth position embedding (its first real token: RoBERTa's position table skips rows for
+#   padding) has four, among them 77 and 588, and dimension 588 is the maximum of 99.8% of its
+#   position embeddings from there on;
+# - the **LayerNorm** parameters single out the same dimensions: in BERT-base γ[557] of each
+#   layer's first LayerNorm is among the six largest gains in layers 1-10; in RoBERTa-base
+#   β[588] of the first LayerNorm is among the two largest biases in all layers;
+# - and so an outlier that the input carries at **some positions** is, after the LayerNorm's
+#   gain and bias (shared by every token), present at **every position**, and the residual
+#   connections carry it up through the layers.
+#
+# This chapter repeats the three observations for every model of the profile. The outlier
+# dimensions are those that chapter 02's criterion detects in the model's average vectors
+# (recomputed here on the same kind of sample), never typed in. Position numbers below are
+# **sequence positions counted from 0** (position 0 is `[CLS]` / `<s>`); the table row a
+# position reads is given beside it where the model offsets its table, as RoBERTa and MPNet do.
+
+# %% tags=["parameters"]
+profile = "default"  # names the results folder
+models = "minilm,mpnet"  # comma-separated model specs
+n_sentences = 2000  # SST-2 training sentences for outlier detection and the per-position averages
+z_threshold = 10.0  # robust z-score that flags a dimension (as in chapter 02)
+min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged
+max_positions = 64  # sequence positions shown in the propagation figure
+seed = 0
+device = "auto"  # "auto" uses CUDA when present
+dtype = "float32"
+
+# %%
+import numpy as np
+import pandas as pd
+
+import lib.chapter as ch
+from lib import outliers, paper, plotting, positional
+from lib.collectors import LayerStats
+from lib.errors import require
+from lib.extraction import extract
+from lib.models import load_model
+
+require(isinstance(z_threshold, (int, float)) and z_threshold > 0, f"z_threshold must be a positive number, got {z_threshold!r}")
+require(isinstance(min_layer_share, (int, float)) and 0 < min_layer_share <= 1, f"min_layer_share must be in (0, 1], got {min_layer_share!r}")
+ch.positive_int("max_positions", max_positions)
+specs, results, sentences = ch.start("03_positional_origin", profile, models, n_sentences, seed)
+parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, max_positions=max_positions, seed=seed, dtype=dtype)
+
+# %%
+found = {}
+for spec in specs:
+    lm = load_model(spec, device=device, dtype=dtype)
+    stats = LayerStats(covariance=False)
+    layers = tuple(range(min(2, lm.n_layers) + 1))  # embedding output, layers 1 and 2
+    with positional.PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
+        extract(lm, sentences, [stats, profile_collector], desc=lm.name)
+    detected = outliers.detect_outliers(stats.mean, z_threshold, min_layer_share)
+    model_level = detected[detected["model_outlier"]]
+    dims, signs = model_level["dim"].to_numpy(), model_level["sign"].tolist()
+    tables = positional.embedding_tables(lm)
+    summary = positional.table_summary(tables, z_threshold, n_positions=lm.max_length)
+    position_rows = positional.row_outliers(tables.position[tables.position_offset:tables.position_offset + lm.max_length], z_threshold)
+    position_rows.insert(0, "position", position_rows.pop("row"))
+    position_rows.insert(1, "table_row", position_rows["position"] + tables.position_offset)
+    ranks = positional.parameter_ranks(positional.layernorms(lm), dims, signs)
+    means = profile_collector.means()
+    spread = positional.propagation(means, profile_collector.stages, dims, profile_collector.counts, z_threshold)
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": stats.count, "position_offset": tables.position_offset}
+    for name, frame in [("outlier_dimensions", detected), ("embedding_tables", summary), ("position_embedding_rows", position_rows),
+                        ("layernorm_ranks", ranks), ("propagation", spread)]:
+        results.table(frame, name, spec, parameters, info)
+    found[lm.name] = dict(spec=spec, dims=dims, signs=signs, tables=tables, summary=summary, rows=position_rows, ranks=ranks,
+                          spread=spread, z=np.stack([outliers.robust_z(m) for m in means]), stages=profile_collector.stages, info=info)
+    del lm
+
+# %%
+ch.show(pd.concat([pd.DataFrame({"model": [name], "outlier dims (sign)": [", ".join(f"{d} ({s})" for d, s in zip(f["dims"], f["signs"])) or "none"],
+                                 "tokens": [f["info"]["n_tokens"]], "position offset": [f["info"]["position_offset"]]})
+                   for name, f in found.items()], ignore_index=True),
+        f"Model-level outlier dimensions detected on {n_sentences:,} SST-2 sentences (criterion of chapter 02), and the position-table row read by sequence position 0")
+
+# %% [markdown]
+# ## Position embeddings
+#
+# Each panel is one row of the position-embedding table, value by dimension; labelled points are
+# dimensions at least `z_threshold` robust standard deviations from that row's median. Shown:
+# the first three sequence positions, the position whose row is most extreme, and position 50.
+
+# %%
+for name, f in found.items():
+    rows = f["rows"]
+    chosen = list(dict.fromkeys([0, 1, 2, int(rows["max_abs_z"].idxmax()), min(50, len(rows) - 1)]))
+    matrix = f["tables"].position[f["info"]["position_offset"] + np.array(chosen)]
+    flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
+    titles = [f"position {p} (row {p + f['info']['position_offset']})" for p in chosen]
+    fig = plotting.vector_panels(matrix, flags, titles, f"{name}: position embeddings", ylabel="value")
+    results.figure(fig, f"position_embeddings_{name}")
+
+# %% [markdown]
+# The next table asks the same of every embedding table: in what share of rows does any
+# dimension stand out, and is one dimension the maximum (minimum) of most rows? "position"
+# counts the rows that sequences of up to the model's maximum length use; "position after the
+# first" leaves out the `[CLS]`/`<s>` position, as the paper's "from the 4th position on" does
+# for RoBERTa.
+
+# %%
+for name, f in found.items():
+    ch.show(f["summary"], f"{name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1)
+ours = pd.concat([f["summary"].assign(model=name, paper_model=ch.PAPER_MODEL.get(f["spec"])) for name, f in found.items()], ignore_index=True)
+paper_argmax = paper.table("luo2021", "position_argmax").rename(columns={"model": "paper_model", "paper_table": "table"})
+compare = ours[ours["table"] == "position after the first"].merge(paper_argmax[["paper_model", "table", "paper_dim", "paper_percent"]], on=["paper_model", "table"], how="left")
+ch.show(compare[["model", "table", "argmax_dim", "argmax_percent", "paper_dim", "paper_percent"]],
+        "Most frequent maximum dimension of the position embeddings after the first position: ours, and the paper's for the same model (– where the paper did not study it)", precision=1)
+ch.show(paper.table("luo2021", "position_embedding_claims"), "Luo et al. (2021), §3 (paper): position embeddings of BERT-base and RoBERTa-base")
+
+# %% [markdown]
+# ## LayerNorm gains and biases
+#
+# Every LayerNorm rescales each vector to zero mean and unit variance over its dimensions and
+# then applies a gain γ and a bias β that are the same for every token. If γ is large (or β
+# pushes in the outlier's direction) in an outlier dimension, every token leaves the LayerNorm
+# with that outlier, whatever its position. For each detected outlier dimension and every
+# LayerNorm: its rank among the γ values (1 = largest gain) and among the β values (1 = largest
+# bias for a positive outlier, smallest for a negative one). Layer 0 is the embedding LayerNorm;
+# "first" is the LayerNorm after attention, "second" the one after the feed-forward block.
+
+# %%
+with_dims = {name: f["ranks"] for name, f in found.items() if len(f["dims"])}
+if with_dims:
+    results.figure(plotting.layernorm_ranks(with_dims), "layernorm_ranks")
+for name, f in found.items():
+    if not len(f["dims"]):
+        ch.say(f"**{name}**: no model-level outlier dimension was detected, so there is nothing to rank.")
+        continue
+    wide = f["ranks"].pivot_table(index=["layer", "layernorm"], columns=["param", "dim"], values="rank", sort=False)
+    wide.columns = [f"{'γ' if p == 'gamma' else 'β'} rank, dim {d}" for p, d in wide.columns]
+    ch.show(wide.reset_index(), f"{name}: rank of each outlier dimension among {f['info']['width']} LayerNorm parameters (1 = top)", precision=0)
+ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (paper): LayerNorm parameters of BERT-base and RoBERTa-base")
+
+# %% [markdown]
+# ## From some positions to every position
+#
+# The paper's argument in one figure per model: for each outlier dimension, how far it stands
+# out (robust z) in the average vector of each sequence position, at the LayerNorm's input
+# (token + position (+ segment) embeddings), after the embedding LayerNorm (layer 0), and after
+# layers 1 and 2. The grey band is where a dimension is *not* flagged.
+
+# %%
+for name, f in found.items():
+    if len(f["dims"]):
+        fig = plotting.propagation(f["z"], f["stages"], list(f["dims"]), z_threshold, f"{name}: outlier dimensions by position and stage")
+        results.figure(fig, f"propagation_{name}")
+        ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1)
+
+# %% tags=["hide-input"]
+def top_layernorm(ranks: pd.DataFrame, top: int = 5) -> str:
+    """The LayerNorm parameter in which a dimension ranks in the top `top` in most layers."""
+    best = (ranks[ranks["layer"] > 0].assign(top=lambda r: r["rank"] <= top)
+            .groupby(["layernorm", "param"])["top"].sum().sort_values(ascending=False))
+    (which, param), count = best.index[0], int(best.iloc[0])
+    if count == 0:
+        return f"in no layer among the top {top} of any LayerNorm's γ or β"
+    layers = ranks.query("layernorm == @which and param == @param and layer > 0 and rank <= @top")["layer"].to_numpy()
+    return f"in the top {top} of the {which} LayerNorm's {'γ' if param == 'gamma' else 'β'} in {count} of {ranks['layer'].max()} layers ({outliers.layer_ranges(layers)})"
+
+
+lines = []
+for name, f in found.items():
+    summary = f["summary"].set_index("table")
+    after = summary.loc["position after the first"]
+    first = f["rows"].iloc[0]
+    text = (f"- **{name}**: the position-0 embedding has {first['n_flagged']} flagged dimension(s)"
+            f"{' (' + first['flagged_dims'] + ')' if first['n_flagged'] else ''}; "
+            f"{after['rows_with_flagged_dim_percent']:.1f}% of the later positions have one, and dimension {int(after['argmax_dim'])} is the maximum of "
+            f"{after['argmax_percent']:.1f}% of them (token table: {summary.loc['token', 'rows_with_flagged_dim_percent']:.1f}% of rows flagged).")
+    for d in f["dims"]:
+        z = f["spread"][f["spread"]["dim"] == d].set_index("stage")["median_z"]
+        text += (f" Dim {d} is {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}; its median z over positions is "
+                 + ", ".join(f"{v:+.1f} ({stage})" for stage, v in z.items()) + ".")
+    if not len(f["dims"]):
+        text += " No model-level outlier dimension was detected."
+    lines.append(text)
+ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+
+# %% [markdown]
+# Read the summary against the paper's story. Where a dimension is flagged at the input at only
+# a few positions (or none) but at nearly all positions after layer 1, and ranks near the top of
+# a LayerNorm's γ or β, the paper's mechanism (position embedding → shared LayerNorm parameters
+# → every token) fits. Where a dimension already dominates almost every position embedding, the
+# position table alone puts it in every token; and where the embedding LayerNorm removes it
+# again (layer 0) and the first transformer layer restores it, the mechanism runs through the
+# first layer's LayerNorms rather than the embedding LayerNorm. The two offline models are
+# distilled and fine-tuned relatives of BERT and MPNet, so any of these can happen; the summary
+# above states which does.
