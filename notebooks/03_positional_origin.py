@@ -190,6 +190,9 @@ for name, f in found.items():
         z = f["spread"][f["spread"]["dim"] == d].set_index("stage")["median_z"]
         text += (f" Dim {d} is {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}; its median z over positions is "
                  + ", ".join(f"{v:+.1f} ({stage})" for stage, v in z.items()) + ".")
+        last = f["ranks"].query("param == 'gamma' and dim == @d").iloc[-1]
+        if abs(last["value"]) < 1e-3:
+            text += f" The last LayerNorm's γ[{d}] is {last['value']:.1e}: the model switches this dimension off in its output."
     if not len(f["dims"]):
         text += " No model-level outlier dimension was detected."
     lines.append(text)

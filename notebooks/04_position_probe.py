@@ -31,6 +31,11 @@
 # Weights are kept from the epoch with the best development accuracy; accuracies and
 # contributions are on the test split. Weights start at zero and batches are drawn from a
 # seeded generator, so a re-run gives the same numbers.
+#
+# The paper does not give Adam's learning rate. With Adam's usual 1e-3, the probe on MPNet's
+# small-valued vectors (mean |v| ≈ 0.16 at the embedding output) is still far from converged
+# after 10 epochs (development accuracy 49% at layer 0 on a 1,500-phrase sample, against 74%
+# with 1e-2, which has levelled off by then), so the book uses 1e-2; `lr` is a parameter.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
@@ -41,7 +46,7 @@ n_test = 1821  # SST-2 test sentences (1,821 in all)
 max_positions = 300  # M, the probe's classes (paper: 300)
 epochs = 10  # paper: 10
 batch_size = 128  # paper: 128
-lr = 1e-3  # Adam learning rate (the paper does not give one; 1e-3 is Adam's usual default)
+lr = 1e-2  # Adam learning rate (not given in the paper; see the note above)
 heatmap_positions = 40  # positions shown in the heatmaps
 z_threshold = 10.0  # outlier criterion of chapter 02
 min_layer_share = 0.5

@@ -40,6 +40,14 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert meta["model_info"]["n_layers"] == 12 and meta["model_info"]["width"] == 768
     assert set(meta["tables"]) == {"extreme_dimensions_by_layer", "extreme_dimensions_pooled", "outlier_dimensions", "mean_vectors"}
     assert (results / "figures" / "02_outlier_neurons" / "extreme_dimension_shares.png").is_file()
+    offsets = {m: json.loads((results / m / "03_positional_origin" / "meta.json").read_text())["model_info"]["position_offset"] for m in ("minilm", "mpnet")}
+    assert offsets == {"minilm": 0, "mpnet": 2}  # BERT tables start at row 0; MPNet skips padding rows
+    ranks = pd.read_csv(results / "minilm" / "03_positional_origin" / "layernorm_ranks.csv")
+    assert set(ranks["layer"]) == set(range(7)) and ranks["rank"].between(1, 384).all()
+    probe = pd.read_csv(results / "minilm" / "04_position_probe" / "accuracy_by_layer.csv")
+    assert probe["layer"].tolist() == list(range(7))
+    assert probe["test_accuracy"].iloc[0] > 0.5 > probe["test_accuracy"].iloc[-1]  # position decodable low, fading high
+    assert (results / "figures" / "04_position_probe" / "contribution_heatmaps_all-MiniLM-L6-v2.png").is_file()
 
 
 def assert_clean_failure(tmp_path, done, expected):

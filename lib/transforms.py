@@ -1,0 +1,139 @@
+"""Post-hoc transforms of one layer's vectors, fitted on one sample and applied to any other.
+
+- Clip: zero chosen (outlier) dimensions (Luo et al. 2021, §4).
+- Whiten: x -> (x - μ) W with W = U Λ^{-1/2} from the SVD of the covariance, optionally
+  only the first k components (Su et al. 2021; Luo's thesis §3.2.3).
+- Center, ScaledCenter: subtract the mean, or the mean unit vector scaled by each vector's
+  norm (Biš et al. 2021, §5.2).
+- RemoveTopPCs: center, then remove the projections on the top D principal components
+  ("all-but-the-top", Mu & Viswanath 2018, as used by Biš et al.).
+
+scikit-learn style: `fit(x)` returns the fitted object, `transform(x)` returns float64. Whiten
+and RemoveTopPCs can also be fitted from a mean and covariance (`fit_moments`), e.g. from
+`collectors.LayerStats`, without keeping the vectors. Parameters are float64; transforms are
+deterministic (no random state).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import eigh
+
+from .errors import require
+
+
+def _matrix(x: np.ndarray, width: int | None = None) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    require(x.ndim == 2 and len(x) > 0, f"expected a non-empty (n, width) matrix, got shape {x.shape}")
+    require(width is None or x.shape[1] == width, f"vectors are {x.shape[1]} wide but the transform was fitted on width {width}")
+    require(bool(np.isfinite(x).all()), "the vectors contain NaN or infinite values")
+    return x
+
+
+def _eigen(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and eigenvectors (columns) of a symmetric covariance; equals its SVD."""
+    cov = np.asarray(cov, dtype=np.float64)
+    require(cov.ndim == 2 and cov.shape[0] == cov.shape[1], f"covariance must be square, got shape {cov.shape}")
+    require(bool(np.isfinite(cov).all()), "the covariance contains NaN or infinite values")
+    values, vectors = eigh((cov + cov.T) / 2)
+    return values[::-1], vectors[:, ::-1]
+
+
+class Clip:
+    """Set the given dimensions to zero."""
+
+    def __init__(self, dims: np.ndarray | list[int]):
+        self.dims = np.unique(np.asarray(dims, dtype=int))
+        self.width_: int | None = None
+
+    def fit(self, x: np.ndarray) -> Clip:
+        x = _matrix(x)
+        require(bool(((self.dims >= 0) & (self.dims < x.shape[1])).all()), f"clip dimensions {self.dims.tolist()} must lie in 0..{x.shape[1] - 1}")
+        self.width_ = x.shape[1]
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        require(self.width_ is not None, "fit the Clip transform before using it")
+        out = _matrix(x, self.width_).copy()
+        out[:, self.dims] = 0.0
+        return out
+
+
+class Center:
+    """Subtract the mean vector of the fitting sample."""
+
+    def fit(self, x: np.ndarray) -> Center:
+        self.mean_ = _matrix(x).mean(axis=0)
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        return _matrix(x, len(self.mean_)) - self.mean_
+
+
+class ScaledCenter:
+    """e(w)' = e(w) - ||e(w)|| μ̂, where μ̂ is the mean of the fitting sample's unit vectors."""
+
+    def fit(self, x: np.ndarray) -> ScaledCenter:
+        x = _matrix(x)
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        require(bool((norms > 0).all()), "scaled centering needs non-zero vectors")
+        self.unit_mean_ = (x / norms).mean(axis=0)
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        x = _matrix(x, len(self.unit_mean_))
+        return x - np.linalg.norm(x, axis=1, keepdims=True) * self.unit_mean_
+
+
+class Whiten:
+    """Whitening with μ and W = U Λ^{-1/2} from the covariance's SVD, keeping the first k components
+    (all when k is None). Components whose variance is below rcond × the largest cannot be inverted:
+    asking for them is an error that says how many are available."""
+
+    def __init__(self, k: int | None = None, rcond: float = 1e-10):
+        require(k is None or (isinstance(k, (int, np.integer)) and k > 0), f"k must be a positive integer or None, got {k!r}")
+        self.k, self.rcond = k, rcond
+
+    def fit(self, x: np.ndarray) -> Whiten:
+        x = _matrix(x)
+        require(len(x) > 1, "whitening needs at least two vectors")
+        return self.fit_moments(x.mean(axis=0), np.cov(x, rowvar=False))
+
+    def fit_moments(self, mean: np.ndarray, cov: np.ndarray) -> Whiten:
+        values, vectors = _eigen(cov)
+        k = self.k or len(values)
+        require(k <= len(values), f"k={k} exceeds the width {len(values)}")
+        rank = int((values > self.rcond * max(values[0], 0.0)).sum()) if values[0] > 0 else 0
+        require(k <= rank, f"the covariance has only {rank} usable components of {len(values)} (the rest have ~zero variance): "
+                f"whiten with k <= {rank}, or fit on more vectors than dimensions")
+        self.mean_ = np.asarray(mean, dtype=np.float64)
+        self.variances_ = values[:k]
+        self.matrix_ = vectors[:, :k] / np.sqrt(values[:k])
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        return (_matrix(x, len(self.mean_)) - self.mean_) @ self.matrix_
+
+
+class RemoveTopPCs:
+    """Center, then remove the projections on the top n_components principal components."""
+
+    def __init__(self, n_components: int):
+        require(isinstance(n_components, (int, np.integer)) and n_components > 0, f"n_components must be a positive integer, got {n_components!r}")
+        self.n_components = n_components
+
+    def fit(self, x: np.ndarray) -> RemoveTopPCs:
+        x = _matrix(x)
+        require(len(x) > 1, "principal components need at least two vectors")
+        return self.fit_moments(x.mean(axis=0), np.cov(x, rowvar=False))
+
+    def fit_moments(self, mean: np.ndarray, cov: np.ndarray) -> RemoveTopPCs:
+        _, vectors = _eigen(cov)
+        require(self.n_components < vectors.shape[1], f"cannot remove {self.n_components} components from {vectors.shape[1]} dimensions")
+        self.mean_ = np.asarray(mean, dtype=np.float64)
+        self.components_ = vectors[:, :self.n_components]
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        centered = _matrix(x, len(self.mean_)) - self.mean_
+        return centered - (centered @ self.components_) @ self.components_.T

@@ -1,0 +1,86 @@
+"""Each transform against its definition, computed by brute force with NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lib.errors import BookError
+from lib.transforms import Center, Clip, RemoveTopPCs, ScaledCenter, Whiten
+
+
+@pytest.fixture
+def cloud() -> np.ndarray:
+    """Anisotropic data with a large common offset and one outlier dimension."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2000, 12)) @ rng.normal(size=(12, 12)) + 3.0
+    x[:, 5] += 40.0
+    return x
+
+
+def test_clip_zeroes_exactly_the_given_dimensions(cloud):
+    out = Clip([5, 2, 5]).fit(cloud).transform(cloud)
+    assert (out[:, [2, 5]] == 0).all()
+    keep = [d for d in range(12) if d not in (2, 5)]
+    assert np.array_equal(out[:, keep], cloud[:, keep])
+    assert cloud[:, 5].min() > 0  # the input is not modified
+    with pytest.raises(BookError, match="must lie in 0..11"):
+        Clip([12]).fit(cloud)
+    with pytest.raises(BookError, match="fitted on width 12"):
+        Clip([1]).fit(cloud).transform(cloud[:, :6])
+
+
+def test_whitened_covariance_is_the_identity_on_the_fitting_data(cloud):
+    white = Whiten().fit(cloud)
+    out = white.transform(cloud)
+    np.testing.assert_allclose(out.mean(axis=0), 0, atol=1e-10)
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(12), atol=1e-8)
+    first = Whiten(k=4).fit(cloud).transform(cloud)
+    assert first.shape == (2000, 4)
+    np.testing.assert_allclose(np.cov(first, rowvar=False), np.eye(4), atol=1e-8)
+    np.testing.assert_allclose(np.abs(first), np.abs(out[:, :4]), atol=1e-8)  # the first k components of the full whitening
+
+
+def test_whitening_from_moments_equals_whitening_from_vectors(cloud):
+    direct = Whiten().fit(cloud).transform(cloud[:10])
+    moments = Whiten().fit_moments(cloud.mean(axis=0), np.cov(cloud, rowvar=False)).transform(cloud[:10])
+    np.testing.assert_allclose(direct, moments, atol=1e-10)
+
+
+def test_singular_covariance_is_a_clear_error_not_nans():
+    rng = np.random.default_rng(1)
+    low_rank = rng.normal(size=(500, 3)) @ rng.normal(size=(3, 8))  # rank 3 in 8 dimensions
+    with pytest.raises(BookError, match="only 3 usable components of 8.*k <= 3"):
+        Whiten().fit(low_rank)
+    out = Whiten(k=3).fit(low_rank).transform(low_rank)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(3), atol=1e-6)
+    with pytest.raises(BookError, match="NaN"):
+        Whiten().fit(np.full((5, 3), np.nan))
+
+
+def test_center_and_scaled_center_match_their_formulas(cloud):
+    np.testing.assert_allclose(Center().fit(cloud).transform(cloud), cloud - cloud.mean(axis=0))
+    unit_mean = np.mean([v / np.linalg.norm(v) for v in cloud], axis=0)
+    expected = np.array([v - np.linalg.norm(v) * unit_mean for v in cloud[:50]])
+    np.testing.assert_allclose(ScaledCenter().fit(cloud).transform(cloud[:50]), expected, atol=1e-12)
+    with pytest.raises(BookError, match="non-zero"):
+        ScaledCenter().fit(np.zeros((3, 4)))
+
+
+def test_remove_top_pcs_matches_brute_force(cloud):
+    centered = cloud - cloud.mean(axis=0)
+    _, _, vt = np.linalg.svd(centered, full_matrices=False)
+    top = vt[:2].T
+    expected = centered - centered @ top @ top.T
+    out = RemoveTopPCs(2).fit(cloud).transform(cloud)
+    np.testing.assert_allclose(out, expected, atol=1e-9)
+    np.testing.assert_allclose(out @ top, 0, atol=1e-9)  # nothing left along the removed directions
+    with pytest.raises(BookError, match="cannot remove 12"):
+        RemoveTopPCs(12).fit(cloud)
+
+
+def test_transforms_are_deterministic(cloud):
+    for make in (lambda: Whiten(k=5), lambda: RemoveTopPCs(3), ScaledCenter, Center, lambda: Clip([5])):
+        a, b = make().fit(cloud).transform(cloud[:20]), make().fit(cloud).transform(cloud[:20])
+        assert np.array_equal(a, b)
