@@ -251,3 +251,31 @@ class AllTokens:
         """(n_tokens, width) float32 vectors of one layer."""
         require(0 <= layer < self.n_layers, f"layer {layer} is not among the collected layers 0..{self.n_layers - 1}")
         return np.concatenate([part[0][layer] for part in self._parts]).astype(np.float32)[self._sorted()]
+
+
+class SentenceMeans:
+    """Mean-pooled sentence vectors in every layer: (n_sentences, n_layers + 1, width) float32.
+    Special tokens are included by default, as in the mean pooling the sentence-transformers models use."""
+
+    def __init__(self, n_sentences: int, include_special: bool = True):
+        require(n_sentences > 0, "SentenceMeans needs the number of sentences")
+        self.n_sentences, self.include_special = n_sentences, include_special
+        self._sums: torch.Tensor | None = None
+        self._counts = np.zeros(n_sentences, dtype=np.int64)
+
+    def update(self, batch: TokenBatch) -> None:
+        keep = np.ones(len(batch.positions), dtype=bool) if self.include_special else ~batch.special
+        if not keep.any():
+            return
+        h = batch.hidden[:, torch.from_numpy(np.flatnonzero(keep)).to(batch.hidden.device)].transpose(0, 1).cpu()
+        if self._sums is None:
+            self._sums = torch.zeros(self.n_sentences, h.shape[1], h.shape[2])
+        self._sums.index_add_(0, torch.from_numpy(batch.sentence_ids[keep]).long(), h)
+        self._counts += np.bincount(batch.sentence_ids[keep], minlength=self.n_sentences)
+
+    def result(self) -> np.ndarray:
+        """Mean vectors; a sentence without tokens is an error (it cannot be pooled)."""
+        require(self._sums is not None, "no tokens were collected: the sentences are empty")
+        empty = np.flatnonzero(self._counts == 0)
+        require(len(empty) == 0, f"{len(empty)} sentences have no tokens to pool (first: index {empty[:1].tolist()}); drop empty sentences first")
+        return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()

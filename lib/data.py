@@ -28,7 +28,8 @@ from .settings import data_dir
 class DataFile:
     path: str  # relative to the data directory
     sha256: str
-    url: str
+    url: str  # where it is published: the file itself, or the archive that holds it
+    archive: bool = False  # url is an archive (zip/tar) to download and unpack by hand
 
 
 @dataclass(frozen=True)
@@ -54,20 +55,104 @@ def _read_tab_sentence_label(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["sentence", "label"])
 
 
+def _read_label_space_sentence(path: Path) -> pd.DataFrame:
+    """SST-5 layout: `label<SPACE>sentence` per line."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            label, _, sentence = line.strip().partition(" ")
+            if not line.strip():
+                continue
+            require(label.isdigit() and sentence, f"{path}: line {n} is not 'label<SPACE>sentence'; re-fetch the file")
+            rows.append((sentence, int(label)))
+    return pd.DataFrame(rows, columns=["sentence", "label"])
+
+
+def _read_lines(path: Path) -> pd.DataFrame:
+    """One row per line, unparsed (formats whose lines are combined across files, e.g. STS input + gold)."""
+    return pd.DataFrame({"line": path.read_text(encoding="utf-8").splitlines()})
+
+
+def _read_tsv(path: Path) -> pd.DataFrame:
+    """A tab-separated file with a header row (optionally gzip-compressed), quotes taken literally."""
+    return pd.read_csv(path, sep="\t", quoting=3, dtype=str, keep_default_na=False)
+
+
+_PINNED = dict(reversed(line.split()) for line in (Path(__file__).with_name("checksums.sha256")).read_text().splitlines() if line.strip())
+
+
+def _file(path: str, url: str, archive: bool = False) -> DataFile:
+    """A data file with the checksum pinned in lib/checksums.sha256."""
+    return DataFile(path, _PINNED[path], url, archive)
+
+
 _SENTEVAL_SST2 = "https://raw.githubusercontent.com/PrincetonML/SIF/master/data/sentiment-{}"
+_SST5 = "https://raw.githubusercontent.com/AcademiaSinicaNLPLab/sentiment_dataset/master/data/stsa.fine.{}"
+_STS_ARCHIVES = {  # as fetched by SentEval's data script
+    "sts12": ("STS12-en-test", "http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip"),
+    "sts13": ("STS13-en-test", "http://ixa2.si.ehu.es/stswiki/images/2/2f/STS2013-en-test.zip"),
+    "sts14": ("STS14-en-test", "http://ixa2.si.ehu.es/stswiki/images/8/8c/STS2014-en-test.zip"),
+    "sts15": ("STS15-en-test", "http://ixa2.si.ehu.es/stswiki/images/d/da/STS2015-en-test.zip"),
+    "sts16": ("STS16-en-test", "http://ixa2.si.ehu.es/stswiki/images/9/98/STS2016-en-test.zip"),
+}
+
+
+def _sts_year(name: str) -> DataSet:
+    folder, url = _STS_ARCHIVES[name]
+    subsets = sorted(p.split("/STS.input.")[1][:-4] for p in _PINNED if p.startswith(f"sts/{folder}/STS.input."))
+    files = {}
+    for subset in subsets:
+        files[f"{subset}.input"] = _file(f"sts/{folder}/STS.input.{subset}.txt", url, archive=True)
+        files[f"{subset}.gs"] = _file(f"sts/{folder}/STS.gs.{subset}.txt", url, archive=True)
+    return DataSet(name, f"STS 20{name[3:]} test subsets ({', '.join(subsets)}), SentEval layout", "see the release's readme", files, _read_lines)
 
 REGISTRY: dict[str, DataSet] = {
     "sst2": DataSet(
         name="sst2",
         description="SST-2 (Socher et al. 2013), binary sentiment, SentEval/GLUE split",
         licence="research use (Stanford)",
-        files={
-            "train": DataFile("sst2/sentiment-train", "10a92a297ec38e262386e5a2713b4bc70e5d18ced88b7f54bd171a26e5b34ab5", _SENTEVAL_SST2.format("train")),
-            "dev": DataFile("sst2/sentiment-dev", "9a6c7403b71a9b762158387afe4431253ae10cdfb2319b5275289f3766f48291", _SENTEVAL_SST2.format("dev")),
-            "test": DataFile("sst2/sentiment-test", "4fefd1cd67526cf87ebc7fafc3afc21cc7cfa6ae53b45e74f77f9456e3c62752", _SENTEVAL_SST2.format("test")),
-        },
+        files={split: _file(f"sst2/sentiment-{split}", _SENTEVAL_SST2.format(split)) for split in ("train", "dev", "test")},
         reader=_read_tab_sentence_label,
     ),
+    "sst5": DataSet(
+        name="sst5",
+        description="SST-5 (Socher et al. 2013), fine-grained sentiment, labels 0-4",
+        licence="research use (Stanford)",
+        files={split: _file(f"sst5/sentiment-{split}", _SST5.format(split)) for split in ("train", "dev", "test")},
+        reader=_read_label_space_sentence,
+    ),
+    "imdb": DataSet(
+        name="imdb",
+        description="IMDB movie reviews (Maas et al. 2011): 20,000 of the 25,000 training reviews, all 25,000 test reviews, as tsv.gz",
+        licence="research use",
+        files={split: _file(f"imdb/{split}.tsv.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", archive=True)
+               for split in ("train", "test")},
+        reader=_read_tsv,
+    ),
+    "wic": DataSet(
+        name="wic",
+        description="Word-in-Context (Pilehvar & Camacho-Collados 2019), official release",
+        licence="CC BY-NC 4.0",
+        files={f"{split}.{part}": _file(f"wic/{split}/{split}.{part}.txt", "https://pilehvar.github.io/wic/package/WiC_dataset.zip", archive=True)
+               for split in ("train", "dev") for part in ("data", "gold")},
+        reader=_read_lines,
+    ),
+    "stsb": DataSet(
+        name="stsb",
+        description="STS Benchmark (Cer et al. 2017)",
+        licence="CC BY-SA 4.0 (scores)",
+        files={split: _file(f"sts/STSBenchmark/sts-{split}.csv", "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz", archive=True)
+               for split in ("train", "dev", "test")},
+        reader=_read_lines,
+    ),
+    "sick": DataSet(
+        name="sick",
+        description="SICK (Marelli et al. 2014), relatedness scores 1-5",
+        licence="CC BY-NC-SA 3.0",
+        files={"all": _file("sick/SICK.txt", "https://zenodo.org/record/2787612/files/SICK.zip", archive=True)},
+        reader=_read_tsv,
+    ),
+    **{name: _sts_year(name) for name in _STS_ARCHIVES},
 }
 
 _verified: dict[tuple[str, int, int], str] = {}
@@ -118,6 +203,53 @@ def sample_sentences(name: str, split: str, n: int, seed: int, column: str = "se
     return frame[column].iloc[rows].tolist()
 
 
+STS_SETS = ["stsb", "sick", "sts12", "sts13", "sts14", "sts15", "sts16"]
+STS_LABELS = {"stsb": "STS-B", "sick": "SICK-R", "sts12": "STS-12", "sts13": "STS-13", "sts14": "STS-14", "sts15": "STS-15", "sts16": "STS-16"}
+
+
+def wic(split: str) -> pd.DataFrame:
+    """WiC pairs: word, pos, index1/index2 (the target's word index in each sentence), sentence1/2, same_sense."""
+    data, gold = load("wic", f"{split}.data")["line"], load("wic", f"{split}.gold")["line"]
+    require(len(data) == len(gold), f"wic {split}: {len(data)} pairs but {len(gold)} labels; re-fetch the release")
+    rows = []
+    for n, (line, label) in enumerate(zip(data, gold), start=1):
+        parts = line.split("\t")
+        require(len(parts) == 5 and "-" in parts[2] and label.strip() in ("T", "F"), f"wic {split}: line {n} is not word, POS, i-j, sentence1, sentence2 with a T/F label")
+        i, j = (int(v) for v in parts[2].split("-"))
+        rows.append((parts[0], parts[1], i, j, parts[3], parts[4], label.strip() == "T"))
+    return pd.DataFrame(rows, columns=["word", "pos", "index1", "index2", "sentence1", "sentence2", "same_sense"])
+
+
+def sts_pairs(name: str) -> pd.DataFrame:
+    """Scored sentence pairs of an STS-style set: subset, sentence1, sentence2, score.
+
+    stsb: the STS Benchmark test split; sick: the SICK test split (SemEval_set TEST), relatedness
+    score; sts12-16: every subset of the year's test set, unscored pairs (empty gold line) skipped."""
+    require(name in STS_SETS, f"unknown STS set {name!r}; known: {', '.join(STS_SETS)}")
+    if name == "sick":
+        frame = load("sick", "all")
+        frame = frame[frame["SemEval_set"] == "TEST"]
+        return pd.DataFrame({"subset": "test", "sentence1": frame["sentence_A"].to_numpy(), "sentence2": frame["sentence_B"].to_numpy(),
+                             "score": frame["relatedness_score"].astype(float).to_numpy()})
+    if name == "stsb":
+        rows = []
+        for n, line in enumerate(load("stsb", "test")["line"], start=1):
+            parts = line.split("\t")
+            require(len(parts) >= 7, f"stsb test: line {n} has {len(parts)} fields, expected at least 7")
+            rows.append((parts[1], parts[5], parts[6], float(parts[4])))
+        return pd.DataFrame(rows, columns=["subset", "sentence1", "sentence2", "score"])
+    frames = []
+    for split in dataset(name).files:
+        if not split.endswith(".input"):
+            continue
+        subset = split[: -len(".input")]
+        pairs, gold = load(name, split)["line"], load(name, f"{subset}.gs")["line"]
+        require(len(pairs) == len(gold), f"{name} {subset}: {len(pairs)} pairs but {len(gold)} gold lines")
+        scored = [(subset, *p.split("\t")[:2], float(g)) for p, g in zip(pairs, gold) if g.strip()]
+        frames.append(pd.DataFrame(scored, columns=["subset", "sentence1", "sentence2", "score"]))
+    return pd.concat(frames, ignore_index=True)
+
+
 def download(name: str, root: Path | None = None) -> list[Path]:
     """Fetch a data set's files into the data directory (online users); verify checksums; atomic."""
     root = root or data_dir()
@@ -127,6 +259,8 @@ def download(name: str, root: Path | None = None) -> list[Path]:
         if target.is_file() and sha256(target) == spec.sha256:
             done.append(target)
             continue
+        require(not spec.archive, f"{name} {split}: {spec.path} is published inside the archive {spec.url}; download and unpack it "
+                f"so that {target} exists (the README of the data folder gives the layout), then run `python -m lib.data check {name}`")
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
         os.close(fd)
@@ -154,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.action == "download":
             download(name)
         for split in dataset(name).files:
-            print(f"ok  {name:8s} {split:6s} {verified_path(name, split)}")
+            print(f"ok  {name:8s} {split:24s} {verified_path(name, split)}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Neuron-level position probe (Luo et al. 2021, §3): a bias-free linear map W (classes x width)
-from a token vector to its position, trained with Adam and cross-entropy, and each neuron's
-contribution to the prediction, c(i) = |w_{y,i} * v_i| for the true class y."""
+"""Linear softmax classifiers trained with Adam and cross-entropy: the neuron-level position probe
+of Luo et al. (2021, §3), a bias-free map W (classes x width) from a token vector to its position,
+with each neuron's contribution c(i) = |w_{y,i} * v_i| for the true class y; and, with a bias,
+the frozen-feature classifiers of their §4.4."""
 
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ from .settings import device as pick_device
 
 @dataclass
 class Probe:
-    """Trained weights (n_classes, width) from the epoch with the best development accuracy."""
+    """Trained weights (n_classes, width) and bias (or None) from the epoch with the best development accuracy."""
 
     weight: np.ndarray
+    bias: np.ndarray | None
     dev_accuracy: list[float]  # after each epoch
     best_epoch: int  # 1-based
+
+    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        """Share of rows whose highest-scoring class is the label."""
+        return accuracy(self.weight, x, y, self.bias)
 
 
 def _check(x: np.ndarray, y: np.ndarray, n_classes: int, what: str) -> None:
@@ -28,13 +34,17 @@ def _check(x: np.ndarray, y: np.ndarray, n_classes: int, what: str) -> None:
     require(int(y.min()) >= 0 and int(y.max()) < n_classes, f"{what}: labels must lie in 0..{n_classes - 1}; drop or cap larger positions first")
 
 
-def _accuracy(weight: torch.Tensor, x: torch.Tensor, y: torch.Tensor, chunk: int = 65536) -> float:
-    correct = sum(int(((x[i:i + chunk] @ weight.T).argmax(dim=1) == y[i:i + chunk]).sum()) for i in range(0, len(y), chunk))
+def _accuracy(weight: torch.Tensor, bias: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, chunk: int = 65536) -> float:
+    correct = 0
+    for i in range(0, len(y), chunk):
+        logits = x[i:i + chunk] @ weight.T + (0 if bias is None else bias)
+        correct += int((logits.argmax(dim=1) == y[i:i + chunk]).sum())
     return correct / len(y)
 
 
 def train_probe(x: np.ndarray, y: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray, n_classes: int, epochs: int = 10,
-                batch_size: int = 128, lr: float = 1e-3, seed: int = 0, device: str = "auto", desc: str | None = None) -> Probe:
+                batch_size: int = 128, lr: float = 1e-3, seed: int = 0, device: str = "auto", desc: str | None = None,
+                bias: bool = False) -> Probe:
     """Train the probe on (x, y); keep the weights of the epoch with the best accuracy on (x_dev, y_dev).
 
     Weights start at zero (the problem is convex, so no random start is needed) and the batch order
@@ -46,30 +56,33 @@ def train_probe(x: np.ndarray, y: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarr
     xt, yt = torch.as_tensor(x, dtype=torch.float32, device=dev), torch.as_tensor(y, dtype=torch.long, device=dev)
     xd, yd = torch.as_tensor(x_dev, dtype=torch.float32, device=dev), torch.as_tensor(y_dev, dtype=torch.long, device=dev)
     weight = torch.zeros(n_classes, x.shape[1], device=dev, requires_grad=True)
-    optimizer = torch.optim.Adam([weight], lr=lr)
+    offset = torch.zeros(n_classes, device=dev, requires_grad=True) if bias else None
+    optimizer = torch.optim.Adam([weight] + ([offset] if bias else []), lr=lr)
     generator = torch.Generator().manual_seed(seed)
-    best, best_epoch, history = weight.detach().clone(), 0, []
+    best, best_offset, best_epoch, history = weight.detach().clone(), None, 0, []
     bar = tqdm(range(1, epochs + 1), desc=desc or "probe", unit="epoch", leave=False)
     for epoch in bar:
         order = torch.randperm(len(yt), generator=generator).to(dev)
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
-            loss = torch.nn.functional.cross_entropy(xt[idx] @ weight.T, yt[idx])
+            loss = torch.nn.functional.cross_entropy(xt[idx] @ weight.T + (0 if offset is None else offset), yt[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
         with torch.no_grad():
-            history.append(_accuracy(weight, xd, yd))
+            history.append(_accuracy(weight, offset, xd, yd))
         if history[-1] > max(history[:-1], default=-1.0):
             best, best_epoch = weight.detach().clone(), epoch
+            best_offset = None if offset is None else offset.detach().clone()
         bar.set_postfix(loss=f"{loss.item():.3f}", dev_acc=f"{history[-1]:.3f}")
-    return Probe(best.cpu().numpy(), history, best_epoch)
+    return Probe(best.cpu().numpy(), None if best_offset is None else best_offset.cpu().numpy(), history, best_epoch)
 
 
-def accuracy(weight: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
-    """Share of rows whose highest-scoring class is the label."""
+def accuracy(weight: np.ndarray, x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None) -> float:
+    """Share of rows whose highest-scoring class (x W^T + b) is the label."""
     _check(x, y, weight.shape[0], "evaluation set")
-    return _accuracy(torch.as_tensor(weight, dtype=torch.float32), torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y))
+    b = None if bias is None else torch.as_tensor(bias, dtype=torch.float32)
+    return _accuracy(torch.as_tensor(weight, dtype=torch.float32), b, torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y))
 
 
 def contributions(weight: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:

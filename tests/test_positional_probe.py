@@ -157,3 +157,14 @@ def test_probe_rejects_positions_beyond_its_classes():
     x, y = _toy(50, 0)
     with pytest.raises(BookError, match="labels must lie in 0..9"):
         probe.train_probe(x, y, x, y, n_classes=10, epochs=1, device="cpu")
+
+
+def test_classifier_with_bias_learns_what_a_bias_free_probe_cannot():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2000, 4)).astype(np.float32)
+    y = (x[:, 0] > 1.0).astype(int)  # a threshold away from the origin needs a bias
+    with_bias = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, lr=5e-2, device="cpu", bias=True)
+    without = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, lr=5e-2, device="cpu")
+    assert with_bias.bias is not None and without.bias is None
+    assert with_bias.accuracy(x, y) > 0.97 > without.accuracy(x, y) - 0.1
+    assert with_bias.accuracy(x, y) > without.accuracy(x, y)

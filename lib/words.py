@@ -1,0 +1,64 @@
+"""Words inside sentences: which subword tokens make up a word, and a collector that averages a
+word's subword vectors in every layer (used for WiC and self-similarity)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .errors import require
+from .extraction import TokenBatch
+from .models import LoadedModel
+
+_KEY = 1 << 20  # positions per sentence in the lookup key (far above any model's maximum length)
+
+
+def word_span(sentence: str, index: int) -> tuple[int, int]:
+    """Character span of the index-th space-separated word of a sentence."""
+    words = sentence.split(" ")
+    require(0 <= index < len(words), f"word index {index} is outside the sentence ({len(words)} words): {sentence[:60]!r}")
+    start = sum(len(w) + 1 for w in words[:index])
+    return start, start + len(words[index])
+
+
+def subword_positions(lm: LoadedModel, sentences: Sequence[str], spans: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+    """For each sentence, the token positions (as `extraction` numbers them: special tokens included)
+    whose characters overlap the span. Empty when the word lies beyond the model's maximum length."""
+    require(len(sentences) == len(spans), "one span per sentence")
+    enc = lm.tokenizer(list(sentences), add_special_tokens=True, truncation=True, max_length=lm.max_length,
+                       return_offsets_mapping=True, return_special_tokens_mask=True)
+    out = []
+    for offsets, special, (start, end) in zip(enc["offset_mapping"], enc["special_tokens_mask"], spans):
+        offsets = np.asarray(offsets).reshape(-1, 2)
+        hit = (offsets[:, 0] < end) & (offsets[:, 1] > start) & ~np.asarray(special, dtype=bool)
+        out.append(np.flatnonzero(hit))
+    return out
+
+
+class SpanMeans:
+    """Collector: for each sentence, the average of the vectors at the given positions, every layer.
+    result() is (n_sentences, n_layers + 1, width) float32, NaN where a sentence had no position."""
+
+    def __init__(self, positions: Sequence[np.ndarray]):
+        self.n = len(positions)
+        self._keys = np.sort(np.concatenate([i * _KEY + np.asarray(p, dtype=np.int64) for i, p in enumerate(positions)] or [np.zeros(0, np.int64)]))
+        self._counts = np.zeros(self.n, dtype=np.int64)
+        self._sums: torch.Tensor | None = None
+
+    def update(self, batch: TokenBatch) -> None:
+        keys = batch.sentence_ids.astype(np.int64) * _KEY + batch.positions
+        hit = np.flatnonzero(np.isin(keys, self._keys, assume_unique=False))
+        if len(hit) == 0:
+            return
+        h = batch.hidden[:, torch.from_numpy(hit).to(batch.hidden.device)].transpose(0, 1).cpu()
+        if self._sums is None:
+            self._sums = torch.zeros(self.n, h.shape[1], h.shape[2])
+        self._sums.index_add_(0, torch.from_numpy(batch.sentence_ids[hit]).long(), h)
+        self._counts += np.bincount(batch.sentence_ids[hit], minlength=self.n)
+
+    def result(self) -> np.ndarray:
+        require(self._sums is not None, "none of the requested positions was seen: are the positions right for this model?")
+        with np.errstate(invalid="ignore"):
+            return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
