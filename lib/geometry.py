@@ -60,3 +60,24 @@ def pca_plane(points: np.ndarray, seed: int = 0) -> PlaneView:
         explained=pca.explained_variance_ratio_, mean_norm=float(np.linalg.norm(mean)),
         mean_vector_norm_ratio=float(np.linalg.norm(mean) / np.linalg.norm(x, axis=1).mean()),
     )
+
+
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of a[i] and b[i] for every row (float64; 0 for a zero vector)."""
+    require(a.shape == b.shape and a.ndim == 2, f"need two (n, width) arrays of the same shape, got {a.shape} and {b.shape}")
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.einsum("nd,nd->n", a, b) / np.maximum(norms, np.finfo(np.float64).tiny)
+
+
+def self_similarity(vectors: np.ndarray, groups: np.ndarray) -> float:
+    """Ethayarajh (2019): for each group (a word's vectors in different sentences), the mean cosine
+    over all pairs of its vectors; then the average over groups. Groups need at least two vectors."""
+    require(vectors.ndim == 2 and len(vectors) == len(groups), "need (n, width) vectors and one group id per row")
+    ids, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
+    require(bool((sizes >= 2).all()), "every word needs at least two occurrences")
+    unit = vectors.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    sums = np.zeros((len(ids), vectors.shape[1]))
+    np.add.at(sums, inverse, unit)
+    pair_means = ((sums ** 2).sum(axis=1) - sizes) / (sizes * (sizes - 1))  # sum over i != j of u_i . u_j, averaged
+    return float(pair_means.mean())

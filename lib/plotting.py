@@ -189,3 +189,22 @@ def contribution_heatmaps(maps: dict[str, np.ndarray], title: str):
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+VARIANT_STYLE = {"raw": ("-o", COLORS[0]), "clipped": ("--s", COLORS[1]), "whitened": (":^", COLORS[2])}
+
+
+def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], labels: list[str]):
+    """One row per model, one panel per metric: the metric by layer for each variant (raw/clipped/whitened)."""
+    fig, axes = plt.subplots(len(tables), len(metrics), figsize=(5.2 * len(metrics), 3.6 * len(tables)), squeeze=False)
+    for row, (name, t) in zip(axes, tables.items()):
+        for ax, metric, label in zip(row, metrics, labels):
+            for variant, part in t.groupby("variant", sort=False):
+                style, color = VARIANT_STYLE.get(variant, ("-", None))
+                ax.plot(part["layer"], part[metric], style, color=color, ms=4, label=variant)
+            ax.axhline(0, color="grey", lw=0.8)
+            ax.set(xlabel="layer (0 = embedding output)", ylabel=label, title=f"{name}: {label}")
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        row[0].legend(frameon=False)
+    fig.tight_layout()
+    return fig

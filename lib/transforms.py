@@ -39,12 +39,24 @@ def _eigen(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[::-1], vectors[:, ::-1]
 
 
+class Identity:
+    """No change (the "raw" variant), as a transform."""
+
+    def fit(self, x: np.ndarray) -> Identity:
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        return _matrix(x)
+
+
 class Clip:
     """Set the given dimensions to zero."""
 
-    def __init__(self, dims: np.ndarray | list[int]):
+    def __init__(self, dims: np.ndarray | list[int], width: int | None = None):
         self.dims = np.unique(np.asarray(dims, dtype=int))
         self.width_: int | None = None
+        if width is not None:
+            self.fit(np.zeros((1, width)))
 
     def fit(self, x: np.ndarray) -> Clip:
         x = _matrix(x)
@@ -88,11 +100,13 @@ class ScaledCenter:
 class Whiten:
     """Whitening with μ and W = U Λ^{-1/2} from the covariance's SVD, keeping the first k components
     (all when k is None). Components whose variance is below rcond × the largest cannot be inverted:
-    asking for them is an error that says how many are available."""
+    asking for them is an error that says how many are available, unless drop_null is set, in which
+    case they are left out (they carry no variation; e.g. a dimension a LayerNorm gain of ~0 switches
+    off) and `dropped_` says how many."""
 
-    def __init__(self, k: int | None = None, rcond: float = 1e-10):
+    def __init__(self, k: int | None = None, rcond: float = 1e-10, drop_null: bool = False):
         require(k is None or (isinstance(k, (int, np.integer)) and k > 0), f"k must be a positive integer or None, got {k!r}")
-        self.k, self.rcond = k, rcond
+        self.k, self.rcond, self.drop_null = k, rcond, drop_null
 
     def fit(self, x: np.ndarray) -> Whiten:
         x = _matrix(x)
@@ -104,6 +118,10 @@ class Whiten:
         k = self.k or len(values)
         require(k <= len(values), f"k={k} exceeds the width {len(values)}")
         rank = int((values > self.rcond * max(values[0], 0.0)).sum()) if values[0] > 0 else 0
+        require(rank > 0, "the covariance is zero: the vectors do not vary")
+        if self.drop_null:
+            k = min(k, rank)
+        self.dropped_ = len(values) - k if self.k is None else 0
         require(k <= rank, f"the covariance has only {rank} usable components of {len(values)} (the rest have ~zero variance): "
                 f"whiten with k <= {rank}, or fit on more vectors than dimensions")
         self.mean_ = np.asarray(mean, dtype=np.float64)
@@ -137,3 +155,16 @@ class RemoveTopPCs:
     def transform(self, x: np.ndarray) -> np.ndarray:
         centered = _matrix(x, len(self.mean_)) - self.mean_
         return centered - (centered @ self.components_) @ self.components_.T
+
+
+def layer_variants(mean: np.ndarray, covariance: np.ndarray, clip_flags: np.ndarray, whiten_k: int | None = None) -> dict[str, list]:
+    """Per-layer transforms fitted on one sample's statistics: "raw" (identity), "clipped" (zero the
+    dimensions flagged in that layer: clip_flags (layers, width) bool), and "whitened" (from the layer's
+    mean and covariance (layers, width, width), leaving out zero-variance components)."""
+    require(mean.shape == clip_flags.shape and covariance.shape == (*mean.shape, mean.shape[1]), "mean (layers, width), flags and covariance (layers, width, width) must match")
+    width = mean.shape[1]
+    return {
+        "raw": [Identity() for _ in mean],
+        "clipped": [Clip(np.flatnonzero(flags), width) for flags in clip_flags],
+        "whitened": [Whiten(whiten_k, drop_null=True).fit_moments(m, c) for m, c in zip(mean, covariance)],
+    }

@@ -62,3 +62,24 @@ class SpanMeans:
         require(self._sums is not None, "none of the requested positions was seen: are the positions right for this model?")
         with np.errstate(invalid="ignore"):
             return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
+
+
+def word_occurrences(sentences: Sequence[str], n_words: int, per_word: int, min_sentences: int, seed: int) -> list[tuple[str, int, int]]:
+    """Sample n_words alphabetic words that occur in at least min_sentences different sentences, and
+    per_word of those sentences for each (first occurrence in each). Returns (word, sentence index,
+    word index) triples, grouped by word; seeded."""
+    require(min(n_words, per_word, min_sentences) > 0 and per_word <= min_sentences, "n_words, per_word and min_sentences must be positive, per_word <= min_sentences")
+    seen: dict[str, dict[int, int]] = {}
+    for s, sentence in enumerate(sentences):
+        for w, word in enumerate(sentence.split(" ")):
+            if word.isalpha():
+                seen.setdefault(word, {}).setdefault(s, w)
+    frequent = sorted(word for word, where in seen.items() if len(where) >= min_sentences)
+    require(len(frequent) >= n_words, f"only {len(frequent)} words occur in at least {min_sentences} sentences; ask for fewer words or use more sentences")
+    rng = np.random.default_rng(seed)
+    out = []
+    for word in rng.choice(frequent, size=n_words, replace=False):
+        where = sorted(seen[word].items())
+        for i in rng.choice(len(where), size=per_word, replace=False):
+            out.append((str(word), *where[i]))
+    return out

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lib.errors import BookError
-from lib.transforms import Center, Clip, RemoveTopPCs, ScaledCenter, Whiten
+from lib.transforms import Center, Clip, RemoveTopPCs, ScaledCenter, Whiten, layer_variants
 
 
 @pytest.fixture
@@ -52,6 +52,8 @@ def test_singular_covariance_is_a_clear_error_not_nans():
     low_rank = rng.normal(size=(500, 3)) @ rng.normal(size=(3, 8))  # rank 3 in 8 dimensions
     with pytest.raises(BookError, match="only 3 usable components of 8.*k <= 3"):
         Whiten().fit(low_rank)
+    dropped = Whiten(drop_null=True).fit(low_rank)
+    assert dropped.dropped_ == 5 and dropped.transform(low_rank).shape == (500, 3)
     out = Whiten(k=3).fit(low_rank).transform(low_rank)
     assert np.isfinite(out).all()
     np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(3), atol=1e-6)
@@ -84,3 +86,16 @@ def test_transforms_are_deterministic(cloud):
     for make in (lambda: Whiten(k=5), lambda: RemoveTopPCs(3), ScaledCenter, Center, lambda: Clip([5])):
         a, b = make().fit(cloud).transform(cloud[:20]), make().fit(cloud).transform(cloud[:20])
         assert np.array_equal(a, b)
+
+
+def test_layer_variants_fit_one_transform_per_layer(cloud):
+    layers = np.stack([cloud, 2 * cloud])
+    mean = layers.mean(axis=1)
+    cov = np.stack([np.cov(x, rowvar=False) for x in layers])
+    flags = np.zeros((2, 12), dtype=bool)
+    flags[1, 5] = True
+    variants = layer_variants(mean, cov, flags)
+    assert np.array_equal(variants["raw"][0].transform(cloud), cloud)
+    assert np.array_equal(variants["clipped"][0].transform(cloud), cloud)  # nothing flagged in layer 0
+    assert (variants["clipped"][1].transform(cloud)[:, 5] == 0).all()
+    np.testing.assert_allclose(np.cov(variants["whitened"][1].transform(layers[1]), rowvar=False), np.eye(12), atol=1e-8)
