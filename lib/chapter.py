@@ -30,13 +30,16 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
-def start(chapter: str, profile: str, models: str, n_sentences: int, seed: int) -> tuple[list[str], Results, list[str]]:
-    """Check the parameters every chapter shares, set the figure style, and draw the SST-2 training
-    sentences. Returns (model specs, the chapter's Results, sentences); nothing is written yet."""
+def begin(chapter: str, profile: str, models: str) -> tuple[list[str], Results]:
+    """Check the model list, set the figure style; returns (model specs, the chapter's Results). Nothing is written yet."""
     plotting.style()
-    specs = parse_models(models)
+    return parse_models(models), Results(chapter, profile)
+
+
+def start(chapter: str, profile: str, models: str, n_sentences: int, seed: int) -> tuple[list[str], Results, list[str]]:
+    """`begin`, then draw the SST-2 training sentences. Returns (model specs, Results, sentences)."""
+    specs, results = begin(chapter, profile, models)
     positive_int("n_sentences", n_sentences)
-    results = Results(chapter, profile)
     sentences = sample_sentences("sst2", "train", n_sentences, seed)
     print(f"{len(sentences):,} SST-2 training sentences (seed {seed}); models: {', '.join(specs)}; results: {results.root}")
     return specs, results, sentences

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from .errors import require
-from .extraction import TokenBatch
+from .extraction import TokenBatch, extract
 from .models import LoadedModel
 
 _KEY = 1 << 20  # positions per sentence in the lookup key (far above any model's maximum length)
@@ -83,3 +83,13 @@ def word_occurrences(sentences: Sequence[str], n_words: int, per_word: int, min_
         for i in rng.choice(len(where), size=per_word, replace=False):
             out.append((str(word), *where[i]))
     return out
+
+
+def word_vectors(lm: LoadedModel, sentences: Sequence[str], word_indices: Sequence[int], collectors: Sequence = (), desc: str | None = None) -> np.ndarray:
+    """(n, n_layers + 1, width): each sentence's word at the given space-separated index, as the
+    average of its subword vectors in every layer (NaN where the word lies beyond the model's
+    maximum length). Extra collectors see the same pass."""
+    spans = [word_span(s, i) for s, i in zip(sentences, word_indices)]
+    means = SpanMeans(subword_positions(lm, sentences, spans))
+    extract(lm, sentences, [means, *collectors], desc=desc)
+    return means.result()

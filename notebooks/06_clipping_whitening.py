@@ -81,10 +81,7 @@ for spec in specs:
     sampler, reservoir = SentenceTokenSampler(seed=seed), TokenReservoir(k=pca_tokens, seed=seed, layers=[lm.n_layers])
     extract(lm, measure, [sampler, reservoir], desc=f"{lm.name} measure")
     _, _, _, vectors = sampler.result()
-    spans = [words.word_span(s, w) for s, (_, _, w) in zip(word_sentences, occurrences)]
-    span_means = words.SpanMeans(words.subword_positions(lm, word_sentences, spans))
-    extract(lm, word_sentences, [span_means], desc=f"{lm.name} words")
-    word_vectors = span_means.result()
+    word_vectors = words.word_vectors(lm, word_sentences, [w for _, _, w in occurrences], desc=f"{lm.name} words")
     rows = []
     for variant, per_layer in variants.items():
         for layer, t in enumerate(per_layer):

@@ -1,0 +1,41 @@
+"""Threshold accuracy and Spearman against direct computation and scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from lib.errors import BookError
+from lib.metrics import spearman_x100, threshold_accuracies
+
+
+def test_threshold_accuracy_counts_predictions():
+    scores = np.array([0.05, 0.35, 0.55, 0.95])
+    labels = np.array([False, False, True, True])
+    acc = threshold_accuracies(scores, labels, np.array([0.1, 0.5, 0.9]))
+    assert acc.tolist() == [0.75, 1.0, 0.75]
+    with pytest.raises(BookError):
+        threshold_accuracies(scores, labels[:3], np.array([0.5]))
+
+
+def test_spearman_matches_pearson_of_ranks_including_ties():
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 6, 200).astype(float)  # many ties, as in STS gold scores
+    pred = gold + rng.normal(scale=2.0, size=200)
+    expected = 100 * np.corrcoef(rankdata(pred), rankdata(gold))[0, 1]
+    assert spearman_x100(pred, gold) == pytest.approx(expected)
+    assert spearman_x100(gold, gold) == pytest.approx(100.0)
+    with pytest.raises(BookError, match="NaN"):
+        spearman_x100(np.array([1.0, np.nan, 2.0]), np.array([1.0, 2.0, 3.0]))
+
+
+def test_glove_sentence_vectors_average_known_words():
+    from lib import glove
+
+    index, matrix = glove.vectors()
+    assert matrix.shape == (400000, 50) and index["the"] == 0
+    out, coverage = glove.sentence_vectors(["The cat, zzzqqqxx.", "zzzqqqxx"])
+    expected = matrix[[index["the"], index["cat"], index[","], index["."]]].mean(axis=0)
+    np.testing.assert_allclose(out[0], expected, rtol=1e-6)
+    assert (out[1] == 0).all() and coverage == pytest.approx(4 / 6)
