@@ -250,6 +250,30 @@ def sts_pairs(name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+CLASSIFICATION_TASKS = {"sst2": "SST-2", "imdb": "IMDB", "sst5": "SST-5"}
+
+
+def classification_splits(task: str, n_train: int, n_dev: int, n_test: int, seed: int) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Seeded samples of (texts, integer labels) for train/dev/test. IMDB has no development split,
+    so its dev sample is drawn from the training reviews, disjoint from the training sample."""
+    require(task in CLASSIFICATION_TASKS, f"unknown task {task!r}; known: {', '.join(CLASSIFICATION_TASKS)}")
+    require(min(n_train, n_dev, n_test) > 0, "sample sizes must be positive")
+    rng = np.random.default_rng(seed)
+
+    def draw(frame: pd.DataFrame, n: int, what: str) -> pd.DataFrame:
+        require(n <= len(frame), f"{CLASSIFICATION_TASKS[task]} {what} has {len(frame)} examples; asked for {n}: lower the sample size")
+        return frame.iloc[rng.choice(len(frame), size=n, replace=False)]
+
+    if task == "imdb":
+        pool = load("imdb", "train").assign(sentence=lambda f: f["text"], label=lambda f: (f["label"] == "pos").astype(int))
+        both = draw(pool, n_train + n_dev, "train")
+        parts = {"train": both.iloc[:n_train], "dev": both.iloc[n_train:],
+                 "test": draw(load("imdb", "test").assign(sentence=lambda f: f["text"], label=lambda f: (f["label"] == "pos").astype(int)), n_test, "test")}
+    else:
+        parts = {split: draw(load(task, split), n, split) for split, n in (("train", n_train), ("dev", n_dev), ("test", n_test))}
+    return {split: (frame["sentence"].tolist(), frame["label"].to_numpy(dtype=int)) for split, frame in parts.items()}
+
+
 def download(name: str, root: Path | None = None) -> list[Path]:
     """Fetch a data set's files into the data directory (online users); verify checksums; atomic."""
     root = root or data_dir()

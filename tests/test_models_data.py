@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -140,3 +141,29 @@ def test_data_check_command_reports_a_corrupted_file_in_one_line(shared_data, tm
                           env={**os.environ, "BOOK_DATA_DIR": str(tmp_path)})
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "sst2 test" in done.stderr and "re-fetch it from https://" in done.stderr
+
+
+def test_new_loaders_count_what_the_releases_hold(shared_data):
+    from lib import data
+
+    assert len(data.wic("train")) == 5428 and len(data.wic("dev")) == 638
+    assert data.wic("train")["same_sense"].mean() == 0.5
+    counts = {name: len(data.sts_pairs(name)) for name in data.STS_SETS}
+    assert counts == {"stsb": 1379, "sick": 4906, "sts12": 3108, "sts13": 1500, "sts14": 3750, "sts15": 3000, "sts16": 1186}
+    assert data.sts_pairs("sts12")["score"].between(0, 5).all()
+    assert [len(data.load("sst5", s)) for s in ("train", "dev", "test")] == [8544, 1101, 2210]
+    assert set(data.load("sst5", "dev")["label"]) == {0, 1, 2, 3, 4}
+    splits = data.classification_splits("imdb", 30, 10, 20, seed=1)
+    assert [len(splits[s][0]) for s in ("train", "dev", "test")] == [30, 10, 20]
+    assert not set(splits["train"][0]) & set(splits["dev"][0])  # dev is carved from train, disjoint
+    assert set(np.unique(splits["test"][1])) <= {0, 1}
+    assert splits["train"][0] == data.classification_splits("imdb", 30, 10, 20, seed=1)["train"][0]
+
+
+def test_archived_files_explain_how_to_get_them(tmp_path, monkeypatch):
+    from lib import data
+
+    monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
+    with pytest.raises(BookError, match="inside the archive https://pilehvar.github.io/wic/package/WiC_dataset.zip"):
+        data.download("wic", tmp_path)
+    assert not any(tmp_path.iterdir())
