@@ -11,15 +11,18 @@
 scikit-learn style: `fit(x)` returns the fitted object, `transform(x)` returns float64. Whiten
 and RemoveTopPCs can also be fitted from a mean and covariance (`fit_moments`), e.g. from
 `collectors.LayerStats`, without keeping the vectors. Parameters are float64; transforms are
-deterministic (no random state).
+deterministic (no random state); `save` and `load` persist a fitted transform as .npz.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 from scipy.linalg import eigh
 
 from .errors import require
+from .results import write_atomic
 
 
 def _matrix(x: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -168,3 +171,32 @@ def layer_variants(mean: np.ndarray, covariance: np.ndarray, clip_flags: np.ndar
         "clipped": [Clip(np.flatnonzero(flags), width) for flags in clip_flags],
         "whitened": [Whiten(whiten_k, drop_null=True).fit_moments(m, c) for m, c in zip(mean, covariance)],
     }
+
+
+TRANSFORMS = {cls.__name__: cls for cls in (Identity, Clip, Center, ScaledCenter, Whiten, RemoveTopPCs)}
+
+
+def save(transform: object, path: str | Path) -> Path:
+    """Write a fitted transform's settings and parameters to an .npz file (atomically)."""
+    kind = type(transform).__name__
+    require(kind in TRANSFORMS, f"cannot save a {kind}; savable transforms: {', '.join(TRANSFORMS)}")
+    state = {k: (np.asarray(v) if v is not None else np.asarray(np.nan)) for k, v in vars(transform).items()}
+    path = Path(path)
+    require(path.suffix == ".npz", f"save a transform to a .npz file, got {path.name}")
+    return write_atomic(path, lambda p: np.savez(p, __kind__=np.asarray(kind), **state))
+
+
+def load(path: str | Path) -> object:
+    """Read a transform written by `save`."""
+    path = Path(path)
+    require(path.is_file(), f"no saved transform at {path}")
+    with np.load(path, allow_pickle=False) as data:
+        kind = str(data["__kind__"])
+        require(kind in TRANSFORMS, f"{path} holds an unknown transform {kind!r}")
+        transform = TRANSFORMS[kind].__new__(TRANSFORMS[kind])
+        for key in data.files:
+            if key != "__kind__":
+                value = data[key]
+                value = value.item() if value.ndim == 0 else value
+                setattr(transform, key, None if isinstance(value, float) and np.isnan(value) else value)
+    return transform

@@ -14,7 +14,7 @@
 # find that the average cosine of random words drops close to zero, and that a word's
 # **self-similarity** (Ethayarajh 2019: the average cosine between the word's vectors in
 # different sentences, minus the layer's anisotropy) *rises* after clipping (Fig. 6). Luo's
-# thesis (§3.2.3) adds **whitening** (Su et al. 2021): subtract the mean and rotate and scale by
+# thesis (§3.2.3) adds **whitening** {cite}`su2021whitening`: subtract the mean and rotate and scale by
 # the covariance's SVD, so that the vectors have identity covariance; the average cosine is then
 # near zero in every layer.
 #

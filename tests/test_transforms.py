@@ -99,3 +99,16 @@ def test_layer_variants_fit_one_transform_per_layer(cloud):
     assert np.array_equal(variants["clipped"][0].transform(cloud), cloud)  # nothing flagged in layer 0
     assert (variants["clipped"][1].transform(cloud)[:, 5] == 0).all()
     np.testing.assert_allclose(np.cov(variants["whitened"][1].transform(layers[1]), rowvar=False), np.eye(12), atol=1e-8)
+
+
+def test_fitted_transforms_round_trip_through_a_file(cloud, tmp_path):
+    from lib import transforms
+
+    for fitted in (Whiten(k=5).fit(cloud), RemoveTopPCs(2).fit(cloud), ScaledCenter().fit(cloud), Center().fit(cloud), Clip([1, 5]).fit(cloud)):
+        path = transforms.save(fitted, tmp_path / f"{type(fitted).__name__}.npz")
+        again = transforms.load(path)
+        assert type(again) is type(fitted)
+        assert np.array_equal(again.transform(cloud[:30]), fitted.transform(cloud[:30]))
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary files left
+    with pytest.raises(BookError, match="no saved transform"):
+        transforms.load(tmp_path / "missing.npz")
