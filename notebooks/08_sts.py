@@ -140,7 +140,7 @@ results.figure(fig, "spearman_by_layer")
 
 # %% tags=["hide-input"]
 lines = []
-for spec, (name, table) in scores.items():
+for spec, (name, _table) in scores.items():
     b = best[best["spec"] == spec].pivot(index="dataset", columns="variant", values="spearman_x100")
     glove_scores = baseline.set_index("dataset")["spearman_x100"]
     lines.append(

@@ -48,6 +48,14 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert probe["layer"].tolist() == list(range(7))
     assert probe["test_accuracy"].iloc[0] > 0.5 > probe["test_accuracy"].iloc[-1]  # position decodable low, fading high
     assert (results / "figures" / "04_position_probe" / "contribution_heatmaps_all-MiniLM-L6-v2.png").is_file()
+    geometry = pd.read_csv(results / "minilm" / "06_clipping_whitening" / "geometry_by_variant.csv")
+    assert geometry["mean_cosine"][geometry["variant"] == "whitened"].abs().max() < 0.05  # whitening removes the common direction
+    wic = pd.read_csv(results / "mpnet" / "07_wic" / "best.csv")
+    assert set(wic["variant"]) == {"raw", "clipped", "whitened"} and wic["train_accuracy"].between(50, 100).all()
+    sts = pd.read_csv(results / "minilm" / "08_sts" / "spearman_by_layer.csv")
+    assert sts.query("dataset == 'STS-B' and variant == 'raw'")["spearman_x100"].max() > 60  # a sentence-similarity model
+    supervised = pd.read_csv(results / "minilm" / "09_supervised" / "accuracy_by_layer.csv")
+    assert supervised["test_accuracy"].between(0, 100).all() and set(supervised["task"]) == {"SST-2", "IMDB", "SST-5"}
 
 
 def assert_clean_failure(tmp_path, done, expected):
@@ -67,6 +75,19 @@ def assert_clean_failure(tmp_path, done, expected):
 def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_data, args, expected):
     done = run(tmp_path, "--profile", "quick", "--chapters", "01_anisotropy", *args)
     assert_clean_failure(tmp_path, done, expected)
+
+
+@pytest.mark.parametrize("chapter, args, expected", [
+    ("08_sts", ["-p", "datasets", "stsb,sts99"], "datasets must be a comma-separated subset of stsb, sick"),
+    ("07_wic", ["-p", "n_pairs", "6000"], "WiC train has 5428 pairs"),
+    ("09_supervised", ["-p", "n_train", "{sst2: 100}"], "need an entry for every task"),
+    ("04_position_probe", ["-p", "heatmap_positions", "400"], "cannot exceed max_positions"),
+])
+def test_bad_parameters_of_later_chapters(tmp_path, shared_data, chapter, args, expected):
+    done = run(tmp_path, "--profile", "quick", "--chapters", chapter, *args)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr[-2000:]
+    assert not (tmp_path / "results").exists() and not (tmp_path / "chapters" / f"{chapter}.ipynb").exists()
 
 
 def test_missing_data_directory_stops_the_chapter(tmp_path):
