@@ -153,6 +153,22 @@ REGISTRY: dict[str, DataSet] = {
         reader=_read_tsv,
     ),
     **{name: _sts_year(name) for name in _STS_ARCHIVES},
+    **{name: DataSet(name, description, "free for research", {"all": _file(f"wordsim/{path}", url, archive=True)}, _read_lines)
+       for name, (path, url, description) in {
+           "simlex": ("SimLex-999.txt", "https://fh295.github.io/SimLex-999.zip", "SimLex-999 (Hill et al. 2015)"),
+           "men": ("MEN_dataset_lemma_form_full", "https://staff.fnwi.uva.nl/e.bruni/resources/MEN", "MEN (Bruni et al. 2014), lemma form"),
+           "ws353_sim": ("wordsim_similarity_goldstandard.txt", "http://alfonseca.org/pubs/ws353simrel.tar.gz", "WordSim353 similarity (Agirre et al. 2009)"),
+           "ws353_rel": ("wordsim_relatedness_goldstandard.txt", "http://alfonseca.org/pubs/ws353simrel.tar.gz", "WordSim353 relatedness (Agirre et al. 2009)"),
+           "rw": ("rw.txt", "https://nlp.stanford.edu/~lmthang/morphoNLM/rw.zip", "Stanford Rare Words (Luong et al. 2013)"),
+       }.items()},
+    "corpus": DataSet(
+        name="corpus",
+        description="pre-training text: the Brown corpus (POS tags stripped on reading) and 17 Gutenberg books",
+        licence="Brown: research use; Gutenberg: public domain",
+        files={p.removeprefix("corpus/").removesuffix(".txt"): _file(p, "https://www.nltk.org/nltk_data/", archive=True)
+               for p in sorted(_PINNED) if p.startswith("corpus/")},
+        reader=_read_lines,
+    ),
 }
 
 _verified: dict[tuple[str, int, int], str] = {}
@@ -272,6 +288,43 @@ def classification_splits(task: str, n_train: int, n_dev: int, n_test: int, seed
     else:
         parts = {split: draw(load(task, split), n, split) for split, n in (("train", n_train), ("dev", n_dev), ("test", n_test))}
     return {split: (frame["sentence"].tolist(), frame["label"].to_numpy(dtype=int)) for split, frame in parts.items()}
+
+
+WORD_SIMILARITY = {"simlex": "SimLex-999", "men": "MEN", "ws353_sim": "WS353-sim", "ws353_rel": "WS353-rel", "rw": "RW"}
+
+
+def word_similarity(name: str) -> pd.DataFrame:
+    """Word pairs with human scores: word1, word2, score. MEN is read in its natural form (the
+    -n/-v/-j part-of-speech suffixes of the lemma file removed)."""
+    require(name in WORD_SIMILARITY, f"unknown word-similarity set {name!r}; known: {', '.join(WORD_SIMILARITY)}")
+    score_column = {"simlex": 3, "men": 2, "ws353_sim": 2, "ws353_rel": 2, "rw": 2}[name]
+    rows = []
+    for n, line in enumerate(load(name, "all")["line"], start=1):
+        parts = line.strip().split("\t") if name != "men" else line.split()
+        if not line.strip():
+            continue
+        require(len(parts) > score_column, f"{name}: line {n} has {len(parts)} fields; expected at least {score_column + 1}")
+        w1, w2 = parts[0], parts[1]
+        if name == "men":
+            w1, w2 = w1.rsplit("-", 1)[0], w2.rsplit("-", 1)[0]
+        rows.append((w1, w2, float(parts[score_column])))
+    return pd.DataFrame(rows, columns=["word1", "word2", "score"])
+
+
+def corpus_documents(collections: tuple[str, ...] = ("brown", "gutenberg")) -> list[str]:
+    """The pre-training corpus as one string per file, in file order. Brown's `word/TAG` tokens are
+    reduced to the word."""
+    docs = []
+    for key in dataset("corpus").files:
+        collection = key.split("/")[0]
+        if collection not in collections:
+            continue
+        lines = load("corpus", key)["line"]
+        if collection == "brown":
+            lines = [" ".join(t.rsplit("/", 1)[0] for t in line.split()) for line in lines]
+        docs.append("\n".join(line for line in lines if line.strip()))
+    require(len(docs) > 0, f"no corpus files for {collections}; collections are brown and gutenberg")
+    return docs
 
 
 def download(name: str, root: Path | None = None) -> list[Path]:

@@ -1,0 +1,61 @@
+"""Isotropy of an embedding matrix W (rows are vectors).
+
+- I(W) (Mu & Viswanath 2018; Biš et al. 2021) = I1 of Ding et al. (2022): min_c Z(c) / max_c Z(c),
+  Z(c) = Σ_w exp(cᵀw), over the eigenvectors c of WᵀW. I2 (Ding et al., Appendix A): the standard
+  deviation of Z(c) over those c divided by their mean. Both are computed from log Z with
+  log-sum-exp, so large norms cannot overflow. Each eigenvector is used with both signs, so the
+  result does not depend on the sign an eigen-solver happens to return.
+- IsoScore (Rudman et al. 2022) from the `isoscore` package.
+- Norm statistics: the average vector length, the length of the mean vector, and their ratio.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .errors import require
+
+
+def _matrix(w: np.ndarray) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64)
+    require(w.ndim == 2 and len(w) > 1 and bool(np.isfinite(w).all()), f"need a finite (n > 1, width) matrix, got shape {w.shape}")
+    return w
+
+
+def log_partition(w: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    """log Z(c) for c = ± each eigenvector of WᵀW: (2 × width,) values."""
+    w = _matrix(w)
+    _, vectors = np.linalg.eigh(w.T @ w)
+    directions = np.concatenate([vectors, -vectors], axis=1)  # (width, 2 width)
+    parts = [logsumexp(w[i:i + chunk] @ directions, axis=0) for i in range(0, len(w), chunk)]
+    return logsumexp(np.stack(parts), axis=0)
+
+
+def i1(w: np.ndarray) -> float:
+    """I(W) = I1(W) in [0, 1]; 1 is isotropic."""
+    log_z = log_partition(w)
+    return float(np.exp(log_z.min() - log_z.max()))
+
+
+def i2(w: np.ndarray) -> float:
+    """I2(W) >= 0: std of Z(c) / mean of Z(c); 0 is isotropic."""
+    log_z = log_partition(w)
+    z = np.exp(log_z - log_z.max())  # the common scale cancels in the ratio
+    return float(z.std() / z.mean())
+
+
+def isoscore(w: np.ndarray) -> float:
+    """IsoScore of the rows of W (1 = isotropic, ~0 = one direction), from the `isoscore` package (v2: rows are points)."""
+    try:
+        from IsoScore import IsoScore
+    except ImportError as err:
+        raise ImportError("IsoScore is missing: pip install isoscore==2.0.1 (see requirements.txt)") from err
+    return float(IsoScore.IsoScore(_matrix(w)))
+
+
+def norm_stats(w: np.ndarray) -> dict[str, float]:
+    """Average row length, length of the mean row, and their ratio."""
+    w = _matrix(w)
+    mean_norm, avg = float(np.linalg.norm(w.mean(axis=0))), float(np.linalg.norm(w, axis=1).mean())
+    return {"average_norm": avg, "mean_vector_norm": mean_norm, "ratio": mean_norm / avg}
