@@ -59,3 +59,20 @@ def norm_stats(w: np.ndarray) -> dict[str, float]:
     w = _matrix(w)
     mean_norm, avg = float(np.linalg.norm(w.mean(axis=0))), float(np.linalg.norm(w, axis=1).mean())
     return {"average_norm": avg, "mean_vector_norm": mean_norm, "ratio": mean_norm / avg}
+
+
+def mean_pairwise_cosine(w: np.ndarray, chunk: int = 4096) -> float:
+    """Average cosine over all ordered pairs i != j, by brute force in blocks (no n x n matrix in memory)."""
+    w = _matrix(w)
+    unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    total = sum(float((unit[i:i + chunk] @ unit.T).sum()) for i in range(0, len(unit), chunk))
+    n = len(unit)
+    return (total - n) / (n * (n - 1))
+
+
+def cosine_from_mean_unit(w: np.ndarray) -> float:
+    """The same average from the mean unit vector: (n² ||μ̂||² − n) / (n (n − 1)) (Biš et al., Appendix A)."""
+    w = _matrix(w)
+    unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    n, mean = len(unit), unit.mean(axis=0)
+    return (n * n * float(mean @ mean) - n) / (n * (n - 1))

@@ -1,0 +1,91 @@
+"""The static (input) embedding matrix and the vocabulary behind it: corpus frequencies of each
+token, how many tokens cover a share of the corpus, never-trained tokens, and cosine similarity
+between token groups (Biš et al. 2021, §4.2)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from .errors import require
+from .models import LoadedModel
+
+
+def embedding_matrix(lm: LoadedModel) -> np.ndarray:
+    """The input embedding matrix (vocabulary size, width) as float64."""
+    return lm.model.get_input_embeddings().weight.detach().double().cpu().numpy()
+
+
+def token_counts(lm: LoadedModel, documents: Sequence[str], batch: int = 2000) -> np.ndarray:
+    """How often each vocabulary id occurs when the documents' lines are tokenized (no special tokens)."""
+    lines = [line for doc in documents for line in doc.split("\n") if line.strip()]
+    require(len(lines) > 0, "the corpus is empty")
+    counts = np.zeros(len(lm.tokenizer), dtype=np.int64)
+    for start in tqdm(range(0, len(lines), batch), desc=f"{lm.name} tokenizing", unit="batch", mininterval=1.0):
+        enc = lm.tokenizer(lines[start:start + batch], add_special_tokens=False)["input_ids"]
+        counts += np.bincount(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in enc if ids] or [np.zeros(0, np.int64)]),
+                              minlength=len(counts))[: len(counts)]
+    return counts
+
+
+def word_counts(documents: Sequence[str]) -> np.ndarray:
+    """Counts of whitespace-separated words, most frequent first."""
+    counter = Counter(w for doc in documents for w in doc.split())
+    return np.array(sorted(counter.values(), reverse=True), dtype=np.int64)
+
+
+def coverage(counts: np.ndarray) -> np.ndarray:
+    """Share of all occurrences covered by the k most frequent items, for k = 1, 2, ... (unseen items dropped)."""
+    ordered = np.sort(counts[counts > 0])[::-1]
+    require(len(ordered) > 0, "no item occurs")
+    return np.cumsum(ordered) / ordered.sum()
+
+
+def items_for_share(counts: np.ndarray, shares: Sequence[float]) -> list[int]:
+    """The smallest number of most frequent items that covers each share of the occurrences."""
+    cov = coverage(counts)
+    return [int(np.searchsorted(cov, share - 1e-12) + 1) for share in shares]
+
+
+_UNUSED = re.compile(r"^\[unused\d+\]$")
+
+
+def never_trained(lm: LoadedModel, fallback: int = 1000) -> tuple[np.ndarray, str]:
+    """Token ids that were never used in training: BERT's `[unusedN]` tokens where the vocabulary has them,
+    otherwise (as Biš et al. do for RoBERTa) the last `fallback` ids of the vocabulary. Returns (ids, how chosen)."""
+    vocab = lm.tokenizer.get_vocab()
+    unused = np.array(sorted(i for t, i in vocab.items() if _UNUSED.match(t)), dtype=np.int64)
+    if len(unused):
+        return unused, f"the {len(unused)} [unused] tokens"
+    size = lm.model.get_input_embeddings().weight.shape[0]
+    require(fallback < size, f"the vocabulary has only {size} tokens; cannot take the last {fallback}")
+    return np.arange(size - fallback, size), f"the last {fallback} ids of the vocabulary (no [unused] tokens)"
+
+
+def binned_cosine(w: np.ndarray, reference: np.ndarray, order: np.ndarray, bin_size: int = 1000) -> pd.DataFrame:
+    """Mean cosine between the reference rows and the rows in consecutive bins of `order` (reference rows left out)."""
+    require(bin_size > 0 and len(reference) > 0, "need reference rows and a positive bin size")
+    unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    ref_sum = unit[reference].sum(axis=0)  # mean over reference x bin pairs = (Σ_ref u) · (Σ_bin u) / (|ref| |bin|)
+    order = order[~np.isin(order, reference)]
+    rows = []
+    for start in range(0, len(order), bin_size):
+        ids = order[start:start + bin_size]
+        rows.append({"bin_start": start, "bin_end": start + len(ids) - 1, "n_tokens": len(ids),
+                     "mean_cosine": float(ref_sum @ unit[ids].sum(axis=0) / (len(reference) * len(ids)))})
+    return pd.DataFrame(rows)
+
+
+def single_token_ids(lm: LoadedModel, words: Sequence[str]) -> np.ndarray:
+    """Vocabulary id of each word when it is a single token (as a word on its own, after a space), else -1."""
+    out = np.full(len(words), -1, dtype=np.int64)
+    for i, word in enumerate(words):
+        ids = lm.tokenizer(" " + word, add_special_tokens=False)["input_ids"]
+        if len(ids) == 1:
+            out[i] = ids[0]
+    return out
