@@ -81,3 +81,14 @@ def self_similarity(vectors: np.ndarray, groups: np.ndarray) -> float:
     np.add.at(sums, inverse, unit)
     pair_means = ((sums ** 2).sum(axis=1) - sizes) / (sizes * (sizes - 1))  # sum over i != j of u_i . u_j, averaged
     return float(pair_means.mean())
+
+
+def svd_plane(points: np.ndarray) -> PlaneView:
+    """Points projected on the top two right singular vectors of the matrix as it is (not centered):
+    the view Biš et al. show of an embedding matrix. The origin projects to (0, 0)."""
+    require(points.ndim == 2 and len(points) >= 3, "need a (n >= 3, width) array of points")
+    x = points.astype(np.float64)
+    mean = x.mean(axis=0)
+    _, s, vt = np.linalg.svd(x, full_matrices=False)
+    return PlaneView(coords=x @ vt[:2].T, origin=np.zeros(2), explained=s[:2] ** 2 / (s ** 2).sum(),
+                     mean_norm=float(np.linalg.norm(mean)), mean_vector_norm_ratio=float(np.linalg.norm(mean) / np.linalg.norm(x, axis=1).mean()))

@@ -35,7 +35,7 @@ def anisotropy_by_layer(tables: dict[str, pd.DataFrame], title: str = "Average c
 
 
 def plane_views(views: dict[str, PlaneView], colour_by: dict[str, np.ndarray], colour_label: str,
-                special: dict[str, np.ndarray]):
+                special: dict[str, np.ndarray], ring_label: str = "special tokens"):
     """2-D PCA scatter plots, one row per model, coloured by a per-point value; special tokens ringed,
     the origin marked."""
     fig, axes = plt.subplots(len(views), 1, figsize=(7.5, 4.8 * len(views)), squeeze=False)
@@ -43,9 +43,9 @@ def plane_views(views: dict[str, PlaneView], colour_by: dict[str, np.ndarray], c
         sc = ax.scatter(view.coords[:, 0], view.coords[:, 1], c=colour_by[name], s=7, cmap="viridis", alpha=0.7, linewidths=0)
         ring = special[name]
         ax.scatter(view.coords[ring, 0], view.coords[ring, 1], s=30, facecolors="none", edgecolors="black", linewidths=0.6,
-                   label=f"special tokens ({ring.sum()})")
+                   label=f"{ring_label} ({ring.sum()})")
         ax.scatter(*view.origin, marker="X", s=150, color=COLORS[1], edgecolor="white", zorder=3, label="origin")
-        ax.set(xlabel=f"PC1 ({100 * view.explained[0]:.1f}% of variance)", ylabel=f"PC2 ({100 * view.explained[1]:.1f}%)",
+        ax.set(xlabel=f"component 1 ({100 * view.explained[0]:.1f}% of variance)", ylabel=f"component 2 ({100 * view.explained[1]:.1f}%)",
                title=f"{name}: |mean| / mean |x| = {view.mean_vector_norm_ratio:.2f}")
         ax.legend(loc="best", frameon=True, framealpha=0.8)
         fig.colorbar(sc, ax=ax, label=colour_label)
@@ -207,4 +207,67 @@ def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], label
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         row[0].legend(frameon=False)
     fig.tight_layout()
+    return fig
+
+
+def toy_sphere(clouds: dict[float, np.ndarray], spectra: dict[float, np.ndarray]):
+    """Biš et al. Fig. 2: points on a sphere shifted away from the origin (first two coordinates), and their singular values."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
+    for (shift, points), color in zip(clouds.items(), COLORS):
+        left.scatter(points[:, 0], points[:, 1], s=4, alpha=0.5, color=color, label=f"shift {shift:g}")
+        right.plot(np.arange(1, len(spectra[shift]) + 1), spectra[shift], "-o", color=color, label=f"shift {shift:g}")
+    left.scatter([0], [0], marker="X", s=120, color="black", label="origin")
+    left.set(xlabel="x1", ylabel="x2", title="points on a sphere, shifted along x1", aspect="equal")
+    right.set(xlabel="singular value index", ylabel="singular value", title="singular values of the (uncentered) points")
+    right.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    left.legend(frameon=False, fontsize=8)
+    right.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def spectra_and_norms(spectra: dict[str, dict[str, np.ndarray]], norms: dict[str, dict[str, np.ndarray]]):
+    """Per model: singular values (normalised by the largest, log scale) and the density of vector norms, raw vs centered."""
+    from scipy.stats import gaussian_kde
+
+    fig, axes = plt.subplots(len(spectra), 2, figsize=(11, 3.8 * len(spectra)), squeeze=False)
+    for (name, spec), row in zip(spectra.items(), axes):
+        for (variant, s), style in zip(spec.items(), ["-", "--"]):
+            row[0].plot(np.arange(1, len(s) + 1), s / s[0], style, label=variant)
+            values = norms[name][variant]
+            grid = np.linspace(values.min(), values.max(), 300)
+            row[1].plot(grid, gaussian_kde(values)(grid), style, label=variant)
+        row[0].set(yscale="log", xlabel="singular value index", ylabel="σ_k / σ_1", title=f"{name}: singular values")
+        row[1].set(xlabel="L2 norm of an embedding", ylabel="density", title=f"{name}: norms (kernel density)")
+        row[0].legend(frameon=False)
+        row[1].legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def coverage_curves(curves: dict[str, np.ndarray], marks: list[float]):
+    """Share of a corpus covered by the k most frequent items (log k), with horizontal marks; and rank-frequency on log-log axes."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
+    for (name, cov), color in zip(curves.items(), COLORS):
+        k = np.arange(1, len(cov) + 1)
+        left.plot(k, 100 * cov, color=color, label=name)
+        freq = np.diff(np.concatenate([[0.0], cov]))
+        right.loglog(k, freq, color=color, label=name)
+    for mark in marks:
+        left.axhline(100 * mark, color="grey", lw=0.7, ls=":")
+    left.set(xscale="log", xlabel="k most frequent items", ylabel="% of the corpus covered", title="coverage")
+    right.set(xlabel="rank", ylabel="share of the corpus", title="rank-frequency (log-log)")
+    left.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str, title: str):
+    """Mean cosine between never-trained tokens and each bin of the vocabulary, one line per model."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for (name, t), color in zip(tables.items(), COLORS):
+        ax.plot(t["bin_start"], t["mean_cosine"], "-o", ms=3, color=color, label=name)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(xlabel=xlabel, ylabel="mean cosine", title=title)
+    ax.legend(frameon=False)
     return fig

@@ -59,3 +59,13 @@ def test_word_occurrences_are_seeded_and_respect_the_minimum():
     assert {word for word, _, _ in occ} <= {"the", "film", "good", "bad"}  # 'w0'/'x1' are not alphabetic
     with pytest.raises(BookError, match="only 4 words occur"):
         words.word_occurrences(sentences, n_words=5, per_word=5, min_sentences=10, seed=0)
+
+
+def test_svd_plane_of_a_shifted_cloud():
+    rng = np.random.default_rng(2)
+    cloud = rng.normal(size=(400, 5)) + np.array([6.0, 0, 0, 0, 0])
+    view = geometry.svd_plane(cloud)
+    assert view.explained[0] > 0.8  # the shift dominates the uncentered spectrum
+    assert abs(view.coords[:, 0].mean()) > 5 and np.array_equal(view.origin, np.zeros(2))
+    centered = geometry.svd_plane(cloud - cloud.mean(axis=0))
+    assert centered.explained[0] < 0.4 and centered.mean_vector_norm_ratio < 1e-12

@@ -1,0 +1,140 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # A common direction, not a narrow cone
+#
+# Gao et al. (2019) read the fast decay of an embedding matrix's singular values as a sign that
+# the embeddings occupy a *narrow cone*. Biš, Podkorytov & Liu (2021) {cite}`bis2021too` argue
+# that a fast decay does not imply a cone: if every embedding is pushed in the same direction
+# (their "common enemies effect" of the softmax gradient), the whole cloud is simply *shifted*
+# away from the origin. Seen from the origin, a shifted ball looks like a cone and its first
+# singular value dominates, but subtracting the mean puts it back around the origin.
+#
+# This chapter shows the argument in three steps: a toy ball that is shifted (their Fig. 2),
+# each model's static input-embedding matrix projected on its top two singular vectors before
+# and after centering (Fig. 1) with its singular values, and the distribution of embedding norms
+# before and after centering (Figs. 5-6). Appendix A of the paper relates cosine regularisation
+# (the average cosine over all pairs of embeddings) to the mean unit vector; the last section
+# checks that identity numerically on the real matrices.
+
+# %% tags=["parameters"]
+profile = "default"  # names the results folder
+models = "minilm,mpnet"  # comma-separated model specs (static input embeddings are read)
+shifts = "0,1,2,4"  # toy example: distances of the sphere's centre from the origin
+toy_points = 500  # toy example: points on the sphere
+plane_points = 5000  # embeddings drawn for the projection plots
+check_rows = 0  # rows for the Appendix A check (0 = the whole matrix; the identity holds for any subset)
+seed = 0
+device = "auto"
+dtype = "float32"
+
+# %%
+import numpy as np
+import pandas as pd
+
+import lib.chapter as ch
+from lib import geometry, isotropy, plotting, vocabulary
+from lib.errors import require
+from lib.models import load_model
+from lib.transforms import Center
+
+specs, results = ch.begin("10_common_direction", profile, models)
+try:
+    shift_values = [float(s) for s in str(shifts).split(",") if s.strip()]
+except ValueError:
+    shift_values = []
+require(len(shift_values) > 0 and all(s >= 0 for s in shift_values), f"shifts must be comma-separated non-negative numbers, got {shifts!r}")
+ch.positive_int("toy_points", toy_points)
+ch.positive_int("plane_points", plane_points)
+require(isinstance(check_rows, int) and check_rows >= 0, f"check_rows must be 0 (all) or a positive integer, got {check_rows!r}")
+parameters = dict(shifts=shift_values, toy_points=toy_points, plane_points=plane_points, check_rows=check_rows, seed=seed)
+
+# %% [markdown]
+# ## A shifted sphere
+#
+# Points drawn uniformly on the unit sphere in three dimensions, then moved along the first axis.
+# The singular values are those of the point matrix as it is (not centered), which is what a
+# spectrum of an embedding matrix shows.
+
+# %%
+rng = np.random.default_rng(seed)
+ball = rng.normal(size=(toy_points, 3))
+ball /= np.linalg.norm(ball, axis=1, keepdims=True)
+clouds = {s: ball + np.array([s, 0.0, 0.0]) for s in shift_values}
+toy_spectra = {s: np.linalg.svd(c, compute_uv=False) for s, c in clouds.items()}
+toy = pd.DataFrame([{"shift": s, **{f"sigma_{i + 1}": v for i, v in enumerate(sv)}, "sigma_1_over_sigma_2": sv[0] / sv[1]} for s, sv in toy_spectra.items()])
+results.table(toy, "toy_sphere", "toy", parameters)
+results.figure(plotting.toy_sphere(clouds, toy_spectra), "toy_sphere")
+ch.show(toy, "Singular values of the shifted sphere: the gap grows with the shift although the shape is the same ball")
+
+# %% [markdown]
+# ## The embedding matrices, before and after centering
+
+# %%
+views, spectra, norms, summary, rings, colour = {}, {}, {}, [], {}, {}
+for spec in specs:
+    lm = load_model(spec, device=device, dtype=dtype)
+    w = vocabulary.embedding_matrix(lm)
+    centered = Center().fit(w).transform(w)
+    sample = np.sort(np.random.default_rng(seed).choice(len(w), size=min(plane_points, len(w)), replace=False))
+    unused, how = vocabulary.never_trained(lm)
+    checked = w if not check_rows or check_rows >= len(w) else w[np.sort(np.random.default_rng(seed).choice(len(w), size=check_rows, replace=False))]
+    for label, matrix in (("raw", w), ("centered", centered)):
+        views[f"{lm.name}, {label}"] = geometry.svd_plane(matrix[sample])
+        rings[f"{lm.name}, {label}"] = np.isin(sample, unused)
+        colour[f"{lm.name}, {label}"] = np.linalg.norm(w[sample], axis=1)
+    spectra[lm.name] = {"raw": np.linalg.svd(w, compute_uv=False), "centered": np.linalg.svd(centered, compute_uv=False)}
+    norms[lm.name] = {"raw": np.linalg.norm(w, axis=1), "centered": np.linalg.norm(centered, axis=1)}
+    row = {"model": lm.name, "vocabulary": len(w), "width": w.shape[1],
+           **{f"{k}_raw": v for k, v in isotropy.norm_stats(w).items()},
+           "sigma1_over_sigma2_raw": spectra[lm.name]["raw"][0] / spectra[lm.name]["raw"][1],
+           "sigma1_over_sigma2_centered": spectra[lm.name]["centered"][0] / spectra[lm.name]["centered"][1],
+           "check_rows": len(checked), "mean_pairwise_cosine_brute_force": isotropy.mean_pairwise_cosine(checked),
+           "mean_pairwise_cosine_from_mean_unit_vector": isotropy.cosine_from_mean_unit(checked),
+           "never_trained": how}
+    results.table(pd.DataFrame([row]), "embedding_matrix", spec, parameters, {"name": lm.name, "width": w.shape[1]})
+    summary.append(row)
+    del lm
+summary = pd.DataFrame(summary)
+
+# %% [markdown]
+# Each panel projects a random sample of the vocabulary on the top two singular vectors of the
+# matrix as it is (raw) and after subtracting the mean (centered), coloured by the embedding's length;
+# never-trained tokens are ringed (chapter 11 looks at them). The cross marks the origin.
+
+# %%
+fig = plotting.plane_views(views, colour, "L2 norm of the (raw) embedding", rings, ring_label="never-trained tokens")
+results.figure(fig, "embedding_planes")
+fig = plotting.spectra_and_norms(spectra, norms)
+results.figure(fig, "spectra_and_norms")
+
+# %%
+ch.show(summary[["model", "vocabulary", "width", "average_norm_raw", "mean_vector_norm_raw", "ratio_raw", "sigma1_over_sigma2_raw", "sigma1_over_sigma2_centered"]],
+        "The mean vector and the top of the spectrum, before and after centering")
+
+# %% [markdown]
+# ## Appendix A, checked
+#
+# The average cosine over all ordered pairs of different embeddings (the quantity cosine
+# regularisation penalises) equals (n²‖μ̂‖² − n) / (n(n − 1)), with μ̂ the mean of the unit
+# vectors, so penalising it is penalising the length of the mean unit vector. Computed both
+# ways on each matrix (all rows, or `check_rows` of them; the brute force sums all n² cosines
+# in blocks):
+
+# %%
+check = summary[["model", "check_rows", "mean_pairwise_cosine_brute_force", "mean_pairwise_cosine_from_mean_unit_vector"]].assign(
+    absolute_difference=lambda t: (t["mean_pairwise_cosine_brute_force"] - t["mean_pairwise_cosine_from_mean_unit_vector"]).abs())
+ch.show(check, "Average pairwise cosine: brute force vs the mean-unit-vector formula", precision=6)
+
+# %% tags=["hide-input"]
+ch.say("**What our run shows.**\n\n" + "\n".join(
+    f"- **{r.model}**: the mean embedding is {r.ratio_raw:.2f} times the average embedding length; σ1/σ2 is "
+    f"{r.sigma1_over_sigma2_raw:.2f} before and {r.sigma1_over_sigma2_centered:.2f} after centering; the average pairwise cosine is "
+    f"{r.mean_pairwise_cosine_brute_force:.4f} (formula {r.mean_pairwise_cosine_from_mean_unit_vector:.4f})."
+    for r in summary.itertuples()))
