@@ -1,0 +1,104 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # Rare words carry the drift
+#
+# Subword vocabularies are Zipfian: Biš et al. (2021, §2.2) report that tokenizing CNN/DailyMail
+# with WordPiece, the 13 most frequent tokens cover over 30% of the corpus, 85 tokens cover 50%,
+# and nearly 15,000 are needed for 98%. A rare token is almost never a softmax *target*, so
+# almost every update it receives pushes it in the common direction of chapter 10. The cleanest
+# witnesses are tokens that were **never** used in training: BERT's 994 `[unused]` tokens only
+# ever receive that push. Their cosine similarity with the rest of the vocabulary rises from
+# 0.27 for the most frequent tokens to 0.63 for rare ones (Fig. 3, BERT-base-cased, bins of
+# 1,000 vocabulary indices).
+#
+# Here the corpus is the book's pre-training corpus (Brown + Gutenberg, ~14 MB of text, read
+# through the data setting), tokenized with each model's own tokenizer. MiniLM keeps
+# BERT-uncased's vocabulary, `[unused]` tokens included; for a vocabulary without them the last
+# 1,000 tokens stand in, as the paper does for RoBERTa. The cosine is shown in bins of 1,000
+# tokens ordered two ways: by **vocabulary index** (the paper's axis; in BERT's WordPiece
+# vocabulary later indices are roughly rarer) and by **frequency in our corpus**.
+
+# %% tags=["parameters"]
+profile = "default"  # names the results folder
+models = "minilm,mpnet"  # comma-separated model specs
+collections = "brown,gutenberg"  # parts of the corpus to count
+bin_size = 1000  # tokens per bin (paper: 1,000)
+seed = 0
+device = "auto"
+dtype = "float32"
+
+# %%
+import numpy as np
+import pandas as pd
+
+import lib.chapter as ch
+from lib import paper, plotting, vocabulary
+from lib.data import corpus_documents
+from lib.models import load_model
+
+specs, results = ch.begin("11_rare_words", profile, models)
+ch.positive_int("bin_size", bin_size)
+documents = corpus_documents(tuple(c.strip() for c in str(collections).split(",") if c.strip()))
+words = vocabulary.word_counts(documents)
+print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
+parameters = dict(collections=collections, bin_size=bin_size, seed=seed)
+marks = [0.3, 0.5, 0.98]
+
+# %%
+curves, coverage_rows, by_index, by_frequency = {"whole words": vocabulary.coverage(words)}, [], {}, {}
+coverage_rows.append({"unit": "whole words", "distinct": len(words), "total": int(words.sum()),
+                      **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(words, marks))}})
+for spec in specs:
+    lm = load_model(spec, device=device, dtype=dtype)
+    counts = vocabulary.token_counts(lm, documents)
+    curves[f"{lm.name} tokens"] = vocabulary.coverage(counts)
+    coverage_rows.append({"unit": f"{lm.name} tokens", "distinct": int((counts > 0).sum()), "total": int(counts.sum()),
+                          **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(counts, marks))}})
+    w = vocabulary.embedding_matrix(lm)
+    counts = np.pad(counts, (0, max(0, len(w) - len(counts))))[: len(w)]
+    unused, how = vocabulary.never_trained(lm)
+    by_index[lm.name] = vocabulary.binned_cosine(w, unused, np.arange(len(w)), bin_size)
+    frequency_order = np.lexsort((np.arange(len(w)), -counts))  # most frequent first, ties by index
+    by_frequency[lm.name] = vocabulary.binned_cosine(w, unused, frequency_order, bin_size)
+    info = {"name": lm.name, "vocabulary": len(w), "never_trained": how, "never_trained_seen_in_corpus": int((counts[unused] > 0).sum())}
+    results.table(by_index[lm.name], "unused_cosine_by_index", spec, parameters, info)
+    results.table(by_frequency[lm.name], "unused_cosine_by_frequency", spec, parameters, info)
+    print(f"{lm.name}: never-trained tokens are {how}; {info['never_trained_seen_in_corpus']} of them occur in the corpus")
+    del lm
+coverage_table = pd.DataFrame(coverage_rows)
+_ = results.table(coverage_table, "coverage", "corpus", parameters)
+
+# %% [markdown]
+# ## How few tokens cover the corpus
+
+# %%
+results.figure(plotting.coverage_curves(curves, marks), "coverage")
+ch.show(coverage_table, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
+ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
+
+# %% [markdown]
+# ## Never-trained tokens and the rest of the vocabulary
+
+# %%
+results.figure(plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})", "cosine with never-trained tokens, by vocabulary index"), "unused_cosine_by_index")
+results.figure(plotting.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)",
+                                       "cosine with never-trained tokens, by corpus frequency"), "unused_cosine_by_frequency")
+ch.show(paper.table("bis2021", "unused_claims"), "Biš et al. (2021) §4.2, Fig. 3 (paper): BERT-base-cased")
+
+# %% tags=["hide-input"]
+lines = []
+for name in by_index:
+    f = by_frequency[name]
+    lines.append(f"- **{name}**: mean cosine with never-trained tokens {f['mean_cosine'].iloc[0]:.2f} for the {bin_size:,} most frequent tokens of our corpus, "
+                 f"{f['mean_cosine'].iloc[-2]:.2f} for the rarest full bin; by vocabulary index it ranges from {by_index[name]['mean_cosine'].min():.2f} "
+                 f"to {by_index[name]['mean_cosine'].max():.2f}.")
+row = coverage_table.set_index("unit")
+ch.say("**What our run shows.**\n\n" + "\n".join(lines) + "\n\n" + "Tokens needed for 30% / 50% / 98% of the corpus: " + "; ".join(
+    f"{unit}: {r['items_for_30%']:,} / {r['items_for_50%']:,} / {r['items_for_98%']:,}" for unit, r in row.iterrows()) + ".")
