@@ -32,17 +32,11 @@ def log_partition(w: np.ndarray, chunk: int = 8192) -> np.ndarray:
     return logsumexp(np.stack(parts), axis=0)
 
 
-def i1(w: np.ndarray) -> float:
-    """I(W) = I1(W) in [0, 1]; 1 is isotropic."""
+def partition_measures(w: np.ndarray) -> dict[str, float]:
+    """I1 = I(W) in [0, 1] (1 = isotropic) and I2 >= 0 (0 = isotropic) from one pass over Z(c)."""
     log_z = log_partition(w)
-    return float(np.exp(log_z.min() - log_z.max()))
-
-
-def i2(w: np.ndarray) -> float:
-    """I2(W) >= 0: std of Z(c) / mean of Z(c); 0 is isotropic."""
-    log_z = log_partition(w)
-    z = np.exp(log_z - log_z.max())  # the common scale cancels in the ratio
-    return float(z.std() / z.mean())
+    z = np.exp(log_z - log_z.max())  # the common scale cancels in both ratios
+    return {"I1": float(z.min()), "I2": float(z.std() / z.mean())}
 
 
 def isoscore(w: np.ndarray) -> float:
@@ -51,7 +45,7 @@ def isoscore(w: np.ndarray) -> float:
         from IsoScore import IsoScore
     except ImportError as err:
         raise ImportError("IsoScore is missing: pip install isoscore==2.0.1 (see requirements.txt)") from err
-    return float(IsoScore.IsoScore(_matrix(w)))
+    return float(IsoScore.IsoScore(_matrix(w).astype(np.float32)))
 
 
 def norm_stats(w: np.ndarray) -> dict[str, float]:

@@ -1,9 +1,9 @@
-"""Evaluation measures shared by the chapters: threshold accuracy (WiC) and Spearman correlation (STS)."""
+"""Evaluation measures shared by the chapters: threshold accuracy (WiC), Spearman (STS) and Pearson (word similarity)."""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import pearsonr, spearmanr
 
 from .errors import require
 
@@ -21,3 +21,11 @@ def spearman_x100(predicted: np.ndarray, gold: np.ndarray) -> float:
     require(predicted.shape == gold.shape and len(gold) > 2, "need at least three scored pairs")
     require(bool(np.isfinite(predicted).all()), "similarities contain NaN or infinite values")
     return 100.0 * float(spearmanr(predicted, gold).statistic)
+
+
+def pearson_x100(predicted: np.ndarray, gold: np.ndarray) -> float:
+    """Pearson correlation × 100 (scipy), the word-similarity convention of Biš et al."""
+    predicted, gold = np.asarray(predicted, dtype=np.float64), np.asarray(gold, dtype=np.float64)
+    require(predicted.shape == gold.shape and len(gold) > 2, "need at least three scored pairs")
+    require(bool(np.isfinite(predicted).all()), "similarities contain NaN or infinite values")
+    return 100.0 * float(pearsonr(predicted, gold).statistic)

@@ -271,3 +271,20 @@ def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str, title: str):
     ax.set(xlabel=xlabel, ylabel="mean cosine", title=title)
     ax.legend(frameon=False)
     return fig
+
+
+def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: list[str], ylabel: str):
+    """One panel per model: bars of the given columns for each group (e.g. variant)."""
+    models = list(dict.fromkeys(frame["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False, sharey=True)
+    for ax, name in zip(axes[0], models):
+        part = frame[frame["model"] == name]
+        x = np.arange(len(part))
+        width = 0.8 / len(columns)
+        for i, (column, label) in enumerate(zip(columns, labels)):
+            ax.bar(x + (i - (len(columns) - 1) / 2) * width, part[column], width, label=label, color=COLORS[i])
+        ax.set_xticks(x, part[group], rotation=20, ha="right")
+        ax.set(title=name, ylabel=ylabel)
+        ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig

@@ -56,6 +56,13 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert sts.query("dataset == 'STS-B' and variant == 'raw'")["spearman_x100"].max() > 60  # a sentence-similarity model
     supervised = pd.read_csv(results / "minilm" / "09_supervised" / "accuracy_by_layer.csv")
     assert supervised["test_accuracy"].between(0, 100).all() and set(supervised["task"]) == {"SST-2", "IMDB", "SST-5"}
+    matrix = pd.read_csv(results / "mpnet" / "10_common_direction" / "embedding_matrix.csv").iloc[0]
+    assert matrix["mean_pairwise_cosine_brute_force"] == pytest.approx(matrix["mean_pairwise_cosine_from_mean_unit_vector"], abs=1e-9)
+    assert matrix["sigma1_over_sigma2_centered"] < matrix["sigma1_over_sigma2_raw"]
+    coverage = pd.read_csv(results / "corpus" / "11_rare_words" / "coverage.csv")
+    assert (coverage["items_for_30%"] < coverage["items_for_98%"]).all()
+    iso = pd.read_csv(results / "mpnet" / "12_isotropy_word_similarity" / "isotropy.csv").set_index("variant")
+    assert iso.loc["centered", "I1"] > iso.loc["raw", "I1"] and iso.loc["centered", "mean_vector_norm"] < 1e-9
 
 
 def assert_clean_failure(tmp_path, done, expected):

@@ -39,3 +39,11 @@ def test_glove_sentence_vectors_average_known_words():
     expected = matrix[[index["the"], index["cat"], index[","], index["."]]].mean(axis=0)
     np.testing.assert_allclose(out[0], expected, rtol=1e-6)
     assert (out[1] == 0).all() and coverage == pytest.approx(4 / 6)
+
+
+def test_pearson_matches_numpy():
+    from lib.metrics import pearson_x100
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=50), rng.normal(size=50)
+    assert pearson_x100(a, a + b) == pytest.approx(100 * np.corrcoef(a, a + b)[0, 1])

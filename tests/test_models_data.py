@@ -167,3 +167,17 @@ def test_archived_files_explain_how_to_get_them(tmp_path, monkeypatch):
     with pytest.raises(BookError, match="inside the archive https://pilehvar.github.io/wic/package/WiC_dataset.zip"):
         data.download("wic", tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_word_similarity_and_corpus_loaders(shared_data):
+    from lib import data
+
+    counts = {name: len(data.word_similarity(name)) for name in data.WORD_SIMILARITY}
+    assert counts == {"simlex": 999, "men": 3000, "ws353_sim": 203, "ws353_rel": 252, "rw": 2034}
+    men = data.word_similarity("men")
+    assert men.iloc[0].tolist() == ["sun", "sunlight", 50.0]  # natural form: the -n suffix is gone
+    assert not men["word1"].str.contains(r"-[nvj]$").any()
+    docs = data.corpus_documents(("brown",))
+    assert len(docs) == 500 and "/AT" not in docs[0] and docs[0].startswith("The Fulton County Grand Jury")
+    with pytest.raises(BookError, match="no corpus files"):
+        data.corpus_documents(("wikipedia",))
