@@ -77,7 +77,7 @@ for name, frame in pairs.items():
     baseline.append({"dataset": STS_LABELS[name], "spearman_x100": metrics.spearman_x100(geometry.row_cosines(a, b), frame["score"]),
                      "tokens_in_vocabulary_percent": 50 * (cover_a + cover_b)})
 baseline = pd.DataFrame(baseline)
-results.table(baseline, "glove_baseline", "glove-6b-50d", parameters)
+_ = results.table(baseline, "glove_baseline", "glove-6b-50d", parameters)
 
 # %% [markdown]
 # ## Contextual models, every layer
