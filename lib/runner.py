@@ -60,7 +60,9 @@ def run_chapter(chapter: str, parameters: dict[str, Any], output_dir: Path = OUT
         try:
             papermill.execute_notebook(str(executed_in), str(executed_out), parameters=parameters, kernel_name=KERNEL["name"],
                                        cwd=str(output_dir), log_output=True, progress_bar=False,
-                                       extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                                       # CRITICAL: a kernel stopped after a failed cell logs "KeyboardInterrupt caught" at ERROR level
+                                       # on the shared stderr, which would add a second line to the one-line error
+                                       extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
         except papermill.PapermillExecutionError as err:
             failed = output_dir / "failed" / executed_out.name
             failed.parent.mkdir(parents=True, exist_ok=True)
