@@ -33,6 +33,13 @@ def _matrix(x: np.ndarray, width: int | None = None) -> np.ndarray:
     return x
 
 
+def _moments(x: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and (unbiased) covariance of the rows, for transforms fitted from moments."""
+    x = _matrix(x)
+    require(len(x) > 1, f"{what} needs at least two vectors")
+    return x.mean(axis=0), np.cov(x, rowvar=False)
+
+
 def _eigen(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (descending) and eigenvectors (columns) of a symmetric covariance; equals its SVD."""
     cov = np.asarray(cov, dtype=np.float64)
@@ -112,9 +119,7 @@ class Whiten:
         self.k, self.rcond, self.drop_null = k, rcond, drop_null
 
     def fit(self, x: np.ndarray) -> Whiten:
-        x = _matrix(x)
-        require(len(x) > 1, "whitening needs at least two vectors")
-        return self.fit_moments(x.mean(axis=0), np.cov(x, rowvar=False))
+        return self.fit_moments(*_moments(x, "whitening"))
 
     def fit_moments(self, mean: np.ndarray, cov: np.ndarray) -> Whiten:
         values, vectors = _eigen(cov)
@@ -144,9 +149,7 @@ class RemoveTopPCs:
         self.n_components = n_components
 
     def fit(self, x: np.ndarray) -> RemoveTopPCs:
-        x = _matrix(x)
-        require(len(x) > 1, "principal components need at least two vectors")
-        return self.fit_moments(x.mean(axis=0), np.cov(x, rowvar=False))
+        return self.fit_moments(*_moments(x, "removing principal components"))
 
     def fit_moments(self, mean: np.ndarray, cov: np.ndarray) -> RemoveTopPCs:
         _, vectors = _eigen(cov)
