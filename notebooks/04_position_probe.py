@@ -185,7 +185,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # the neurons the probe leans on most.
 #
 # A caution about the contribution measure: the probe has no regularisation, so which neurons
-# get large weights depends on how far training has gone. While building this chapter, a run
-# with learning rate 1e-3 (less converged) ranked MiniLM's dimension 223 first in its fifth
-# layer, and the run above ranks it lower. Re-run with `-p lr 1e-3` to compare; rankings that
-# change with the optimiser's settings are weak evidence about what a neuron encodes.
+# get large weights depends on how far training has gone: while building this chapter, a less
+# converged run (learning rate 1e-3) ranked the outlier dimensions differently from the run
+# above. Re-run with `-p lr 1e-3` to compare; rankings that change with the optimiser's
+# settings are weak evidence about what a neuron encodes.
