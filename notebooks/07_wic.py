@@ -69,7 +69,7 @@ def pair_vectors(lm, frame, collectors=(), desc=""):
 
 
 # %%
-grids, best, honest = {}, [], []
+grids, best = {}, []
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     stats = LayerStats(covariance=True)
