@@ -10,10 +10,8 @@
 # # Isotropy of embedding matrices, and word similarity
 #
 # Biš et al. (2021, §5) measure the isotropy of each model's input-embedding matrix W with
-#
-# $$I(W) = \frac{\min_{c} Z(c)}{\max_{c} Z(c)}, \qquad Z(c) = \sum_{w} \exp(c^\top w),$$
-#
-# over the eigenvectors c of WᵀW (1 = isotropic), for the raw matrix, the centered matrix, and
+# **I(W) = min Z(c) / max Z(c)**, where Z(c) = Σ_w exp(cᵀw) sums over the vocabulary and c runs
+# over the eigenvectors of WᵀW (1 = isotropic), for the raw matrix, the centered matrix, and
 # the matrix with the top D = ⌈d/100⌉ principal components also removed ("post-processing" of
 # Mu & Viswanath 2018). Centering alone brings most models close to 1 (Table 1). Ding et al.
 # (2022) call the same measure I1 and add I2, the standard deviation of Z(c) over its mean (0 =
