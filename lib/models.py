@@ -134,7 +134,7 @@ def resolve(spec: str) -> tuple[str, str]:
         name = spec.split(":", 1)[1]
         folder = models_dir() / name
         if not (folder / "config.json").exists():
-            raise BookError(f"trained model {name!r} not found in {models_dir()}; create it by running chapter 05 (make book), or set BOOK_MODELS_DIR")
+            raise BookError(f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: `python -m lib.runner --chapters 05_pretraining` (default profile: roberta-pe, roberta-nope; quick: quick-roberta-pe, quick-roberta-nope), or point BOOK_MODELS_DIR at a folder that holds it")
         return str(folder), name
     if Path(spec).expanduser().is_dir():
         folder = Path(spec).expanduser().resolve()
@@ -151,7 +151,12 @@ def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> Loade
     where, name = check_available(spec)
     tokenizer = AutoTokenizer.from_pretrained(where)
     hf_logging.disable_progress_bar()
-    model = AutoModel.from_pretrained(where, dtype=torch_dtype(dtype))
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the book reads hidden states only: unused heads and an unused pooler are not news
+    try:
+        model = AutoModel.from_pretrained(where, dtype=torch_dtype(dtype))
+    finally:
+        hf_logging.set_verbosity(level)
     return wrap(model, tokenizer, spec, name, dev)
 
 

@@ -83,4 +83,5 @@ def detect_outliers(mean_vectors: np.ndarray, z_threshold: float = 10.0, min_lay
             "model_outlier": n_contextual > 0 and contextual >= min_layer_share * n_contextual,
         })
     columns = ["dim", "sign", "max_abs_z", "layers", "n_layers", "model_outlier"]
-    return pd.DataFrame(rows, columns=columns).sort_values(["model_outlier", "max_abs_z"], ascending=[False, False], ignore_index=True)
+    frame = pd.DataFrame(rows, columns=columns).astype({"model_outlier": bool})  # bool even when empty, so it can select rows
+    return frame.sort_values(["model_outlier", "max_abs_z"], ascending=[False, False], ignore_index=True)

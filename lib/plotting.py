@@ -288,3 +288,37 @@ def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: li
         ax.legend(frameon=False)
     fig.tight_layout()
     return fig
+
+
+def training_curves(histories: dict[str, pd.DataFrame]):
+    """Masked-LM training loss and validation perplexity (log scale) by step, one line per run."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for (name, h), color in zip(histories.items(), COLORS):
+        left.plot(h["step"], h["train_loss"], marker="o", ms=3, color=color, label=name)
+        right.plot(h["step"], h["valid_perplexity"], marker="o", ms=3, color=color, label=name)
+    left.set(xlabel="step", ylabel="training loss (mean since last evaluation)", title="Training loss")
+    right.set(xlabel="step", ylabel="validation perplexity", yscale="log", title="Validation perplexity (log scale)")
+    left.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def outlier_track(tracks: dict[str, pd.DataFrame]):
+    """Per run (rows) and layer (lines) across checkpoints: robust z of the largest-|mean| dimension, and the
+    share of vectors whose maximum lies in the most frequent argmax dimension."""
+    fig, axes = plt.subplots(len(tracks), 2, figsize=(11, 3.8 * len(tracks)), squeeze=False, sharex=True)
+    cmap = plt.get_cmap("viridis")
+    for (left, right), (name, t) in zip(axes, tracks.items()):
+        layers = sorted(t["layer"].unique())
+        for layer in layers:
+            rows = t[t["layer"] == layer]
+            color = cmap(layer / max(1, len(layers) - 1))
+            left.plot(rows["step"], rows["top_z"].abs(), marker="o", ms=3, color=color, label=f"layer {layer}")
+            right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color, label=f"layer {layer}")
+        left.set(ylabel="|robust z| of largest-|mean| dim", yscale="log", title=f"{name}: how far the top dimension stands out")
+        right.set(ylabel="% of vectors (max in one dim)", ylim=(0, 100), title=f"{name}: share of the most frequent maximum")
+        right.legend(frameon=False, fontsize=8, ncol=2)
+    for ax in axes[-1]:
+        ax.set_xlabel("training step")
+    fig.tight_layout()
+    return fig

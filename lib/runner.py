@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -38,13 +39,22 @@ def chapters() -> list[str]:
     return sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 
 
+def declared_parameters(chapter: str) -> set[str]:
+    """Names assigned in a chapter's `parameters` cell."""
+    source = NOTEBOOKS / f"{chapter}.py"
+    require(source.is_file(), f"no chapter source {source}; chapters are: {', '.join(chapters())}")
+    cells = [c for c in jupytext.read(source).cells if "parameters" in c.metadata.get("tags", [])]
+    return {m.group(1) for c in cells for m in re.finditer(r"^([A-Za-z_]\w*)\s*=", c.source, re.MULTILINE)}
+
+
 def profile_parameters(profile: str, chapter: str) -> dict[str, Any]:
-    """The profile's `all` parameters overlaid with the chapter's own, plus the profile name."""
+    """The profile's `all` parameters (those the chapter declares) overlaid with the chapter's own, plus the profile name."""
     path = PROFILES / f"{profile}.yaml"
     known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
     require(path.is_file(), f"unknown profile {profile!r}; choose one of {', '.join(known)} (files in {PROFILES})")
     spec = yaml.safe_load(path.read_text()) or {}
-    return {**spec.get("all", {}), **spec.get(chapter, {}), "profile": profile}
+    shared = {k: v for k, v in spec.get("all", {}).items() if k in declared_parameters(chapter)}
+    return {**shared, **spec.get(chapter, {}), "profile": profile}
 
 
 def run_chapter(chapter: str, parameters: dict[str, Any], output_dir: Path = OUTPUT) -> Path:

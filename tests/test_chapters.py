@@ -9,8 +9,9 @@ import sys
 
 import pandas as pd
 import pytest
+import yaml
 
-from lib.runner import chapters, profile_parameters
+from lib.runner import chapters, declared_parameters, profile_parameters
 from lib.settings import REPO_ROOT
 
 
@@ -22,9 +23,14 @@ def run(tmp_path, *args, env_extra=None):
 
 def test_profiles_cover_every_chapter():
     for profile in ("quick", "default", "paper"):
+        spec = yaml.safe_load((REPO_ROOT / "profiles" / f"{profile}.yaml").read_text())
         for chapter in chapters():
+            assert chapter in spec, f"{profile} profile has no entry for {chapter}"
+            declared = declared_parameters(chapter)
+            assert set(spec[chapter] or {}) <= declared, f"{profile}/{chapter}: {set(spec[chapter] or {}) - declared} not parameters of the chapter"
             params = profile_parameters(profile, chapter)
-            assert params["profile"] == profile and params["models"]
+            assert params["profile"] == profile and set(params) <= declared
+            assert "models" in params or "models" not in declared
 
 
 @pytest.mark.slow

@@ -1,0 +1,333 @@
+"""Masked-language-model pre-training of a small RoBERTa-style encoder, with or without position embeddings.
+
+The two runs of chapter 05 differ only in `position_embeddings`: without them the position table is
+zeroed and frozen, so the encoder receives no positional signal at all and is permutation-equivariant
+(tested). Everything else follows RoBERTa: byte-level BPE, blocks of contiguous text, dynamic masking
+(15% of tokens; 80% <mask>, 10% random, 10% unchanged), AdamW with linear warmup and decay, gradient
+clipping. The batch order and each step's mask are derived from (seed, step), and a checkpoint holds the
+dropout RNG, so a run interrupted and resumed from its last checkpoint ends with the same weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, get_linear_schedule_with_warmup
+
+from .bpe import train_tokenizer
+from .data import corpus_documents
+from .errors import require
+from .outliers import robust_z
+from .settings import cache_dir
+from .settings import device as pick_device
+
+IGNORE = -100  # label of tokens that are not predicted
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Model size and optimisation settings of one run (the paper's values are in profiles/paper.yaml)."""
+
+    position_embeddings: bool = True
+    vocab_size: int = 8192  # byte-level BPE trained on the training split
+    valid_share: float = 0.02  # tail of every corpus document held out for validation
+    hidden_size: int = 256
+    layers: int = 4
+    heads: int = 4
+    intermediate_size: int = 1024
+    seq_len: int = 128  # tokens per block, <s> and </s> included
+    steps: int = 2000
+    batch_size: int = 32
+    lr: float = 5e-4
+    warmup: int = 200
+    weight_decay: float = 0.01
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = 1e-6
+    clip: float = 1.0
+    mask_prob: float = 0.15
+    dropout: float = 0.1
+    eval_every: int = 200
+    seed: int = 0
+
+    def check(self) -> None:
+        """One clear line for settings that cannot work."""
+        for name in ("vocab_size", "hidden_size", "layers", "heads", "intermediate_size", "steps", "batch_size", "eval_every"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value > 0, f"pre-training setting {name} must be a positive integer, got {value!r}")
+        require(self.hidden_size % self.heads == 0, f"hidden_size {self.hidden_size} must be divisible by heads {self.heads}")
+        require(self.seq_len >= 8, f"seq_len must be at least 8 tokens, got {self.seq_len}")
+        require(0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}")
+        require(self.lr > 0 and 0 <= self.warmup < self.steps, f"need lr > 0 and 0 <= warmup < steps, got lr={self.lr}, warmup={self.warmup}, steps={self.steps}")
+
+    def key(self) -> str:
+        """A short hash naming this configuration (checkpoints of other settings are never resumed)."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def split_documents(documents: Sequence[str], valid_share: float) -> tuple[list[str], list[str]]:
+    """Hold out the last valid_share of every document's lines: (train texts, validation texts).
+    Every document contributes to both, and no line is in both."""
+    require(0 < valid_share < 1, f"valid_share must be in (0, 1), got {valid_share}")
+    train, valid = [], []
+    for doc in documents:
+        lines = doc.split("\n")
+        cut = len(lines) - max(1, round(valid_share * len(lines))) if len(lines) > 1 else len(lines)
+        train.append("\n".join(lines[:cut]))
+        if cut < len(lines):
+            valid.append("\n".join(lines[cut:]))
+    return train, valid
+
+
+def pack_blocks(texts: Sequence[str], tokenizer: PreTrainedTokenizerFast, seq_len: int) -> torch.Tensor:
+    """Encode texts as one stream (documents separated by </s>) cut into blocks <s> + seq_len-2 tokens + </s>.
+    Returns an int64 tensor (n_blocks, seq_len); the incomplete tail is dropped."""
+    encodings = tokenizer.backend_tokenizer.encode_batch(list(texts), add_special_tokens=False)
+    stream = np.fromiter((t for e in encodings for t in (*e.ids, tokenizer.eos_token_id)), dtype=np.int64)
+    inner = seq_len - 2
+    n = len(stream) // inner
+    require(n > 0, f"the text gives {len(stream)} tokens, fewer than one block of {inner}; use more text or a smaller seq_len")
+    body = torch.from_numpy(stream[: n * inner].reshape(n, inner))
+    return torch.cat([torch.full((n, 1), tokenizer.bos_token_id), body, torch.full((n, 1), tokenizer.eos_token_id)], dim=1)
+
+
+def mask_tokens(blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, mask_prob: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """RoBERTa's masking: choose mask_prob of the non-special tokens; of those 80% become <mask>, 10% a
+    random token, 10% stay. Returns (inputs, labels) with labels IGNORE where nothing is predicted."""
+    special = torch.isin(blocks, torch.tensor(tokenizer.all_special_ids))
+    chosen = (torch.rand(blocks.shape, generator=generator) < mask_prob) & ~special
+    labels = torch.where(chosen, blocks, IGNORE)
+    action = torch.rand(blocks.shape, generator=generator)
+    inputs = blocks.clone()
+    inputs[chosen & (action < 0.8)] = tokenizer.mask_token_id
+    random_ids = torch.randint(len(tokenizer), blocks.shape, generator=generator)
+    swap = chosen & (action >= 0.8) & (action < 0.9)
+    inputs[swap] = random_ids[swap]
+    return inputs, labels
+
+
+def build_model(cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast) -> RobertaForMaskedLM:
+    """A randomly initialised RobertaForMaskedLM (seeded). Without position embeddings the position
+    table is zero and frozen; `config.position_embeddings` records which kind the model is."""
+    torch.manual_seed(cfg.seed)
+    config = RobertaConfig(
+        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+        intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len + tokenizer.pad_token_id + 1, type_vocab_size=1,
+        hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.dropout, pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, position_embeddings=cfg.position_embeddings,
+    )
+    model = RobertaForMaskedLM(config)
+    if not cfg.position_embeddings:
+        disable_position_embeddings(model)
+    return model
+
+
+def disable_position_embeddings(model: RobertaForMaskedLM) -> None:
+    """Zero the position table and exclude it from training: no positional signal reaches the encoder."""
+    table = model.roberta.embeddings.position_embeddings.weight
+    with torch.no_grad():
+        table.zero_()
+    table.requires_grad_(False)
+
+
+def masked_lm_loss(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over the masked tokens only; the output layer runs on those rows alone (~7x less work
+    than RobertaForMaskedLM's full logits, same value)."""
+    hidden = model.roberta(input_ids=inputs).last_hidden_state
+    picked = labels != IGNORE
+    return torch.nn.functional.cross_entropy(model.lm_head(hidden[picked]), labels[picked])
+
+
+def _optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
+    """AdamW; no weight decay on biases and LayerNorm parameters (as in RoBERTa)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.ndim == 1 else decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
+
+
+def _generator(seed: int, step: int, stream: int) -> torch.Generator:
+    return torch.Generator().manual_seed(((seed * 1_000_003 + step) * 7 + stream) % (2**63))
+
+
+def batch_indices(n_blocks: int, batch_size: int, seed: int, step: int) -> torch.Tensor:
+    """Blocks of a step: consecutive slices of a seeded permutation per epoch, a function of (seed, step)."""
+    start = step * batch_size
+    out = []
+    while len(out) < batch_size:
+        epoch, offset = divmod(start + len(out), n_blocks)
+        order = torch.randperm(n_blocks, generator=_generator(seed, epoch, 0))
+        out.extend(order[offset: offset + batch_size - len(out)].tolist())
+    return torch.tensor(out)
+
+
+@torch.no_grad()
+def evaluate(model: RobertaForMaskedLM, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, cfg: PretrainConfig,
+             dev: torch.device, batch_size: int = 64) -> float:
+    """Mean masked-LM loss on validation blocks, with one fixed masking (seeded), token-weighted."""
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(0, len(blocks), batch_size):
+        inputs, labels = mask_tokens(blocks[i:i + batch_size], tokenizer, cfg.mask_prob, _generator(cfg.seed, i, 1))
+        n = int((labels != IGNORE).sum())
+        total += masked_lm_loss(model, inputs.to(dev), labels.to(dev)).item() * n
+        count += n
+    return total / count
+
+
+@torch.no_grad()
+def layer_extremes(model: RobertaForMaskedLM, blocks: torch.Tensor, dev: torch.device, batch_size: int = 64) -> pd.DataFrame:
+    """Per layer of unmasked validation blocks: the dimension with the largest |mean| (and its robust z
+    within the mean vector), and the dimension most often a vector's maximum (minimum), with its share."""
+    model.eval()
+    sums, argmax, argmin, n = None, None, None, 0
+    for i in range(0, len(blocks), batch_size):
+        hidden = torch.stack(model.roberta(input_ids=blocks[i:i + batch_size].to(dev), output_hidden_states=True).hidden_states)
+        hidden = hidden.flatten(1, 2).double()  # (layers + 1, tokens, width)
+        layers, tokens, width = hidden.shape
+        if sums is None:
+            sums = torch.zeros(layers, width, dtype=torch.float64)
+            argmax, argmin = np.zeros((layers, width), np.int64), np.zeros((layers, width), np.int64)
+        sums += hidden.sum(dim=1).cpu()
+        for layer in range(layers):
+            argmax[layer] += np.bincount(hidden[layer].argmax(dim=1).cpu().numpy(), minlength=width)
+            argmin[layer] += np.bincount(hidden[layer].argmin(dim=1).cpu().numpy(), minlength=width)
+        n += tokens
+    means = (sums / n).numpy()
+    z = robust_z(means)
+    top = np.abs(means).argmax(axis=1)
+    rows = np.arange(len(means))
+    return pd.DataFrame({
+        "layer": rows, "top_dim": top, "top_mean": means[rows, top], "top_z": z[rows, top],
+        "argmax_dim": argmax.argmax(axis=1), "argmax_percent": 100.0 * argmax.max(axis=1) / n,
+        "argmin_dim": argmin.argmax(axis=1), "argmin_percent": 100.0 * argmin.max(axis=1) / n,
+    })
+
+
+def prepare_corpus(cfg: PretrainConfig) -> tuple[PreTrainedTokenizerFast, torch.Tensor, torch.Tensor]:
+    """Split the book's corpus, train the tokenizer on the training split, pack both splits into blocks:
+    (tokenizer, train blocks, validation blocks)."""
+    train_texts, valid_texts = split_documents(corpus_documents(), cfg.valid_share)
+    tokenizer = train_tokenizer(train_texts, cfg.vocab_size, cfg.seq_len)
+    return tokenizer, pack_blocks(train_texts, tokenizer, cfg.seq_len), pack_blocks(valid_texts, tokenizer, cfg.seq_len)
+
+
+@dataclass
+class Trained:
+    """A finished run: the model, its tokenizer, the curve (one row per evaluation) and the outlier track."""
+
+    model: RobertaForMaskedLM
+    tokenizer: PreTrainedTokenizerFast
+    history: pd.DataFrame
+    track: pd.DataFrame
+    config: PretrainConfig
+
+
+def _save_checkpoint(path: Path, state: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def train(cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, train_blocks: torch.Tensor, valid_blocks: torch.Tensor,
+          track_blocks: int = 64, device: str = "auto", checkpoint_dir: Path | None = None, desc: str = "pre-training",
+          on_step: Callable[[int], None] | None = None) -> Trained:
+    """Pre-train from scratch, or resume from the last checkpoint of the same configuration.
+
+    Every `eval_every` steps (and at the end): validation loss, perplexity and the outlier track on the
+    first `track_blocks` validation blocks; then a checkpoint is written atomically to
+    checkpoint_dir/<config key>/checkpoint.pt (default under the cache folder)."""
+    cfg.check()
+    dev = pick_device(device)
+    model = build_model(cfg, tokenizer).to(dev)
+    optimizer = _optimizer(model, cfg)
+    schedule = get_linear_schedule_with_warmup(optimizer, cfg.warmup, cfg.steps)
+    path = (checkpoint_dir or cache_dir() / "pretrain") / cfg.key() / "checkpoint.pt"
+    step, history, track = 0, [], []
+    if path.exists():
+        state = torch.load(path, map_location=dev, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        torch.set_rng_state(state["rng"])
+        step, history, track = state["step"], state["history"], state["track"]
+        print(f"{desc}: resuming from step {step:,} ({path})")
+    else:
+        torch.manual_seed(cfg.seed + 1)  # dropout
+    tokens_per_step = cfg.batch_size * cfg.seq_len
+    running, since, clock = 0.0, 0, time.perf_counter()
+    bar = tqdm(total=cfg.steps, initial=step, desc=desc, unit="step", mininterval=5.0)
+    while step < cfg.steps:
+        model.train()
+        blocks = train_blocks[batch_indices(len(train_blocks), cfg.batch_size, cfg.seed, step)]
+        inputs, labels = mask_tokens(blocks, tokenizer, cfg.mask_prob, _generator(cfg.seed, step, 2))
+        loss = masked_lm_loss(model, inputs.to(dev), labels.to(dev))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        optimizer.step()
+        schedule.step()
+        step += 1
+        value = loss.detach().item()
+        running, since = running + value, since + 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{value:.3f}", lr=f"{schedule.get_last_lr()[0]:.1e}", refresh=False)
+        if on_step is not None:
+            on_step(step)
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            valid = evaluate(model, valid_blocks, tokenizer, cfg, dev)
+            seconds = time.perf_counter() - clock
+            history.append({"step": step, "tokens_seen": step * tokens_per_step, "train_loss": running / since, "valid_loss": valid,
+                            "valid_perplexity": math.exp(valid), "lr": schedule.get_last_lr()[0], "seconds": seconds})
+            track.append(layer_extremes(model, valid_blocks[:track_blocks], dev).assign(step=step))
+            bar.set_postfix(loss=f"{running / since:.3f}", valid_ppl=f"{math.exp(valid):.1f}")
+            running, since, clock = 0.0, 0, time.perf_counter()
+            _save_checkpoint(path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+                                    "rng": torch.get_rng_state(), "step": step, "history": history, "track": track, "config": asdict(cfg)})
+    bar.close()
+    model.eval()
+    return Trained(model, tokenizer, pd.DataFrame(history), pd.concat(track, ignore_index=True), cfg)
+
+
+def save(run: Trained, folder: Path) -> Path:
+    """Write model, tokenizer and training record (training.json) so `load_model(folder)` works; the folder
+    is replaced only once everything is written."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging, old = folder.with_name(f".{folder.name}.tmp"), folder.with_name(f".{folder.name}.old")
+    for leftover in (staging, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    run.model.save_pretrained(staging)
+    run.tokenizer.save_pretrained(staging)
+    record = {"config": asdict(run.config), "history": run.history.to_dict("records"), "track": run.track.to_dict("records")}
+    (staging / "training.json").write_text(json.dumps(record, indent=1, default=float))
+    if folder.exists():
+        folder.rename(old)
+    staging.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def saved_run(folder: Path, cfg: PretrainConfig) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(history, track) of a model already saved in folder with exactly this configuration (same corpus
+    split, tokenizer size, model and schedule), else None."""
+    record_path = folder / "training.json"
+    if not record_path.exists():
+        return None
+    record = json.loads(record_path.read_text())
+    if record.get("config") != json.loads(json.dumps(asdict(cfg))):
+        return None
+    return pd.DataFrame(record["history"]), pd.DataFrame(record["track"])
