@@ -16,7 +16,7 @@ from lib.settings import REPO_ROOT
 
 
 def run(tmp_path, *args, env_extra=None):
-    env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "results"), **(env_extra or {})}
+    env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "results"), "BOOK_MODELS_DIR": str(tmp_path / "models"), **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "lib.runner", "--output", str(tmp_path / "chapters"), *args],
                           capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=2700)
 
@@ -50,6 +50,11 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert offsets == {"minilm": 0, "mpnet": 2}  # BERT tables start at row 0; MPNet skips padding rows
     ranks = pd.read_csv(results / "minilm" / "03_positional_origin" / "layernorm_ranks.csv")
     assert set(ranks["layer"]) == set(range(7)) and ranks["rank"].between(1, 384).all()
+    pretrained = pd.read_csv(results / "trained" / "05_pretraining" / "summary.csv")
+    assert pretrained["position_embeddings"].tolist() == [True, False] and pretrained["valid_perplexity"].between(1, 2000).all()
+    history = pd.read_csv(results / "trained_quick-roberta-nope" / "05_pretraining" / "training_history.csv")
+    assert history["step"].tolist() == [20, 40, 60] and history["valid_loss"].is_monotonic_decreasing
+    assert (tmp_path / "models" / "quick-roberta-pe" / "tokenizer.json").is_file()
     probe = pd.read_csv(results / "minilm" / "04_position_probe" / "accuracy_by_layer.csv")
     assert probe["layer"].tolist() == list(range(7))
     assert probe["test_accuracy"].iloc[0] > 0.5 > probe["test_accuracy"].iloc[-1]  # position decodable low, fading high
@@ -95,6 +100,8 @@ def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_da
     ("07_wic", ["-p", "n_pairs", "6000"], "WiC train has 5428 pairs"),
     ("09_supervised", ["-p", "n_train", "{sst2: 100}"], "need an entry for every task"),
     ("04_position_probe", ["-p", "heatmap_positions", "400"], "cannot exceed max_positions"),
+    ("05_pretraining", ["-p", "hidden_size", "30"], "must be divisible by heads"),
+    ("05_pretraining", ["-p", "names", "same,same"], "names must be two different model names"),
 ])
 def test_bad_parameters_of_later_chapters(tmp_path, shared_data, chapter, args, expected):
     done = run(tmp_path, "--profile", "quick", "--chapters", chapter, *args)

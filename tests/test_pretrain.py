@@ -1,0 +1,168 @@
+"""Tokenizer training and masked-LM pre-training (chapter 05): masking, equivariance without position
+embeddings, loss going down, save/load and resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+from transformers import RobertaForMaskedLM
+
+from lib import bpe, pretrain
+from lib.errors import BookError
+from lib.models import load_model
+
+from .conftest import SENTENCES
+
+TEXTS = [" ".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(len(SENTENCES))] * 4
+TINY = dict(vocab_size=300, hidden_size=32, layers=2, heads=4, intermediate_size=64, seq_len=24, batch_size=8,
+            steps=30, warmup=3, eval_every=10, lr=3e-3, dropout=0.0)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return bpe.train_tokenizer(TEXTS, 300, 24)
+
+
+@pytest.fixture(scope="module")
+def blocks(tokenizer):
+    return pretrain.pack_blocks(TEXTS, tokenizer, 24)
+
+
+def test_tokenizer_is_roberta_style_and_deterministic(tokenizer):
+    again = bpe.train_tokenizer(TEXTS, 300, 24)
+    assert again.get_vocab() == tokenizer.get_vocab() and len(tokenizer) == 300
+    assert [tokenizer.bos_token_id, tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id, tokenizer.mask_token_id] == [0, 1, 2, 3, 4]
+    text = "the cast is uniformly excellent"
+    enc = tokenizer(text, return_offsets_mapping=True)
+    assert enc["input_ids"][0] == 0 and enc["input_ids"][-1] == 2
+    assert tokenizer.decode(enc["input_ids"], skip_special_tokens=True) == text
+    assert "".join(text[a:b] for a, b in enc["offset_mapping"][1:-1]) == text.replace(" ", "")
+    with pytest.raises(BookError, match="vocab_size"):
+        bpe.train_tokenizer(TEXTS, 100, 24)
+
+
+def test_split_documents_holds_out_the_tail_of_every_document():
+    docs = ["\n".join(f"doc{d} line{i}" for i in range(50)) for d in range(3)]
+    train, valid = pretrain.split_documents(docs, 0.1)
+    assert len(train) == len(valid) == 3
+    for d in range(3):
+        assert valid[d].split("\n") == [f"doc{d} line{i}" for i in range(45, 50)]
+        assert not set(train[d].split("\n")) & set(valid[d].split("\n"))
+
+
+def test_pack_blocks_frames_a_continuous_stream(tokenizer, blocks):
+    assert blocks.shape[1] == 24 and (blocks[:, 0] == tokenizer.bos_token_id).all() and (blocks[:, -1] == tokenizer.eos_token_id).all()
+    stream = [t for text in TEXTS for t in (*tokenizer(text, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id)]
+    assert blocks[:, 1:-1].flatten().tolist() == stream[: blocks.shape[0] * 22]
+    with pytest.raises(BookError, match="fewer than one block"):
+        pretrain.pack_blocks(["dull"], tokenizer, 24)
+
+
+def test_masking_follows_80_10_10_and_skips_special_tokens(tokenizer):
+    torch.manual_seed(0)
+    ids = torch.randint(5, len(tokenizer), (400, 100))
+    ids[:, 0], ids[:, -1] = tokenizer.bos_token_id, tokenizer.eos_token_id
+    inputs, labels = pretrain.mask_tokens(ids, tokenizer, 0.15, torch.Generator().manual_seed(1))
+    chosen = labels != pretrain.IGNORE
+    assert not chosen[:, [0, -1]].any()
+    assert (labels[chosen] == ids[chosen]).all()
+    assert chosen.float().mean().item() == pytest.approx(0.15 * 98 / 100, abs=0.005)
+    masked = (inputs == tokenizer.mask_token_id) & chosen
+    kept = (inputs == ids) & chosen
+    assert masked.sum() / chosen.sum() == pytest.approx(0.8, abs=0.01)
+    assert kept.sum() / chosen.sum() == pytest.approx(0.1 + 0.1 / len(tokenizer), abs=0.01)  # 10% kept (+ random draws of the same id)
+    assert (inputs[~chosen] == ids[~chosen]).all()
+    again = pretrain.mask_tokens(ids, tokenizer, 0.15, torch.Generator().manual_seed(1))
+    assert torch.equal(again[0], inputs) and torch.equal(again[1], labels)
+
+
+def test_masked_loss_equals_the_full_model_loss(tokenizer, blocks):
+    cfg = pretrain.PretrainConfig(**TINY)
+    model = pretrain.build_model(cfg, tokenizer).eval()
+    inputs, labels = pretrain.mask_tokens(blocks[:4], tokenizer, 0.15, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ours = pretrain.masked_lm_loss(model, inputs, labels)
+        full = model(input_ids=inputs, labels=labels).loss
+    assert ours.item() == pytest.approx(full.item(), rel=1e-5)
+
+
+def test_batches_cover_each_block_once_per_epoch():
+    seen = torch.cat([pretrain.batch_indices(10, 5, 3, step) for step in range(2)])
+    assert sorted(seen.tolist()) == list(range(10))
+    assert torch.equal(pretrain.batch_indices(10, 5, 3, 1), pretrain.batch_indices(10, 5, 3, 1))
+    assert not torch.equal(pretrain.batch_indices(10, 10, 3, 0), pretrain.batch_indices(10, 10, 3, 1))  # a new permutation per epoch
+
+
+@pytest.mark.parametrize("with_pe", [False, True])
+def test_only_the_model_without_position_embeddings_is_permutation_equivariant(tokenizer, with_pe):
+    cfg = pretrain.PretrainConfig(**{**TINY, "position_embeddings": with_pe})
+    model = pretrain.build_model(cfg, tokenizer).eval()
+    if with_pe:  # a trained table is not zero; random init is small, so make the positional signal visible
+        with torch.no_grad():
+            model.roberta.embeddings.position_embeddings.weight.normal_()
+    ids = torch.tensor([tokenizer("funny , touching and smart , slow going")["input_ids"]])
+    assert 8 < ids.shape[1] <= 24
+    perm = torch.randperm(ids.shape[1], generator=torch.Generator().manual_seed(0))  # special tokens move too: no anchoring
+    with torch.no_grad():
+        out = model.roberta(input_ids=ids, output_hidden_states=True).hidden_states
+        permuted = model.roberta(input_ids=ids[:, perm], output_hidden_states=True).hidden_states
+    gaps = [float((p - h[:, perm]).abs().max()) for h, p in zip(out, permuted)]
+    if with_pe:
+        assert min(gaps[1:]) > 1e-2
+    else:
+        assert max(gaps) < 1e-5
+        assert not model.roberta.embeddings.position_embeddings.weight.requires_grad
+        assert float(model.roberta.embeddings.position_embeddings.weight.abs().max()) == 0.0
+
+
+def test_tiny_run_reduces_loss_and_saves_and_loads_identically(tokenizer, blocks, tmp_path, monkeypatch):
+    cfg = pretrain.PretrainConfig(**{**TINY, "position_embeddings": False})
+    before = pretrain.evaluate(pretrain.build_model(cfg, tokenizer), blocks, tokenizer, cfg, torch.device("cpu"))
+    run = pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "ckpt", device="cpu")
+    assert run.history["step"].tolist() == [10, 20, 30]
+    assert run.history["valid_loss"].iloc[-1] < before - 1.0
+    assert set(run.track["layer"]) == {0, 1, 2} and run.track["argmax_percent"].between(0, 100).all()
+    assert float(run.model.roberta.embeddings.position_embeddings.weight.abs().max()) == 0.0  # still no positional signal
+
+    monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
+    pretrain.save(run, tmp_path / "models" / "tiny-nope")
+    loaded = load_model("trained:tiny-nope", device="cpu")
+    enc = loaded.tokenizer(SENTENCES[2], return_tensors="pt", truncation=True)
+    with torch.no_grad():
+        ours = run.model.roberta(**enc, output_hidden_states=True).hidden_states
+        theirs = loaded.model(**enc, output_hidden_states=True).hidden_states
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    assert loaded.n_layers == 2 and loaded.width == 32 and loaded.model.config.position_embeddings is False
+    history, track = pretrain.saved_run(tmp_path / "models" / "tiny-nope", cfg)
+    assert history["valid_loss"].tolist() == pytest.approx(run.history["valid_loss"].tolist())
+    assert pretrain.saved_run(tmp_path / "models" / "tiny-nope", dataclasses.replace(cfg, steps=31)) is None
+    assert json.loads((tmp_path / "models" / "tiny-nope" / "training.json").read_text())["config"]["position_embeddings"] is False
+
+
+def test_an_interrupted_run_resumes_to_the_same_weights(tokenizer, blocks, tmp_path):
+    cfg = pretrain.PretrainConfig(**{**TINY, "dropout": 0.1, "steps": 20})
+    whole = pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "a", device="cpu")
+
+    def stop(step: int) -> None:
+        if step == 13:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "b", device="cpu", on_step=stop)
+    assert not list((tmp_path / "b").rglob(".*.tmp"))  # nothing half-written
+    resumed = pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "b", device="cpu")
+    for (name, a), b in zip(whole.model.state_dict().items(), resumed.model.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert np.allclose(whole.history["valid_loss"], resumed.history["valid_loss"])
+
+
+def test_bad_settings_give_one_line():
+    for change, word in [({"hidden_size": 30, "heads": 4}, "divisible"), ({"warmup": 50, "steps": 10}, "warmup"), ({"layers": 0}, "layers"),
+                         ({"mask_prob": 1.5}, "mask_prob")]:
+        with pytest.raises(BookError, match=word) as err:
+            pretrain.PretrainConfig(**{**TINY, **change}).check()
+        assert "\n" not in str(err.value)
