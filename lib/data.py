@@ -161,6 +161,15 @@ REGISTRY: dict[str, DataSet] = {
            "ws353_rel": ("wordsim_relatedness_goldstandard.txt", "http://alfonseca.org/pubs/ws353simrel.tar.gz", "WordSim353 relatedness (Agirre et al. 2009)"),
            "rw": ("rw.txt", "https://nlp.stanford.edu/~lmthang/morphoNLM/rw.zip", "Stanford Rare Words (Luong et al. 2013)"),
        }.items()},
+    **{task.lower(): DataSet(task.lower(), f"{task} (GLUE)", "see the GLUE task's licence",
+                             {split: _file(f"glue/{task}/{split}.tsv", f"https://dl.fbaipublicfiles.com/glue/data/{task}.zip", archive=True)
+                              for split in ("train", "dev")}, reader)
+       for task, reader in (("CoLA", lambda p: pd.read_csv(p, sep="\t", quoting=3, header=None, names=["source", "label", "original", "sentence"])),
+                            ("RTE", _read_tsv), ("WNLI", _read_tsv))},
+    "mrpc": DataSet("mrpc", "MRPC (Dolan & Brockett 2005), original MSR train/test files", "see the MSR release",
+                    {split: _file(f"glue/MRPC/msr_paraphrase_{split}.txt", "https://www.microsoft.com/en-us/download/details.aspx?id=52398", archive=True)
+                     for split in ("train", "test")},
+                    lambda p: pd.read_csv(p, sep="\t", quoting=3, dtype=str, keep_default_na=False, encoding="utf-8-sig")),
     "corpus": DataSet(
         name="corpus",
         description="pre-training text: the Brown corpus (POS tags stripped on reading) and 17 Gutenberg books",
@@ -288,6 +297,34 @@ def classification_splits(task: str, n_train: int, n_dev: int, n_test: int, seed
     else:
         parts = {split: draw(load(task, split), n, split) for split, n in (("train", n_train), ("dev", n_dev), ("test", n_test))}
     return {split: (frame["sentence"].tolist(), frame["label"].to_numpy(dtype=int)) for split, frame in parts.items()}
+
+
+GLUE_TASKS = {"sst2": ("SST-2", "accuracy"), "mrpc": ("MRPC", "f1"), "cola": ("CoLA", "matthews"), "rte": ("RTE", "accuracy"),
+              "wnli": ("WNLI", "accuracy"), "stsb": ("STS-B", "pearson")}
+
+
+def glue(task: str, split: str) -> pd.DataFrame:
+    """A GLUE task's train or dev split as text1, text2 (empty for single sentences), label (int; STS-B a float
+    score 0-5). MRPC's dev split is the MSR test file (GLUE's own dev ids are a subset of the MSR training file)."""
+    require(task in GLUE_TASKS, f"unknown GLUE task {task!r}; known: {', '.join(GLUE_TASKS)}")
+    require(split in ("train", "dev"), f"GLUE split must be train or dev, got {split!r}")
+    if task == "sst2":
+        frame = load("sst2", split)
+        return pd.DataFrame({"text1": frame["sentence"], "text2": "", "label": frame["label"].astype(int)})
+    if task == "cola":
+        frame = load("cola", split)
+        return pd.DataFrame({"text1": frame["sentence"], "text2": "", "label": frame["label"].astype(int)})
+    if task in ("rte", "wnli"):
+        frame = load(task, split)
+        labels = frame["label"].map({"entailment": 0, "not_entailment": 1, "0": 0, "1": 1})
+        require(labels.notna().all(), f"{task} {split}: labels other than entailment/not_entailment or 0/1; re-fetch the file")
+        return pd.DataFrame({"text1": frame["sentence1"], "text2": frame["sentence2"], "label": labels.astype(int)})
+    if task == "mrpc":
+        frame = load("mrpc", "train" if split == "train" else "test")
+        return pd.DataFrame({"text1": frame["#1 String"], "text2": frame["#2 String"], "label": frame["Quality"].astype(int)})
+    rows = [line.split("\t") for line in load("stsb", split)["line"]]
+    require(all(len(r) >= 7 for r in rows), f"stsb {split}: a line has fewer than 7 tab-separated fields; re-fetch the file")
+    return pd.DataFrame({"text1": [r[5] for r in rows], "text2": [r[6] for r in rows], "label": [float(r[4]) for r in rows]})
 
 
 WORD_SIMILARITY = {"simlex": "SimLex-999", "men": "MEN", "ws353_sim": "WS353-sim", "ws353_rel": "WS353-rel", "rw": "RW"}

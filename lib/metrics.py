@@ -1,9 +1,11 @@
-"""Evaluation measures shared by the chapters: threshold accuracy (WiC), Spearman (STS) and Pearson (word similarity)."""
+"""Evaluation measures shared by the chapters: threshold accuracy (WiC), Spearman (STS), Pearson (word similarity)
+and the GLUE task metrics (fine-tuning)."""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
+from scipy.stats import pearsonr, spearmanr, ttest_ind
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from .errors import require
 
@@ -29,3 +31,23 @@ def pearson_x100(predicted: np.ndarray, gold: np.ndarray) -> float:
     require(predicted.shape == gold.shape and len(gold) > 2, "need at least three scored pairs")
     require(bool(np.isfinite(predicted).all()), "similarities contain NaN or infinite values")
     return 100.0 * float(pearsonr(predicted, gold).statistic)
+
+
+def glue_score(metric: str, gold: np.ndarray, predicted: np.ndarray) -> float:
+    """A GLUE metric × 100: accuracy, f1 (positive class 1), matthews (correlation) or pearson (regression);
+    scikit-learn / scipy. A constant prediction has Matthews 0 and, for Pearson, NaN (undefined) — as in the paper."""
+    gold, predicted = np.asarray(gold), np.asarray(predicted)
+    require(gold.shape == predicted.shape and len(gold) > 0, "need one prediction per gold label")
+    if metric == "pearson":
+        return float("nan") if np.ptp(predicted) == 0 else 100.0 * float(pearsonr(predicted.astype(float), gold.astype(float)).statistic)
+    scorer = {"accuracy": accuracy_score, "f1": f1_score, "matthews": matthews_corrcoef}
+    require(metric in scorer, f"unknown GLUE metric {metric!r}; known: accuracy, f1, matthews, pearson")
+    return 100.0 * float(scorer[metric](gold.astype(int), predicted.astype(int)))
+
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p-value of a two-sample t-test (unequal variances) between two sets of runs; NaN when undefined."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2 or np.isnan(a).any() or np.isnan(b).any() or (np.ptp(a) == 0 and np.ptp(b) == 0):
+        return float("nan")
+    return float(ttest_ind(a, b, equal_var=False).pvalue)

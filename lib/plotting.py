@@ -290,12 +290,16 @@ def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: li
     return fig
 
 
-def training_curves(histories: dict[str, pd.DataFrame]):
-    """Masked-LM training loss and validation perplexity (log scale) by step, one line per run."""
+def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, float] | None = None):
+    """Masked-LM training loss and validation perplexity (log scale) by step, one line per run; optionally a
+    labelled reference perplexity as a dashed line."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     for (name, h), color in zip(histories.items(), COLORS):
         left.plot(h["step"], h["train_loss"], marker="o", ms=3, color=color, label=name)
         right.plot(h["step"], h["valid_perplexity"], marker="o", ms=3, color=color, label=name)
+    if reference is not None:
+        right.axhline(reference[1], color="grey", ls="--", lw=1, label=f"{reference[0]}: {reference[1]:.0f}")
+        right.legend(frameon=False)
     left.set(xlabel="step", ylabel="training loss (mean since last evaluation)", title="Training loss")
     right.set(xlabel="step", ylabel="validation perplexity", yscale="log", title="Validation perplexity (log scale)")
     left.legend(frameon=False)
@@ -303,9 +307,9 @@ def training_curves(histories: dict[str, pd.DataFrame]):
     return fig
 
 
-def outlier_track(tracks: dict[str, pd.DataFrame]):
-    """Per run (rows) and layer (lines) across checkpoints: robust z of the largest-|mean| dimension, and the
-    share of vectors whose maximum lies in the most frequent argmax dimension."""
+def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float):
+    """Per run (rows) and layer (lines) across checkpoints: robust z of the largest-|mean| dimension (dashed: the
+    outlier threshold), and the share of vectors whose maximum lies in the most frequent argmax dimension."""
     fig, axes = plt.subplots(len(tracks), 2, figsize=(11, 3.8 * len(tracks)), squeeze=False, sharex=True)
     cmap = plt.get_cmap("viridis")
     for (left, right), (name, t) in zip(axes, tracks.items()):
@@ -315,10 +319,39 @@ def outlier_track(tracks: dict[str, pd.DataFrame]):
             color = cmap(layer / max(1, len(layers) - 1))
             left.plot(rows["step"], rows["top_z"].abs(), marker="o", ms=3, color=color, label=f"layer {layer}")
             right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color, label=f"layer {layer}")
-        left.set(ylabel="|robust z| of largest-|mean| dim", yscale="log", title=f"{name}: how far the top dimension stands out")
+        left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")
+        left.set(ylabel="|robust z| of largest-|mean| dim", ylim=(0, max(threshold, float(t["top_z"].abs().max())) * 1.1),
+                 title=f"{name}: how far the top dimension stands out")
+        left.legend(frameon=False, fontsize=8, loc="lower right")
         right.set(ylabel="% of vectors (max in one dim)", ylim=(0, 100), title=f"{name}: share of the most frequent maximum")
         right.legend(frameon=False, fontsize=8, ncol=2)
     for ax in axes[-1]:
         ax.set_xlabel("training step")
+    fig.tight_layout()
+    return fig
+
+
+def calibration_summary(summary: pd.DataFrame, methods: list[str]):
+    """Per calibration method: score change vs no calibration by task (mean ± std of the method's runs),
+    I1 of W after fine-tuning, and time per epoch relative to no calibration."""
+    tasks = list(dict.fromkeys(summary["task"]))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4), gridspec_kw={"width_ratios": [2.2, 1, 1]})
+    width = 0.8 / max(1, len(methods))
+    for i, (method, color) in enumerate(zip(methods, COLORS)):
+        rows = summary[summary["method"] == method].set_index("task").reindex(tasks)
+        x = np.arange(len(tasks)) + (i - (len(methods) - 1) / 2) * width
+        axes[0].bar(x, rows["difference"], width, yerr=rows["score_std"], color=color, label=method, capsize=2)
+    axes[0].axhline(0, color="grey", lw=0.8)
+    axes[0].set_xticks(np.arange(len(tasks)), tasks)
+    axes[0].set(ylabel="score − uncalibrated score (points)", title="Task score change (error bar: std over seeds)")
+    axes[0].legend(frameon=False, fontsize=8)
+    by_method = summary.groupby("method", sort=False)[["I1_mean", "time_ratio"]].mean().reindex(methods)
+    axes[1].bar(methods, by_method["I1_mean"], color=COLORS[: len(methods)])
+    axes[1].set(ylabel="I1 of W (1 = isotropic)", title="Isotropy after fine-tuning", ylim=(0, 1.05))
+    axes[2].bar(methods, by_method["time_ratio"], color=COLORS[: len(methods)])
+    axes[2].axhline(1, color="grey", lw=0.8)
+    axes[2].set(ylabel="× time per epoch of no calibration", title="Cost")
+    for ax in axes[1:]:
+        ax.tick_params(axis="x", rotation=35)
     fig.tight_layout()
     return fig

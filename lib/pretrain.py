@@ -69,7 +69,8 @@ class PretrainConfig:
         require(self.hidden_size % self.heads == 0, f"hidden_size {self.hidden_size} must be divisible by heads {self.heads}")
         require(self.seq_len >= 8, f"seq_len must be at least 8 tokens, got {self.seq_len}")
         require(0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}")
-        require(self.lr > 0 and 0 <= self.warmup < self.steps, f"need lr > 0 and 0 <= warmup < steps, got lr={self.lr}, warmup={self.warmup}, steps={self.steps}")
+        require(self.lr > 0 and 0 <= self.warmup < self.steps,
+                f"need lr > 0 and 0 <= warmup < steps, got lr={self.lr}, warmup={self.warmup}, steps={self.steps}")
 
     def key(self) -> str:
         """A short hash naming this configuration (checkpoints of other settings are never resumed)."""
@@ -152,7 +153,7 @@ def masked_lm_loss(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torc
 def _optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
     """AdamW; no weight decay on biases and LayerNorm parameters (as in RoBERTa)."""
     decay, no_decay = [], []
-    for name, p in model.named_parameters():
+    for p in model.parameters():
         if p.requires_grad:
             (no_decay if p.ndim == 1 else decay).append(p)
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
@@ -223,6 +224,16 @@ def prepare_corpus(cfg: PretrainConfig) -> tuple[PreTrainedTokenizerFast, torch.
     train_texts, valid_texts = split_documents(corpus_documents(), cfg.valid_share)
     tokenizer = train_tokenizer(train_texts, cfg.vocab_size, cfg.seq_len)
     return tokenizer, pack_blocks(train_texts, tokenizer, cfg.seq_len), pack_blocks(valid_texts, tokenizer, cfg.seq_len)
+
+
+def unigram_perplexity(train_blocks: torch.Tensor, valid_blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast) -> float:
+    """Perplexity on the validation tokens (specials excluded) of token frequencies counted on the training
+    blocks (add-one smoothing): what a masked LM reaches without using any context."""
+    special = torch.tensor(tokenizer.all_special_ids)
+    counts = torch.bincount(train_blocks[~torch.isin(train_blocks, special)], minlength=len(tokenizer)).double() + 1
+    log_p = torch.log(counts / counts.sum())
+    valid = valid_blocks[~torch.isin(valid_blocks, special)]
+    return float(torch.exp(-log_p[valid].mean()))
 
 
 @dataclass

@@ -103,16 +103,17 @@ parameters = dict(settings, names=names, track_blocks=track_blocks, n_sentences=
 # ## Corpus and tokenizer
 
 # %%
+tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(configs[run_names[0]])
+unigram = pretrain.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
+corpus = pd.DataFrame({"split": ["train", "validation"], "blocks": [len(train_blocks), len(valid_blocks)],
+                       "tokens": [train_blocks.numel(), valid_blocks.numel()]})
+ch.show(corpus, f"The corpus in blocks of {seq_len} tokens (byte-level BPE, {len(tokenizer):,} tokens in the vocabulary)")
+sample = "The position of a word in a sentence matters."
+print("tokenized:", tokenizer.convert_ids_to_tokens(tokenizer(sample)["input_ids"]))
+print(f"unigram perplexity of the validation tokens (training-set token frequencies, no context): {unigram:.1f}")
 saved = {name: None if retrain else pretrain.saved_run(models_dir() / name, cfg) for name, cfg in configs.items()}
 if all(s is not None for s in saved.values()):
     print(f"both models are saved with these settings in {models_dir()}: reusing them (set retrain=True to train again)")
-else:
-    tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(configs[run_names[0]])
-    corpus = pd.DataFrame({"split": ["train", "validation"], "blocks": [len(train_blocks), len(valid_blocks)],
-                           "tokens": [train_blocks.numel(), valid_blocks.numel()]})
-    ch.show(corpus, f"The corpus in blocks of {seq_len} tokens (byte-level BPE, {len(tokenizer):,} tokens in the vocabulary)")
-    sample = "The position of a word in a sentence matters."
-    print("tokenized:", tokenizer.convert_ids_to_tokens(tokenizer(sample)["input_ids"]))
 
 # %% [markdown]
 # ## Training
@@ -145,14 +146,15 @@ summary = pd.DataFrame([{
     "model": name, "position_embeddings": cfg.position_embeddings, **sizes[name],
     "steps": int(histories[name]["step"].iloc[-1]), "tokens_seen_millions": histories[name]["tokens_seen"].iloc[-1] / 1e6,
     "training_minutes": histories[name]["seconds"].sum() / 60, "valid_perplexity": histories[name]["valid_perplexity"].iloc[-1],
+    "unigram_perplexity": unigram,
 } for name, cfg in configs.items()])
-ch.show(summary, "Our two runs: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine and final validation perplexity", precision=2)
+ch.show(summary, "Our two runs: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine, final validation perplexity, and the perplexity of token frequencies alone (no context)", precision=2)
 results.table(summary, "summary", "trained", parameters)
 ch.show(paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]],
         "Luo et al. (2021), §3 (paper): RoBERTa-base pre-trained on Wikipedia, 200k steps × 256 sequences of up to 512 tokens", precision=2)
 
 # %%
-results.figure(plotting.training_curves(histories), "training_curves")
+results.figure(plotting.training_curves(histories, reference=("unigram (no context)", unigram)), "training_curves")
 
 # %% [markdown]
 # ## Is an outlier forming? The largest mean dimension across checkpoints
@@ -161,10 +163,13 @@ results.figure(plotting.training_curves(histories), "training_curves")
 # record the dimension with the largest |mean| (how many robust standard deviations it stands
 # from the median of the mean vector) and the share of vectors whose maximum is the most frequent
 # argmax dimension, the paper's 82.56% statistic. A forming outlier shows as a rising line that
-# keeps the same dimension from checkpoint to checkpoint.
+# keeps the same dimension from checkpoint to checkpoint; the dashed line is the threshold at
+# which chapter 02 calls a dimension an outlier. Both runs start from the same initial weights
+# (the same seed; only the position table differs) and see the same batches and masks, so a
+# dimension that leads in both is not a product of the position embeddings.
 
 # %%
-results.figure(plotting.outlier_track(tracks), "outlier_track")
+results.figure(plotting.outlier_track(tracks, z_threshold), "outlier_track")
 for name, t in tracks.items():
     last = t[t["step"] == t["step"].max()]
     ch.show(last[["layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]],
@@ -258,16 +263,18 @@ pe_after = table_view.set_index("table").loc["position after the first"]
 lines.append(f"- The PE model's position table: {pe_after['rows_with_flagged_dim_percent']:.1f}% of positions after the first have a flagged "
              f"dimension; dimension {int(pe_after['argmax_dim'])} is the maximum of {pe_after['argmax_percent']:.1f}% of them.")
 ppl = {name: h["valid_perplexity"].iloc[-1] for name, h in histories.items()}
-lines.append(f"- Perplexity ratio without/with position embeddings: {ppl[run_names[1]] / ppl[run_names[0]]:.1f}× (paper: 354.0 / 4.3 = 82×).")
+lines.append(f"- Perplexity ratio without/with position embeddings: {ppl[run_names[1]] / ppl[run_names[0]]:.2f}× (paper: 354.0 / 4.3 = 82×); "
+             f"token frequencies alone give {unigram:.1f}, so the models are at {ppl[run_names[0]] / unigram:.2f}× (PE) and "
+             f"{ppl[run_names[1]] / unigram:.2f}× (no PE) the perplexity of a model that ignores the context.")
 ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 
 # %% [markdown]
 # **Reading the result.** Two things separate this run from the paper's: scale (a few million
-# parameters and a few million tokens instead of 125 M parameters and tens of billions of
-# tokens) and the corpus (Brown and Gutenberg instead of Wikipedia). The perplexity gap between
-# the two runs is the part that appears early: without position embeddings a masked word can
-# only be guessed from the bag of the other words. Whether a single dimension takes over, as in
-# the paper's RoBERTa, depends on training long enough for LayerNorm's gains to specialise; the
-# track above shows how far along our runs are. On a GPU, `-p steps 100000 -p hidden_size 768
-# -p layers 12 -p heads 12 -p intermediate_size 3072 -p lr 1e-4` (or the `paper` profile)
-# runs the same code at the paper's scale.
+# parameters and a few million tokens seen, against 125 M parameters and 200k steps of 256
+# sequences of 512 tokens, some 26 billion tokens) and the corpus (Brown and Gutenberg instead of
+# Wikipedia). Masked-language models first learn token frequencies (a perplexity near that of a
+# unigram model), then how to use the context; without position embeddings the context is a bag
+# of words, so the paper's gap (354.0 against 4.3) opens in the second phase. The curves above
+# show how far into it our runs get, and the outlier track shows whether a dimension has started
+# to dominate. On a GPU, `--profile paper` (or `-p steps 100000 -p hidden_size 768 -p layers 12
+# -p heads 12 -p intermediate_size 3072 -p lr 1e-4`) runs the same code at the paper's scale.

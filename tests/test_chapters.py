@@ -72,6 +72,9 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert matrix["sigma1_over_sigma2_centered"] < matrix["sigma1_over_sigma2_raw"]
     coverage = pd.read_csv(results / "corpus" / "11_rare_words" / "coverage.csv")
     assert (coverage["items_for_30%"] < coverage["items_for_98%"]).all()
+    runs = pd.read_csv(results / "minilm" / "13_isotropy_calibration" / "runs.csv")
+    assert len(runs) == 2 * 5 * 2 and set(runs["method"]) == {"none", "cosreg", "spectrum-pol", "spectrum-exp", "flow"}
+    assert runs["I1"].between(0, 1).all() and runs.query("task == 'SST-2'")["score"].between(0, 100).all()
     iso = pd.read_csv(results / "minilm" / "12_isotropy_word_similarity" / "isotropy.csv").set_index("variant")
     assert iso.loc["centered", "I1"] > iso.loc["raw", "I1"] and iso.loc["centered", "mean_vector_norm"] < 1e-9
 
@@ -102,6 +105,7 @@ def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_da
     ("04_position_probe", ["-p", "heatmap_positions", "400"], "cannot exceed max_positions"),
     ("05_pretraining", ["-p", "hidden_size", "30"], "must be divisible by heads"),
     ("05_pretraining", ["-p", "names", "same,same"], "names must be two different model names"),
+    ("13_isotropy_calibration", ["-p", "methods", "none,whiten"], "methods must be a comma-separated subset"),
 ])
 def test_bad_parameters_of_later_chapters(tmp_path, shared_data, chapter, args, expected):
     done = run(tmp_path, "--profile", "quick", "--chapters", chapter, *args)

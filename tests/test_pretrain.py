@@ -9,7 +9,6 @@ import json
 import numpy as np
 import pytest
 import torch
-from transformers import RobertaForMaskedLM
 
 from lib import bpe, pretrain
 from lib.errors import BookError
@@ -166,3 +165,15 @@ def test_bad_settings_give_one_line():
         with pytest.raises(BookError, match=word) as err:
             pretrain.PretrainConfig(**{**TINY, **change}).check()
         assert "\n" not in str(err.value)
+
+
+def test_unigram_perplexity_by_hand(tokenizer):
+    v = len(tokenizer)
+    train = torch.tensor([[0, 10, 10, 11, 2]])  # specials 0 and 2 are not counted
+    valid = torch.tensor([[0, 10, 11, 12, 2]])
+    counts = np.ones(v)
+    counts[10] += 2
+    counts[11] += 1
+    p = counts / counts.sum()
+    expected = np.exp(-np.mean(np.log(p[[10, 11, 12]])))
+    assert pretrain.unigram_perplexity(train, valid, tokenizer) == pytest.approx(expected, rel=1e-9)

@@ -1,0 +1,163 @@
+"""Fine-tuning an encoder on a GLUE task with an optional isotropy calibration (chapter 13, Ding et al. 2022).
+
+The model is the encoder, mean pooling over real tokens, dropout and a linear head (one output for STS-B,
+a regression). Calibration acts on the encoder's token-embedding matrix W (the matrix BERT-style models tie
+to their output layer): CosReg or spectrum control is added to the task loss; or a flow maps the pooled
+embedding to a Gaussian latent on which the head is trained. The flow is trained by its likelihood alone
+(the task loss reaches the encoder and head through it but does not change it) and that likelihood does
+not reach the encoder, which could otherwise collapse the embeddings to raise it. The paper fine-tunes with a constant learning rate (no schedule), as here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from . import calibration, isotropy
+from .data import GLUE_TASKS
+from .errors import require
+from .metrics import glue_score
+from .models import LoadedModel
+
+METHODS = ("none", "cosreg", "spectrum-pol", "spectrum-exp", "flow")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """One fine-tuning run. Regulariser constants are not given by the paper; these are the book's choices."""
+
+    method: str = "none"
+    epochs: int = 3
+    batch_size: int = 32
+    lr: float = 2e-5
+    max_length: int = 128
+    seed: int = 0
+    cos_strength: float = 1.0  # λ_c
+    spectrum_strength: float = 1e-3  # λ_p = λ_e
+    spectrum_c2: float = 0.1  # exponential prior's rate
+    spectrum_gamma_pol: float = -0.5  # polynomial prior c1·k^γ
+    spectrum_gamma_exp: float = 0.5  # exponential prior c1·exp(−c2·k^γ); c1 = σ1 of the pre-trained matrix
+    flow_layers: int = 4
+    flow_hidden: int = 256
+    flow_lr: float = 1e-3
+
+    def check(self) -> None:
+        require(self.method in METHODS, f"calibration method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        for name in ("epochs", "batch_size", "max_length"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value > 0, f"fine-tuning setting {name} must be a positive integer, got {value!r}")
+        require(self.lr > 0, f"lr must be positive, got {self.lr}")
+
+
+class SequenceModel(nn.Module):
+    """Encoder → mean pooling → (flow) → dropout → linear head."""
+
+    def __init__(self, encoder: nn.Module, width: int, n_outputs: int, flow: calibration.Flow | None = None, dropout: float = 0.1):
+        super().__init__()
+        self.encoder, self.flow = encoder, flow
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(width, n_outputs)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(head outputs, pooled embeddings)."""
+        hidden = self.encoder(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1)
+        features = self.flow(pooled)[0] if self.flow is not None else pooled
+        return self.head(self.dropout(features)), pooled
+
+
+def calibration_loss(model: SequenceModel, cfg: FinetuneConfig, prior: torch.Tensor | None, pooled: torch.Tensor) -> torch.Tensor:
+    """The calibration term added to the task loss for cfg.method (zero for none)."""
+    w = model.encoder.get_input_embeddings().weight
+    if cfg.method == "cosreg":
+        return calibration.cosine_regulariser(w, cfg.cos_strength)
+    if cfg.method.startswith("spectrum"):
+        return calibration.spectrum_regulariser(w, cfg.spectrum_strength, prior)
+    if cfg.method == "flow":
+        return model.flow.nll(pooled.detach())
+    return pooled.new_zeros(())
+
+
+@dataclass
+class FinetuneResult:
+    """Dev score (×100), isotropy of W after fine-tuning, seconds per epoch, optimiser steps, and the loss per epoch."""
+
+    score: float
+    i1: float
+    i2: float
+    seconds_per_epoch: float
+    steps: int
+    history: pd.DataFrame
+
+
+def _batches(tokenizer, frame: pd.DataFrame, order: np.ndarray, size: int, max_length: int, device: torch.device):
+    for start in range(0, len(order), size):
+        rows = frame.iloc[order[start:start + size]]
+        pairs = rows["text2"].astype(bool).any()
+        enc = tokenizer(rows["text1"].tolist(), rows["text2"].tolist() if pairs else None, truncation=True,
+                        max_length=max_length, padding=True, return_tensors="pt")
+        yield {k: v.to(device) for k, v in enc.items()}, torch.tensor(rows["label"].to_numpy()).to(device)
+
+
+def finetune(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame, cfg: FinetuneConfig, desc: str = "") -> FinetuneResult:
+    """Fine-tune lm.model (changed in place) on train, score on dev with the task's GLUE metric."""
+    cfg.check()
+    require(task in GLUE_TASKS, f"unknown GLUE task {task!r}; known: {', '.join(GLUE_TASKS)}")
+    regression = task == "stsb"
+    # regression targets standardised on the training sample: the head starts at the right scale (Pearson is unaffected)
+    centre, scale = (float(train["label"].mean()), float(train["label"].std()) or 1.0) if regression else (0.0, 1.0)
+    torch.manual_seed(cfg.seed)
+    flow = calibration.Flow(lm.width, cfg.flow_layers, cfg.flow_hidden) if cfg.method == "flow" else None
+    model = SequenceModel(lm.model, lm.width, 1 if regression else int(train["label"].max()) + 1, flow).to(lm.device)
+    w = model.encoder.get_input_embeddings().weight
+    prior = None
+    if cfg.method.startswith("spectrum"):
+        sigma1 = float(calibration.singular_values(w.detach())[0])
+        kind, gamma = ("polynomial", cfg.spectrum_gamma_pol) if cfg.method == "spectrum-pol" else ("exponential", cfg.spectrum_gamma_exp)
+        prior = calibration.spectrum_prior(min(w.shape), kind, sigma1 if kind == "polynomial" else sigma1 * np.exp(cfg.spectrum_c2),
+                                           cfg.spectrum_c2, gamma, device=w.device)
+    groups = [{"params": [p for n, p in model.named_parameters() if not n.startswith("flow.")], "lr": cfg.lr}]
+    if flow is not None:
+        groups.append({"params": list(flow.parameters()), "lr": cfg.flow_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=0.0)
+    rng = np.random.default_rng(cfg.seed)
+    history, seconds = [], []
+    for epoch in range(1, cfg.epochs + 1):
+        model.train()
+        order = rng.permutation(len(train))
+        start, task_total, extra_total, n = time.perf_counter(), 0.0, 0.0, 0
+        bar = tqdm(_batches(lm.tokenizer, train, order, cfg.batch_size, cfg.max_length, lm.device), total=-(-len(train) // cfg.batch_size),
+                   desc=f"{desc} epoch {epoch}", unit="batch", mininterval=5.0, leave=False)
+        for batch, labels in bar:
+            out, pooled = model(batch)
+            task_loss = (nn.functional.mse_loss(out.squeeze(-1), (labels.float() - centre) / scale) if regression
+                         else nn.functional.cross_entropy(out, labels))
+            extra = calibration_loss(model, cfg, prior, pooled)
+            optimizer.zero_grad(set_to_none=True)
+            if flow is None:
+                (task_loss + extra).backward()
+            else:  # the task loss trains encoder and head through the flow; only the likelihood trains the flow
+                task_loss.backward()
+                flow.zero_grad(set_to_none=True)
+                extra.backward()
+            optimizer.step()
+            task_total, extra_total, n = task_total + task_loss.item(), extra_total + extra.item(), n + 1
+        seconds.append(time.perf_counter() - start)
+        history.append({"epoch": epoch, "task_loss": task_total / n, "calibration_loss": extra_total / n, "seconds": seconds[-1]})
+    model.eval()
+    predictions = []
+    with torch.no_grad():
+        for batch, _ in _batches(lm.tokenizer, dev, np.arange(len(dev)), 64, cfg.max_length, lm.device):
+            out = model(batch)[0]
+            predictions.append(out.squeeze(-1) if regression else out.argmax(dim=-1))
+    predicted = torch.cat(predictions).cpu().numpy()
+    measures = isotropy.partition_measures(w.detach().double().cpu().numpy())
+    return FinetuneResult(glue_score(GLUE_TASKS[task][1], dev["label"].to_numpy(), predicted), measures["I1"], measures["I2"],
+                          float(np.mean(seconds)), cfg.epochs * -(-len(train) // cfg.batch_size), pd.DataFrame(history))
