@@ -302,6 +302,8 @@ def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, fl
         right.legend(frameon=False)
     left.set(xlabel="step", ylabel="training loss (mean since last evaluation)", title="Training loss")
     right.set(xlabel="step", ylabel="validation perplexity", yscale="log", title="Validation perplexity (log scale)")
+    for axis in (right.yaxis.set_major_formatter, right.yaxis.set_minor_formatter):
+        axis(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     left.legend(frameon=False)
     fig.tight_layout()
     return fig
@@ -319,10 +321,10 @@ def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float):
             color = cmap(layer / max(1, len(layers) - 1))
             left.plot(rows["step"], rows["top_z"].abs(), marker="o", ms=3, color=color, label=f"layer {layer}")
             right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color, label=f"layer {layer}")
-        left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")
+        line = left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")
         left.set(ylabel="|robust z| of largest-|mean| dim", ylim=(0, max(threshold, float(t["top_z"].abs().max())) * 1.1),
                  title=f"{name}: how far the top dimension stands out")
-        left.legend(frameon=False, fontsize=8, loc="lower right")
+        left.legend(handles=[line], frameon=False, fontsize=8, loc="upper right")
         right.set(ylabel="% of vectors (max in one dim)", ylim=(0, 100), title=f"{name}: share of the most frequent maximum")
         right.legend(frameon=False, fontsize=8, ncol=2)
     for ax in axes[-1]:
