@@ -27,7 +27,7 @@ def token_counts(lm: LoadedModel, documents: Sequence[str], batch: int = 2000) -
     require(len(lines) > 0, "the corpus is empty")
     counts = np.zeros(len(lm.tokenizer), dtype=np.int64)
     for start in tqdm(range(0, len(lines), batch), desc=f"{lm.name} tokenizing", unit="batch", mininterval=1.0):
-        enc = lm.tokenizer(lines[start:start + batch], add_special_tokens=False)["input_ids"]
+        enc = lm.tokenizer(lines[start:start + batch], add_special_tokens=False, verbose=False)["input_ids"]  # counting only: no length warning
         counts += np.bincount(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in enc if ids] or [np.zeros(0, np.int64)]),
                               minlength=len(counts))[: len(counts)]
     return counts

@@ -96,8 +96,11 @@ ch.show(paper.table("bis2021", "unused_claims"), "Biš et al. (2021) §4.2, Fig.
 lines = []
 for name in by_index:
     f = by_frequency[name]
-    lines.append(f"- **{name}**: mean cosine with never-trained tokens {f['mean_cosine'].iloc[0]:.2f} for the {bin_size:,} most frequent tokens of our corpus, "
-                 f"{f['mean_cosine'].iloc[-2]:.2f} for the rarest full bin; by vocabulary index it ranges from {by_index[name]['mean_cosine'].min():.2f} "
+    full = f[f["n_tokens"] == bin_size]
+    rarest = (f"{full['mean_cosine'].iloc[-1]:.2f} for the rarest full bin" if len(full) > 1
+              else f"the vocabulary has only {len(f)} bin(s) of {bin_size:,}, too few to compare frequent with rare tokens")
+    lines.append(f"- **{name}**: mean cosine with never-trained tokens {f['mean_cosine'].iloc[0]:.2f} for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
+                 f"most frequent tokens of our corpus, {rarest}; by vocabulary index it ranges from {by_index[name]['mean_cosine'].min():.2f} "
                  f"to {by_index[name]['mean_cosine'].max():.2f}.")
 row = coverage_table.set_index("unit")
 ch.say("**What our run shows.**\n\n" + "\n".join(lines) + "\n\n" + "Tokens needed for 30% / 50% / 98% of the corpus: " + "; ".join(

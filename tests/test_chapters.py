@@ -72,6 +72,8 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert matrix["sigma1_over_sigma2_centered"] < matrix["sigma1_over_sigma2_raw"]
     coverage = pd.read_csv(results / "corpus" / "11_rare_words" / "coverage.csv")
     assert (coverage["items_for_30%"] < coverage["items_for_98%"]).all()
+    own = pd.read_csv(results / "trained_quick-roberta-pe" / "12_isotropy_word_similarity" / "isotropy.csv")  # chapter 05's model, reloaded
+    assert own["I1"].between(0, 1).all() and json.loads((results / "trained_quick-roberta-pe" / "10_common_direction" / "meta.json").read_text())
     runs = pd.read_csv(results / "minilm" / "13_isotropy_calibration" / "runs.csv")
     assert len(runs) == 2 * 5 * 2 and set(runs["method"]) == {"none", "cosreg", "spectrum-pol", "spectrum-exp", "flow"}
     assert runs["I1"].between(0, 1).all() and runs.query("task == 'SST-2'")["score"].between(0, 100).all()
