@@ -105,7 +105,7 @@ def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_da
     ("07_wic", ["-p", "n_pairs", "6000"], "WiC train has 5428 pairs"),
     ("09_supervised", ["-p", "n_train", "{sst2: 100}"], "need an entry for every task"),
     ("04_position_probe", ["-p", "heatmap_positions", "400"], "cannot exceed max_positions"),
-    ("05_pretraining", ["-p", "hidden_size", "30"], "must be divisible by heads"),
+    ("05_pretraining", ["-p", "hidden_size", "33"], "must be divisible by heads"),
     ("05_pretraining", ["-p", "names", "same,same"], "names must be two different model names"),
     ("13_isotropy_calibration", ["-p", "methods", "none,whiten"], "methods must be a comma-separated subset"),
 ])
