@@ -407,3 +407,14 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def glue_samples(task: str, n_train: int, n_dev: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seeded samples (in file order) of a GLUE task's train and dev splits; a size above a split's length takes it all."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for split, n in (("train", n_train), ("dev", n_dev)):
+        frame = glue(task, split)
+        rows = np.sort(rng.choice(len(frame), size=min(n, len(frame)), replace=False))
+        out.append(frame.iloc[rows].reset_index(drop=True))
+    return out[0], out[1]

@@ -10,8 +10,10 @@ not reach the encoder, which could otherwise collapse the embeddings to raise it
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -22,8 +24,10 @@ from tqdm import tqdm
 from . import calibration, isotropy
 from .data import GLUE_TASKS
 from .errors import require
-from .metrics import glue_score
-from .models import LoadedModel
+from .metrics import glue_score, welch_p
+from .models import LoadedModel, load_model
+from .results import write_atomic
+from .settings import cache_dir
 
 METHODS = ("none", "cosreg", "spectrum-pol", "spectrum-exp", "flow")
 
@@ -161,3 +165,61 @@ def finetune(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame,
     measures = isotropy.partition_measures(w.detach().double().cpu().numpy())
     return FinetuneResult(glue_score(GLUE_TASKS[task][1], dev["label"].to_numpy(), predicted), measures["I1"], measures["I2"],
                           float(np.mean(seconds)), cfg.epochs * -(-len(train) // cfg.batch_size), pd.DataFrame(history))
+
+
+def _run_key(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame, cfg: FinetuneConfig) -> str:
+    """Hash of everything a run's result depends on: the weights, the data, the settings and the device."""
+    digest = hashlib.sha256(json.dumps([lm.spec, task, asdict(cfg), str(lm.device), str(lm.model.dtype)]).encode())
+    for tensor in lm.model.state_dict().values():
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    for frame in (train, dev):
+        digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return digest.hexdigest()[:20]
+
+
+def cached_run(spec: str, task: str, train: pd.DataFrame, dev: pd.DataFrame, cfg: FinetuneConfig, device: str = "auto",
+               dtype: str = "float32") -> tuple[dict, bool]:
+    """One fine-tuning run of a freshly loaded model as a result row, and whether it came from the cache. Rows are
+    kept under cache_dir()/finetune, one JSON file per run, so an interrupted grid resumes where it stopped."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    path = cache_dir() / "finetune" / f"{_run_key(lm, task, train, dev, cfg)}.json"
+    if path.exists():
+        return json.loads(path.read_text()), True
+    out = finetune(lm, task, train, dev, cfg, desc=f"{lm.name} {task} {cfg.method} seed {cfg.seed}")
+    row = {"model": lm.name, "spec": spec, "task": GLUE_TASKS[task][0], "metric": GLUE_TASKS[task][1], "method": cfg.method, "seed": cfg.seed,
+           "steps": out.steps, "score": out.score, "I1": out.i1, "I2": out.i2, "seconds_per_epoch": out.seconds_per_epoch,
+           "final_task_loss": float(out.history["task_loss"].iloc[-1]), "final_calibration_loss": float(out.history["calibration_loss"].iloc[-1])}
+    write_atomic(path, lambda tmp: tmp.write_text(json.dumps(row)))
+    return row, False
+
+
+def run_grid(specs: list[str], splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]], methods: list[str], seeds: list[int],
+             base: FinetuneConfig, epochs: dict[str, int], device: str = "auto", dtype: str = "float32") -> pd.DataFrame:
+    """Every (model, task, method, seed) run, each from the pre-trained weights, as one table; a bar over the runs."""
+    grid = [(spec, task, method, s) for spec in specs for task in splits for method in methods for s in seeds]
+    rows = []
+    bar = tqdm(grid, desc="fine-tuning runs", unit="run")
+    for spec, task, method, s in bar:
+        cfg = FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]})
+        row, cached = cached_run(spec, task, *splits[task], cfg, device, dtype)
+        rows.append(row)
+        bar.write(f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
+                  f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}")
+    return pd.DataFrame(rows)
+
+
+def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, task, method): mean ± std of score, I1 and I2 over seeds; the difference from and Welch p against
+    the uncalibrated runs (method none) of the same model and task; time per epoch relative to them."""
+    rows = []
+    for (model, task, method), group in runs.groupby(["model", "task", "method"], sort=False):
+        reference = runs[(runs["model"] == model) & (runs["task"] == task) & (runs["method"] == "none")]
+        has_reference = method != "none" and len(reference) > 0
+        p = welch_p(group["score"], reference["score"]) if has_reference else float("nan")
+        rows.append({"model": model, "task": task, "metric": group["metric"].iloc[0], "method": method, "runs": len(group),
+                     "score_mean": group["score"].mean(), "score_std": group["score"].std(ddof=1),
+                     "difference": group["score"].mean() - reference["score"].mean() if has_reference else float("nan"),
+                     "p": p, "significant": bool(p < 0.05), "I1_mean": group["I1"].mean(), "I1_std": group["I1"].std(ddof=1),
+                     "I2_mean": group["I2"].mean(), "I2_std": group["I2"].std(ddof=1),
+                     "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan")})
+    return pd.DataFrame(rows)

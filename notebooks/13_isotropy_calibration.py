@@ -61,14 +61,11 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "float32"
 
 # %%
-import numpy as np
 import pandas as pd
 
 import lib.chapter as ch
 from lib import data, finetune, paper, plotting
 from lib.errors import require
-from lib.metrics import welch_p
-from lib.models import load_model
 
 specs, results = ch.begin("13_isotropy_calibration", profile, models)
 task_list = [t.strip() for t in str(tasks).split(",") if t.strip()]
@@ -85,34 +82,14 @@ parameters = dict(tasks=tasks, methods=methods, seeds=seeds, n_train=n_train, n_
     k: v for k, v in base.__dict__.items() if k not in ("method", "epochs", "seed")}, seed=seed, dtype=dtype)
 
 
-def sample(frame: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
-    return frame.iloc[np.sort(rng.choice(len(frame), size=min(n, len(frame)), replace=False))].reset_index(drop=True)
-
-
-splits = {}
-for task in task_list:
-    rng = np.random.default_rng(seed)
-    splits[task] = (sample(data.glue(task, "train"), n_train, rng), sample(data.glue(task, "dev"), n_dev, rng))
+splits = {task: data.glue_samples(task, n_train, n_dev, seed) for task in task_list}
+epochs_by_task = {t: epochs_small if t in ("mrpc", "wnli") else epochs for t in splits}
 ch.show(pd.DataFrame([{"task": data.GLUE_TASKS[t][0], "metric": data.GLUE_TASKS[t][1], "train": len(tr), "dev": len(dv),
-                       "epochs": epochs_small if t in ("mrpc", "wnli") else epochs} for t, (tr, dv) in splits.items()]),
+                       "epochs": epochs_by_task[t]} for t, (tr, dv) in splits.items()]),
         "Training and development samples (MRPC is scored on the MSR test file; GLUE's MRPC dev ids are part of the MSR training file)")
 
 # %% tags=["hide-output"]
-runs = []
-for spec in specs:
-    for task, (train, dev) in splits.items():
-        for method in method_list:
-            for s in range(seed, seed + seeds):
-                lm = load_model(spec, device=device, dtype=dtype)
-                cfg = finetune.FinetuneConfig(**{**base.__dict__, "method": method, "seed": s,
-                                                 "epochs": epochs_small if task in ("mrpc", "wnli") else epochs})
-                out = finetune.finetune(lm, task, train, dev, cfg, desc=f"{lm.name} {task} {method} seed {s}")
-                runs.append({"model": lm.name, "spec": spec, "task": data.GLUE_TASKS[task][0], "metric": data.GLUE_TASKS[task][1], "method": method,
-                             "seed": s, "steps": out.steps, "score": out.score, "I1": out.i1, "I2": out.i2, "seconds_per_epoch": out.seconds_per_epoch,
-                             "final_task_loss": out.history["task_loss"].iloc[-1], "final_calibration_loss": out.history["calibration_loss"].iloc[-1]})
-                print(f"{lm.name} {task} {method} seed {s}: {data.GLUE_TASKS[task][1]} {out.score:.2f}, I1 {out.i1:.3f}, {out.seconds_per_epoch:.1f} s/epoch")
-                del lm
-runs = pd.DataFrame(runs)
+runs = finetune.run_grid(specs, splits, method_list, list(range(seed, seed + seeds)), base, epochs_by_task, device, dtype)
 for spec in specs:
     results.table(runs[runs["spec"] == spec], "runs", spec, parameters)
 
@@ -127,30 +104,15 @@ for spec in specs:
 
 
 # %%
-def summarise(runs: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for (model, task, method), group in runs.groupby(["model", "task", "method"], sort=False):
-        reference = runs[(runs["model"] == model) & (runs["task"] == task) & (runs["method"] == "none")]
-        p = welch_p(group["score"], reference["score"]) if method != "none" and len(reference) else float("nan")
-        rows.append({"model": model, "task": task, "metric": group["metric"].iloc[0], "method": method, "runs": len(group),
-                     "score_mean": group["score"].mean(), "score_std": group["score"].std(ddof=1),
-                     "difference": group["score"].mean() - reference["score"].mean() if len(reference) else float("nan"),
-                     "p": p, "significant": bool(p < 0.05), "I1_mean": group["I1"].mean(), "I1_std": group["I1"].std(ddof=1),
-                     "I2_mean": group["I2"].mean(), "I2_std": group["I2"].std(ddof=1),
-                     "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan")})
-    return pd.DataFrame(rows)
-
-
-summary = summarise(runs)
+summary = finetune.summarise(runs)
 for spec in specs:
     results.table(summary[summary["model"] == runs.loc[runs["spec"] == spec, "model"].iloc[0]], "summary", spec, parameters)
 for model, frame in summary.groupby("model", sort=False):
     ch.show(frame.drop(columns=["model"]), f"{model}: GLUE dev score × 100, isotropy of W after fine-tuning, time per epoch relative to no calibration", precision=3)
 
 # %%
-methods_shown = [m for m in method_list]
 for model, frame in summary.groupby("model", sort=False):
-    fig = plotting.calibration_summary(frame, methods_shown)
+    fig = plotting.calibration_summary(frame, method_list)
     results.figure(fig, f"calibration_{model}")
 
 # %% [markdown]
