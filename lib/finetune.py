@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from . import calibration, isotropy
+from . import calibration, isotropy, paper
 from .data import GLUE_TASKS
 from .errors import require
 from .metrics import glue_score, welch_p
@@ -222,4 +222,40 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                      "p": p, "significant": bool(p < 0.05), "I1_mean": group["I1"].mean(), "I1_std": group["I1"].std(ddof=1),
                      "I2_mean": group["I2"].mean(), "I2_std": group["I2"].std(ddof=1),
                      "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def paper_summary() -> pd.DataFrame:
+    """Ding et al.'s Table 1 (scores) joined with Table 4 (I1, I2) in summarise's columns. The paper marks only
+    significant improvements, so `significant` is True where marked and unknown (None) elsewhere; its only time
+    ratio is the flow's average over tasks (§4.1), given to each of that model's flow rows."""
+    scores = paper.table("ding2022", "glue")
+    iso = paper.table("ding2022", "glue_isotropy")[["model", "paper_method", "paper_task", "paper_I1", "paper_I2"]]
+    frame = scores.merge(iso, on=["model", "paper_method", "paper_task"], how="left")
+    none = frame[frame["paper_method"] == "none"].set_index(["model", "paper_task"])["paper_value"]
+    reference = none.reindex(pd.MultiIndex.from_frame(frame[["model", "paper_task"]])).to_numpy()
+    calibrated = frame["paper_method"] != "none"
+    timed = paper.values()["ding2022"]["flow_time_ratio"]
+    time_ratio = np.where((frame["model"] == timed["model"]) & (frame["paper_method"] == "flow"), timed["value"], np.nan)
+    return pd.DataFrame({"model": frame["model"], "task": frame["paper_task"], "metric": frame["paper_metric"], "method": frame["paper_method"],
+                         "score_mean": frame["paper_value"], "score_std": frame["paper_std"],
+                         "difference": (frame["paper_value"] - reference).where(calibrated),
+                         "significant": frame["paper_significant"].map(lambda marked: True if marked else None).where(calibrated, False),
+                         "I1_mean": frame["paper_I1"], "I2_mean": frame["paper_I2"], "time_ratio": time_ratio})
+
+
+def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per model and calibration method, over tasks: mean score change, tasks where the score is undefined (NaN),
+    significant gains and drops (drops unknown where significance is), mean I1 against the uncalibrated mean, time ratio."""
+    rows = []
+    for (model, method), group in summary[summary["method"] != "none"].groupby(["model", "method"], sort=False):
+        marked = group["significant"].notna().all()
+        significant = group["significant"].fillna(False).astype(bool)
+        rows.append({"model": model, "method": method, "tasks": len(group), "mean_difference": group["difference"].mean(),
+                     "undefined_scores": int(group["score_mean"].isna().sum()),
+                     "significantly_better": int((significant & (group["difference"] > 0)).sum()),
+                     "significantly_worse": int((significant & (group["difference"] < 0)).sum()) if marked else None,
+                     "I1_mean": group["I1_mean"].mean(),
+                     "I1_uncalibrated": summary.loc[(summary["model"] == model) & (summary["method"] == "none"), "I1_mean"].mean(),
+                     "time_ratio": group["time_ratio"].mean()})
     return pd.DataFrame(rows)

@@ -97,3 +97,33 @@ def test_singular_values_match_the_svd_for_tall_and_wide_matrices():
     for shape in [(50, 6), (6, 50)]:
         w = torch.randn(*shape, dtype=torch.float64)
         assert torch.allclose(calibration.singular_values(w), torch.linalg.svdvals(w), atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["cosreg", "spectrum"])
+def test_the_losses_plug_into_a_seq2seq_model(method):
+    """A tiny random BART learning to copy: the calibration term on its tied output embeddings goes down together
+    with the sequence-to-sequence loss, as the chapter's GPU recipe for the paper's translation runs expects."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = BartConfig(vocab_size=40, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+                        encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                        decoder_start_token_id=2, forced_eos_token_id=None)
+    model = BartForConditionalGeneration(config)
+    with torch.no_grad():  # a common direction, as trained embedding matrices have
+        model.get_output_embeddings().weight.add_(0.2)
+    w = model.get_output_embeddings().weight
+    assert w is model.get_input_embeddings().weight  # tied: calibrating the output space also moves the inputs
+    prior = calibration.spectrum_prior(min(w.shape), "exponential", float(calibration.singular_values(w.detach())[0]), 0.1, 0.5)
+    ids = torch.randint(3, 40, (16, 8))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    task, extra = [], []
+    for _ in range(40):
+        term = calibration.cosine_regulariser(w, 1.0) if method == "cosreg" else calibration.spectrum_regulariser(w, 1e-2, prior)
+        loss = model(input_ids=ids, labels=ids).loss
+        optimizer.zero_grad()
+        (loss + term).backward()
+        optimizer.step()
+        task.append(loss.item())
+        extra.append(term.item())
+    assert task[-1] < 0.8 * task[0] and extra[-1] < 0.9 * extra[0]

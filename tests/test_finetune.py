@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -52,6 +54,10 @@ def test_glue_loaders_count_what_the_files_hold(shared_data):
     assert data.glue("stsb", "dev")["label"].between(0, 5).all()
     with pytest.raises(BookError, match="unknown GLUE task"):
         data.glue("qqp", "train")
+    train, dev = data.glue_samples("wnli", 100, 1000, seed=3)  # dev asks for more than the 71 there are: all of them
+    assert len(train) == 100 and len(dev) == 71 and dev.equals(data.glue("wnli", "dev"))
+    assert train.equals(data.glue_samples("wnli", 100, 1000, seed=3)[0]) and not train.equals(data.glue_samples("wnli", 100, 1000, seed=4)[0])
+    assert set(train["text1"]) <= set(data.glue("wnli", "train")["text1"])
 
 
 def test_twenty_step_fine_tune_reduces_the_loss_and_learns_the_task():
@@ -81,3 +87,41 @@ def test_bad_method_is_one_line():
     with pytest.raises(BookError, match="calibration method must be one of") as err:
         finetune.FinetuneConfig(method="whiten").check()
     assert "\n" not in str(err.value)
+
+
+def test_cached_run_reuses_a_result_only_for_the_same_weights_data_and_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "cache"))
+    lm = tiny_model("bert")
+    lm.model.save_pretrained(tmp_path / "models" / "tiny")
+    lm.tokenizer.save_pretrained(tmp_path / "models" / "tiny")
+    cfg = finetune.FinetuneConfig(epochs=1, batch_size=10, lr=1e-3)
+    first, cached = finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")
+    assert not cached and first["steps"] == 2 and first["method"] == "none" and first["task"] == "SST-2"
+    again, cached = finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")
+    assert cached and again == first
+    files = list((tmp_path / "cache" / "finetune").iterdir())
+    assert len(files) == 1 and not files[0].name.startswith(".")  # no temporary file left behind
+    assert not finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), replace(cfg, seed=1), device="cpu")[1]
+    assert not finetune.cached_run("trained:tiny", "sst2", toy(3), toy(1), cfg, device="cpu")[1]
+    with torch.no_grad():  # same name, other weights: a new run
+        lm.model.get_input_embeddings().weight.mul_(2.0)
+    lm.model.save_pretrained(tmp_path / "models" / "tiny")
+    assert not finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")[1]
+
+
+def test_summary_statistics_by_hand():
+    runs = pd.DataFrame({
+        "model": "m", "task": ["A"] * 6 + ["B"] * 2, "metric": "accuracy",
+        "method": ["none"] * 3 + ["cosreg"] * 3 + ["none", "flow"],
+        "score": [80.0, 81.0, 79.0, 70.0, 71.0, 69.5, 50.0, 60.0],
+        "I1": [0.8, 0.8, 0.8, 0.9, 0.92, 0.94, 0.8, 0.85], "I2": [0.1] * 8,
+        "seconds_per_epoch": [10.0, 10.0, 10.0, 12.0, 13.0, 14.0, 5.0, 20.0]})
+    summary = finetune.summarise(runs).set_index(["task", "method"])
+    none, cos = summary.loc[("A", "none")], summary.loc[("A", "cosreg")]
+    assert none["runs"] == 3 and none["score_mean"] == pytest.approx(80.0) and none["score_std"] == pytest.approx(1.0)
+    assert np.isnan(none["p"]) and not none["significant"] and np.isnan(none["difference"]) and none["time_ratio"] == pytest.approx(1.0)
+    assert cos["difference"] == pytest.approx(70.1666667 - 80.0) and cos["p"] == pytest.approx(welch_p([70.0, 71.0, 69.5], [80.0, 81.0, 79.0]))
+    assert cos["significant"] and cos["time_ratio"] == pytest.approx(1.3) and cos["I1_mean"] == pytest.approx(0.92) and cos["I1_std"] == pytest.approx(0.02)
+    flow = summary.loc[("B", "flow")]  # one run each: no t-test, but the difference and time ratio are defined
+    assert np.isnan(flow["p"]) and not flow["significant"] and flow["difference"] == pytest.approx(10.0) and flow["time_ratio"] == pytest.approx(4.0)
