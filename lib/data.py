@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
-import tempfile
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import BookError, cli, require
+from .results import write_atomic
 from .settings import data_dir
 
 
@@ -364,6 +364,13 @@ def corpus_documents(collections: tuple[str, ...] = ("brown", "gutenberg")) -> l
     return docs
 
 
+def _download(spec: DataFile, label: str, tmp: Path) -> None:
+    """Fetch spec.url to tmp and check its checksum."""
+    urllib.request.urlretrieve(spec.url, tmp)
+    digest = sha256(tmp)
+    require(digest == spec.sha256, f"{label}: downloaded {spec.url} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; the published file changed: please report it")
+
+
 def download(name: str, root: Path | None = None) -> list[Path]:
     """Fetch a data set's files into the data directory (online users); verify checksums; atomic."""
     root = root or data_dir()
@@ -375,19 +382,10 @@ def download(name: str, root: Path | None = None) -> list[Path]:
             continue
         require(not spec.archive, f"{name} {split}: {spec.path} is published inside the archive {spec.url}; download and unpack it "
                 f"so that {target} exists (the README of the data folder gives the layout), then run `python -m lib.data check {name}`")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        os.close(fd)
         try:
-            urllib.request.urlretrieve(spec.url, tmp)
-            digest = sha256(Path(tmp))
-            require(digest == spec.sha256, f"{name} {split}: downloaded {spec.url} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; the published file changed: please report it")
-            os.replace(tmp, target)
+            write_atomic(target, partial(_download, spec, f"{name} {split}"))
         except OSError as err:
             raise BookError(f"{name} {split}: could not download {spec.url} ({err}); check the connection or copy the file to {target}") from err
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         done.append(target)
     return done
 

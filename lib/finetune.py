@@ -89,6 +89,16 @@ def calibration_loss(model: SequenceModel, cfg: FinetuneConfig, prior: torch.Ten
     return pooled.new_zeros(())
 
 
+def spectrum_target(w: torch.Tensor, cfg: FinetuneConfig) -> torch.Tensor:
+    """The prior that spectrum-pol / spectrum-exp pull W's singular values towards; both start at σ1 of W."""
+    require(cfg.method in ("spectrum-pol", "spectrum-exp"), f"spectrum_target needs a spectrum method, got {cfg.method!r}")
+    sigma1 = float(calibration.singular_values(w)[0])
+    if cfg.method == "spectrum-pol":
+        return calibration.spectrum_prior(min(w.shape), "polynomial", sigma1, cfg.spectrum_c2, cfg.spectrum_gamma_pol, device=w.device)
+    return calibration.spectrum_prior(min(w.shape), "exponential", sigma1 * np.exp(cfg.spectrum_c2), cfg.spectrum_c2, cfg.spectrum_gamma_exp,
+                                      device=w.device)
+
+
 @dataclass
 class FinetuneResult:
     """Dev score (×100), isotropy of W after fine-tuning, seconds per epoch, optimiser steps, and the loss per epoch."""
@@ -121,12 +131,7 @@ def finetune(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame,
     flow = calibration.Flow(lm.width, cfg.flow_layers, cfg.flow_hidden) if cfg.method == "flow" else None
     model = SequenceModel(lm.model, lm.width, 1 if regression else int(train["label"].max()) + 1, flow).to(lm.device)
     w = model.encoder.get_input_embeddings().weight
-    prior = None
-    if cfg.method.startswith("spectrum"):
-        sigma1 = float(calibration.singular_values(w.detach())[0])
-        kind, gamma = ("polynomial", cfg.spectrum_gamma_pol) if cfg.method == "spectrum-pol" else ("exponential", cfg.spectrum_gamma_exp)
-        prior = calibration.spectrum_prior(min(w.shape), kind, sigma1 if kind == "polynomial" else sigma1 * np.exp(cfg.spectrum_c2),
-                                           cfg.spectrum_c2, gamma, device=w.device)
+    prior = spectrum_target(w.detach(), cfg) if cfg.method.startswith("spectrum") else None
     groups = [{"params": [p for n, p in model.named_parameters() if not n.startswith("flow.")], "lr": cfg.lr}]
     if flow is not None:
         groups.append({"params": list(flow.parameters()), "lr": cfg.flow_lr})

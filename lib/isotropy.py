@@ -70,3 +70,11 @@ def cosine_from_mean_unit(w: np.ndarray) -> float:
     unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     n, mean = len(unit), unit.mean(axis=0)
     return (n * n * float(mean @ mean) - n) / (n * (n - 1))
+
+
+def top_direction_alignment(w: np.ndarray) -> float:
+    """|cos| between the mean row of W and its top right-singular vector (1: the largest singular value is the common direction)."""
+    w = _matrix(w)
+    mean = w.mean(axis=0)
+    top = np.linalg.eigh(w.T @ w)[1][:, -1]
+    return float(abs(top @ mean) / max(np.linalg.norm(mean), np.finfo(np.float64).tiny))

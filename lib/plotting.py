@@ -348,12 +348,28 @@ def calibration_summary(summary: pd.DataFrame, methods: list[str]):
     axes[0].set(ylabel="score − uncalibrated score (points)", title="Task score change (error bar: std over seeds)")
     axes[0].legend(frameon=False, fontsize=8)
     by_method = summary.groupby("method", sort=False)[["I1_mean", "time_ratio"]].mean().reindex(methods)
-    axes[1].bar(methods, by_method["I1_mean"], color=COLORS[: len(methods)])
-    axes[1].set(ylabel="I1 of W (1 = isotropic)", title="Isotropy after fine-tuning", ylim=(0, 1.05))
-    axes[2].bar(methods, by_method["time_ratio"], color=COLORS[: len(methods)])
+    positions = np.arange(len(methods))
+    axes[1].scatter(positions, by_method["I1_mean"], s=80, color=COLORS[: len(methods)], zorder=3)
+    for x, value in zip(positions, by_method["I1_mean"]):
+        axes[1].annotate(f"{value:.3f}", (x, value), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
+    low = float(np.nanmin(by_method["I1_mean"]))
+    axes[1].set(ylabel="I1 of W (1 = isotropic)", title="Isotropy after fine-tuning", ylim=(max(0.0, low - 0.1), 1.02))
+    axes[2].bar(positions, by_method["time_ratio"], color=COLORS[: len(methods)])
     axes[2].axhline(1, color="grey", lw=0.8)
     axes[2].set(ylabel="× time per epoch of no calibration", title="Cost")
     for ax in axes[1:]:
-        ax.tick_params(axis="x", rotation=35)
+        ax.set_xticks(positions, methods, rotation=35, ha="right")
+    fig.tight_layout()
+    return fig
+
+
+def spectrum_targets(curves: dict[str, dict[str, np.ndarray]]):
+    """Per model: the singular values of W (first curve) and the spectrum-control priors they are pulled towards (log-log)."""
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.8 * len(curves), 4.3), squeeze=False)
+    for (name, lines), ax in zip(curves.items(), axes[0]):
+        for (label, values), style in zip(lines.items(), ["-", "--", ":"]):
+            ax.plot(np.arange(1, len(values) + 1), values, style, lw=2, label=label)
+        ax.set(xscale="log", yscale="log", xlabel="index k", ylabel="singular value σ_k", title=f"{name}: W and the spectrum priors")
+        ax.legend(frameon=False)
     fig.tight_layout()
     return fig

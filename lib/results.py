@@ -30,12 +30,15 @@ def slug(text: str) -> str:
 
 
 def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
-    """Call write(tmp) on a temporary file beside path, then rename it into place."""
+    """Call write(tmp) on a temporary file beside path, then rename it into place, readable as any new file would be."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; a built book's images must be readable by a web server
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

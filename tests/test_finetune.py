@@ -74,13 +74,27 @@ def test_each_calibration_runs_and_its_loss_goes_down(method):
     lm = tiny_model("bert")
     with torch.no_grad():  # a common direction, as trained embedding matrices have: CosReg starts well above 0
         lm.model.get_input_embeddings().weight.add_(0.05)
-    strong = dict(cos_strength=50.0, spectrum_strength=1.0, flow_hidden=16, flow_lr=1e-2)
+    strong = {"cos_strength": 50.0, "spectrum_strength": 1.0, "flow_hidden": 16, "flow_lr": 1e-2}
     # the flow learns the density of embeddings that move with the encoder: keep the encoder nearly still to see its loss fall
     cfg = finetune.FinetuneConfig(method=method, epochs=3, batch_size=10, lr=1e-5 if method == "flow" else 1e-3, **strong)
     out = finetune.finetune(lm, "stsb", toy(5, regression=True), toy(1, regression=True), cfg)
     losses = out.history["calibration_loss"]
     assert np.isfinite(losses).all() and losses.iloc[-1] < losses.iloc[0]
     assert np.isfinite(out.i1)
+
+
+def test_spectrum_targets_start_at_the_largest_singular_value_and_follow_their_formulas():
+    w = torch.randn(40, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    sigma1 = np.linalg.svd(w.numpy(), compute_uv=False)[0]
+    k = np.arange(1, 7)
+    cfg = finetune.FinetuneConfig(spectrum_gamma_pol=-0.5, spectrum_gamma_exp=0.5, spectrum_c2=0.3)
+    pol = finetune.spectrum_target(w, replace(cfg, method="spectrum-pol")).numpy()
+    exp = finetune.spectrum_target(w, replace(cfg, method="spectrum-exp")).numpy()
+    np.testing.assert_allclose(pol, sigma1 * k**-0.5, rtol=1e-10)
+    np.testing.assert_allclose(exp, sigma1 * np.exp(0.3) * np.exp(-0.3 * k**0.5), rtol=1e-10)
+    assert exp[0] == pytest.approx(sigma1) and np.all(np.diff(exp) < 0)
+    with pytest.raises(BookError, match="needs a spectrum method"):
+        finetune.spectrum_target(w, cfg)
 
 
 def test_bad_method_is_one_line():

@@ -38,3 +38,14 @@ def test_norm_stats_and_bad_input():
     assert isotropy.norm_stats(w) == {"average_norm": 5.0, "mean_vector_norm": 3.0, "ratio": 0.6}
     with pytest.raises(BookError, match="finite"):
         isotropy.partition_measures(np.array([[np.nan, 1.0], [1.0, 2.0]]))
+
+
+def test_top_direction_alignment_finds_a_planted_common_direction(gaussian):
+    direction = np.zeros(10)
+    direction[3] = 1.0
+    assert isotropy.top_direction_alignment(gaussian + 5.0 * direction) > 0.999
+    stretched = (gaussian - gaussian.mean(axis=0)) * np.r_[5.0, np.ones(9)] + 0.1 * direction  # top axis 0, mean along axis 3
+    assert isotropy.top_direction_alignment(stretched) < 0.01
+    w = np.random.default_rng(1).normal(size=(50, 4)) + 1.0
+    v1 = np.linalg.svd(w)[2][0]
+    assert isotropy.top_direction_alignment(w) == pytest.approx(abs(v1 @ w.mean(0)) / np.linalg.norm(w.mean(0)), rel=1e-9)

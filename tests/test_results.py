@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import matplotlib
 
@@ -35,6 +37,15 @@ def test_figures_png_and_pdf(tmp_path):
     folder = tmp_path / "default" / "figures" / "02_y"
     assert sorted(p.name for p in folder.iterdir()) == ["a_figure.pdf", "a_figure.png"]
     assert (folder / "a_figure.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_written_files_get_the_umask_permissions_not_mkstemps_0600(tmp_path):
+    old = os.umask(0o022)
+    try:
+        path = write_atomic(tmp_path / "t.csv", lambda p: p.write_text("x"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644 and path.read_text() == "x"
 
 
 def test_failed_write_leaves_nothing(tmp_path):
