@@ -176,7 +176,7 @@ lines.append(f"- Each of our runs took {steps.min()}-{steps.max()} optimiser ste
 ch.say("**What our run shows, next to the paper.**\n\n" + "\n".join(lines))
 
 # %% [markdown]
-# ## Why spectrum control leaves I1 where it was
+# ## Where the spectrum priors pull W
 #
 # Spectrum control pulls the singular values of W towards a prior. The figure shows the singular
 # values of each pre-trained W next to the two priors with this chapter's constants, and the lines
@@ -184,7 +184,8 @@ ch.say("**What our run shows, next to the paper.**\n\n" + "\n".join(lines))
 # and how closely W's top singular direction follows its mean row. Both priors start at σ1 of W,
 # so neither asks the largest singular value to shrink; where that direction is largely the
 # common direction of all rows (the one centering removes in chapter 12, and the one CosReg
-# pushes against), the fit reshapes the rest of the spectrum and I1 barely moves. The paper
+# pushes against), the fit can only reshape the rest of the spectrum; the last number of each line
+# shows how much I1 moved in this run. The paper
 # reports I1 ≈ 1.00 after spectrum control, which needs the top direction shrunk as well, that is a
 # prior whose c1 lies below σ1 (the paper does not give its constants; `spectrum_c2` and the γ
 # parameters change the shape here, c1 is always σ1).
