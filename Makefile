@@ -21,7 +21,7 @@ test: env
 	$(PY) -m pytest
 
 chapters: env
-	$(PY) -m lib.runner --profile $(PROFILE)
+	$(PY) -m lib.book.runner --profile $(PROFILE)
 
 html: env
 	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going

@@ -1,3 +1,13 @@
-"""Shared code of the book: models, data, extraction, statistics, metrics, plotting, results."""
+"""Shared code of the book, one folder per stage; every chapter calls into it.
 
-__version__ = "0.1.0"
+errors     BookError and the one-line command-line wrapper
+settings   where data, cache, results and models live; device and dtype
+io         atomic file and folder writes, SHA-256 of files
+data/      registry (checksummed files, download CLI), tasks (per-task readers, sampling), glove
+encode/    models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
+measure/   outliers, geometry, isotropy, positional, transforms, vocabulary, metrics
+train/     probe, bpe, pretrain, finetune, calibration
+book/      runner (papermill), chapter (notebook helpers), results, paper (the papers' numbers), plotting
+"""
+
+__version__ = "0.2.0"

@@ -39,7 +39,7 @@ def models_dir() -> Path:
     return _path_from_env("BOOK_MODELS_DIR", REPO_ROOT / "models").resolve()
 
 
-def device(name: str = "auto") -> torch.device:
+def pick_device(name: str = "auto") -> torch.device:
     """`auto` picks CUDA when present, else CPU; `cpu`/`cuda`/`cuda:1` are taken as given."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -59,4 +59,3 @@ def torch_dtype(name: str) -> torch.dtype:
     if name not in DTYPES:
         raise BookError(f"unknown dtype {name!r}; choose one of {', '.join(DTYPES)}")
     return DTYPES[name]
-

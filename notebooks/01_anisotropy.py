@@ -47,14 +47,16 @@ dtype = "float32"
 # %%
 import pandas as pd
 
-import lib.chapter as ch
-from lib import geometry, paper, plotting
-from lib.collectors import SentenceTokenSampler, TokenReservoir
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.encode.collectors import SentenceTokenSampler, TokenReservoir
+from lib.encode.extraction import extract
+from lib.encode.models import layer_index, load_model
 from lib.errors import require
-from lib.extraction import extract
-from lib.models import layer_index, load_model
+from lib.measure import geometry
 
-specs, results, sentences = ch.start("01_anisotropy", profile, models, n_sentences, seed)
+specs, results = ch.begin("01_anisotropy", profile, models)
+sentences = ch.sst2_sentences(n_sentences, seed)
 ch.positive_int("n_pairs", n_pairs)
 ch.positive_int("pca_tokens", pca_tokens)
 require(2 * n_pairs <= n_sentences, f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; n_sentences is {n_sentences}")
@@ -92,7 +94,9 @@ results.figure(fig, "anisotropy_by_layer")
 # %%
 wide = pd.concat({name: t.set_index("layer")["mean_cosine"] for name, t in tables.items()}, axis=1).reset_index()
 ch.show(wide, "Mean cosine similarity of 1 token from each of two random sentences, by layer (ours)")
-ch.show(paper.table("luo2021", "anisotropy_claims"), "What Luo et al. (2021) report for BERT-base and RoBERTa-base (paper; their figure has no printed numbers)")
+ch.show(
+    paper.table("luo2021", "anisotropy_claims"), "What Luo et al. (2021) report for BERT-base and RoBERTa-base (paper; their figure has no printed numbers)"
+)
 
 # %% tags=["hide-input"]
 lines = []
@@ -128,8 +132,10 @@ fig = plotting.plane_views(views, positions, "position in sentence", specials)
 results.figure(fig, "pca_last_layer")
 
 # %% tags=["hide-input"]
-ch.say("\n".join(
-    f"- **{name}**, layer {facts[name]['pca_layer']}: |mean| / mean |x| = {v.mean_vector_norm_ratio:.2f}; "
-    f"the first two components explain {100 * v.explained.sum():.1f}% of the variance."
-    for name, v in views.items()
-))
+ch.say(
+    "\n".join(
+        f"- **{name}**, layer {facts[name]['pca_layer']}: |mean| / mean |x| = {v.mean_vector_norm_ratio:.2f}; "
+        f"the first two components explain {100 * v.explained.sum():.1f}% of the variance."
+        for name, v in views.items()
+    )
+)

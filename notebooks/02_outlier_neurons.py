@@ -45,34 +45,37 @@ dtype = "float32"
 # %%
 import pandas as pd
 
-import lib.chapter as ch
-from lib import outliers, paper, plotting
-from lib.collectors import LayerStats
-from lib.errors import require
-from lib.extraction import extract
-from lib.models import load_model
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.encode.collectors import LayerStats
+from lib.encode.extraction import extract
+from lib.encode.models import load_model
+from lib.measure import outliers
 
-require(isinstance(z_threshold, (int, float)) and z_threshold > 0, f"z_threshold must be a positive number, got {z_threshold!r}")
-require(isinstance(min_layer_share, (int, float)) and 0 < min_layer_share <= 1, f"min_layer_share must be in (0, 1], got {min_layer_share!r}")
-specs, results, sentences = ch.start("02_outlier_neurons", profile, models, n_sentences, seed)
+ch.positive_number("z_threshold", z_threshold)
+ch.share("min_layer_share", min_layer_share)
+specs, results = ch.begin("02_outlier_neurons", profile, models)
+sentences = ch.sst2_sentences(n_sentences, seed)
 parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, seed=seed, dtype=dtype)
 
 # %%
-stats, extremes, pooled, detected, flags, facts = {}, {}, {}, {}, {}, {}
+stats, reports, facts = {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     st = LayerStats(covariance=False)
     extract(lm, sentences, [st], desc=lm.name)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
-    extremes[lm.name] = outliers.extreme_dimensions(st.argmin_counts, st.argmax_counts, st.count)
-    pooled[lm.name] = outliers.pooled_extremes(st.argmin_counts, st.argmax_counts, st.count).assign(model=lm.name, spec=spec)
-    detected[lm.name] = outliers.detect_outliers(st.mean, z_threshold, min_layer_share)
-    flags[lm.name] = outliers.flagged(st.mean, z_threshold)  # (layers, width): flagged per layer
+    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, st.count, z_threshold, min_layer_share)
+    report.pooled = report.pooled.assign(model=lm.name, spec=spec)
     mean_long = pd.DataFrame(st.mean).rename_axis("layer").reset_index().melt(id_vars="layer", var_name="dim", value_name="mean")
-    for name, frame in [("extreme_dimensions_by_layer", extremes[lm.name]), ("extreme_dimensions_pooled", pooled[lm.name]),
-                        ("outlier_dimensions", detected[lm.name]), ("mean_vectors", mean_long)]:
+    for name, frame in [
+        ("extreme_dimensions_by_layer", report.extremes),
+        ("extreme_dimensions_pooled", report.pooled),
+        ("outlier_dimensions", report.detected),
+        ("mean_vectors", mean_long),
+    ]:
         results.table(frame, name, spec, parameters, info)
-    stats[lm.name], facts[lm.name] = st, info
+    stats[lm.name], reports[lm.name], facts[lm.name] = st, report, info
     del lm
 
 # %% [markdown]
@@ -84,12 +87,16 @@ for spec in specs:
 
 # %%
 for name, st in stats.items():
-    fig = plotting.average_vectors(st.mean, flags[name], f"{name}: average token vector by layer ({st.count:,} tokens)")
+    fig = plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} tokens)")
     results.figure(fig, f"average_vectors_{name}")
 
 # %%
-for name, frame in detected.items():
-    ch.show(frame, f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers", precision=1)
+for name, report in reports.items():
+    ch.show(
+        report.detected,
+        f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
+        precision=1,
+    )
 
 # %% [markdown]
 # ## Which dimension is a vector's minimum or maximum
@@ -99,12 +106,12 @@ for name, frame in detected.items():
 # decides the extreme of nearly every vector, whatever the token and its context.
 
 # %%
-fig = plotting.extreme_shares(extremes)
+fig = plotting.extreme_shares({name: report.extremes for name, report in reports.items()})
 results.figure(fig, "extreme_dimension_shares")
 
 # %%
-for name, frame in extremes.items():
-    ch.show(frame, f"{name}: most frequent minimum and maximum dimension per layer (% of {facts[name]['n_tokens']:,} vectors)", precision=2)
+for name, report in reports.items():
+    ch.show(report.extremes, f"{name}: most frequent minimum and maximum dimension per layer (% of {facts[name]['n_tokens']:,} vectors)", precision=2)
 
 # %% [markdown]
 # The paper pools all contextual vectors of all layers (3.68M for BERT-base, 3.59M for
@@ -112,22 +119,27 @@ for name, frame in extremes.items():
 # paper's figures beside ours where the model is one the paper studied (the `paper` profile).
 
 # %%
-ours = pd.concat(pooled.values(), ignore_index=True)
-ours["paper_model"] = ours["spec"].map(ch.PAPER_MODEL)
-paper_dims = paper.table("luo2021", "outlier_dims").rename(columns={"model": "paper_model", "paper_kind": "kind"})
-comparison = ours.merge(paper_dims[["paper_model", "kind", "paper_dim", "paper_percent"]], on=["paper_model", "kind"], how="left")
-ch.show(comparison[["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"]],
-        "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model (– where the paper did not study the model)", precision=2)
-ch.show(paper_dims[["paper_model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"]],
-        "Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences")
+paper_dims = paper.table("luo2021", "outlier_dims").rename(columns={"paper_kind": "kind"})
+comparison = paper.beside(
+    pd.concat([r.pooled for r in reports.values()], ignore_index=True), paper_dims[["model", "kind", "paper_dim", "paper_percent"]], on=["kind"]
+)
+ch.show(
+    comparison[["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"]],
+    "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model "
+    "(– where the paper did not study the model)",
+    precision=2,
+)
+ch.show(
+    paper_dims[["model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"]],
+    "Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences",
+)
 
 # %% tags=["hide-input"]
 lines = []
-for name, frame in detected.items():
-    model_level = frame[frame["model_outlier"]]
-    dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in model_level.itertuples()) or "none"
-    best = pooled[name].loc[pooled[name]["percent"].idxmax()]
-    quiet = [str(layer) for layer, row in enumerate(flags[name]) if not row.any()]
+for name, report in reports.items():
+    dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in report.model_outliers.itertuples()) or "none"
+    best = report.pooled.loc[report.pooled["percent"].idxmax()]
+    quiet = [str(layer) for layer, row in enumerate(report.flags) if not row.any()]
     lines.append(
         f"- **{name}**: model-level outlier dimensions: {dims}. Over all contextual layers, dimension {best['dim']} is the "
         f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors. "

@@ -46,17 +46,18 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import outliers, paper, plotting, positional
-from lib.collectors import LayerStats
-from lib.errors import require
-from lib.extraction import extract
-from lib.models import load_model
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.encode.collectors import LayerStats, PositionProfile
+from lib.encode.extraction import extract
+from lib.encode.models import load_model
+from lib.measure import outliers, positional
 
-require(isinstance(z_threshold, (int, float)) and z_threshold > 0, f"z_threshold must be a positive number, got {z_threshold!r}")
-require(isinstance(min_layer_share, (int, float)) and 0 < min_layer_share <= 1, f"min_layer_share must be in (0, 1], got {min_layer_share!r}")
+ch.positive_number("z_threshold", z_threshold)
+ch.share("min_layer_share", min_layer_share)
 ch.positive_int("max_positions", max_positions)
-specs, results, sentences = ch.start("03_positional_origin", profile, models, n_sentences, seed)
+specs, results = ch.begin("03_positional_origin", profile, models)
+sentences = ch.sst2_sentences(n_sentences, seed)
 parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, max_positions=max_positions, seed=seed, dtype=dtype)
 
 # %%
@@ -65,32 +66,58 @@ for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     stats = LayerStats(covariance=False)
     layers = tuple(range(min(2, lm.n_layers) + 1))  # embedding output, layers 1 and 2
-    with positional.PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
+    with PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
         extract(lm, sentences, [stats, profile_collector], desc=lm.name)
     detected = outliers.detect_outliers(stats.mean, z_threshold, min_layer_share)
     model_level = detected[detected["model_outlier"]]
     dims, signs = model_level["dim"].to_numpy(), model_level["sign"].tolist()
-    tables = positional.embedding_tables(lm)
-    summary = positional.table_summary(tables, z_threshold, n_positions=lm.max_length)
-    position_rows = positional.row_outliers(tables.position[tables.position_offset:tables.position_offset + lm.max_length], z_threshold)
-    position_rows.insert(0, "position", position_rows.pop("row"))
-    position_rows.insert(1, "table_row", position_rows["position"] + tables.position_offset)
+    view = positional.position_view(lm, z_threshold)
     ranks = positional.parameter_ranks(positional.layernorms(lm), dims, signs)
     means = profile_collector.means()
     spread = positional.propagation(means, profile_collector.stages, dims, profile_collector.counts, z_threshold)
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": stats.count, "position_offset": tables.position_offset}
-    for name, frame in [("outlier_dimensions", detected), ("embedding_tables", summary), ("position_embedding_rows", position_rows),
-                        ("layernorm_ranks", ranks), ("propagation", spread)]:
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": stats.count, "position_offset": view.tables.position_offset}
+    for name, frame in [
+        ("outlier_dimensions", detected),
+        ("embedding_tables", view.summary),
+        ("position_embedding_rows", view.rows),
+        ("layernorm_ranks", ranks),
+        ("propagation", spread),
+    ]:
         results.table(frame, name, spec, parameters, info)
-    found[lm.name] = dict(spec=spec, dims=dims, signs=signs, tables=tables, summary=summary, rows=position_rows, ranks=ranks,
-                          spread=spread, z=np.stack([outliers.robust_z(m) for m in means]), stages=profile_collector.stages, info=info)
+    found[lm.name] = dict(
+        spec=spec,
+        dims=dims,
+        signs=signs,
+        view=view,
+        summary=view.summary,
+        rows=view.rows,
+        ranks=ranks,
+        spread=spread,
+        z=np.stack([outliers.robust_z(m) for m in means]),
+        stages=profile_collector.stages,
+        info=info,
+    )
     del lm
 
 # %%
-ch.show(pd.concat([pd.DataFrame({"model": [name], "outlier dims (sign)": [", ".join(f"{d} ({s})" for d, s in zip(f["dims"], f["signs"])) or "none"],
-                                 "tokens": [f["info"]["n_tokens"]], "position offset": [f["info"]["position_offset"]]})
-                   for name, f in found.items()], ignore_index=True),
-        f"Model-level outlier dimensions detected on {n_sentences:,} SST-2 sentences (criterion of chapter 02), and the position-table row read by sequence position 0")
+ch.show(
+    pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": [name],
+                    "outlier dims (sign)": [", ".join(f"{d} ({s})" for d, s in zip(f["dims"], f["signs"])) or "none"],
+                    "tokens": [f["info"]["n_tokens"]],
+                    "position offset": [f["info"]["position_offset"]],
+                }
+            )
+            for name, f in found.items()
+        ],
+        ignore_index=True,
+    ),
+    f"Model-level outlier dimensions detected on {n_sentences:,} SST-2 sentences (criterion of chapter 02), "
+    "and the position-table row read by sequence position 0",
+)
 
 # %% [markdown]
 # ## Position embeddings
@@ -101,9 +128,8 @@ ch.show(pd.concat([pd.DataFrame({"model": [name], "outlier dims (sign)": [", ".j
 
 # %%
 for name, f in found.items():
-    rows = f["rows"]
-    chosen = list(dict.fromkeys([0, 1, 2, int(rows["max_abs_z"].idxmax()), min(50, len(rows) - 1)]))
-    matrix = f["tables"].position[f["info"]["position_offset"] + np.array(chosen)]
+    chosen = f["view"].example_rows()
+    matrix = f["view"].matrix(chosen)
     flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
     titles = [f"position {p} (row {p + f['info']['position_offset']})" for p in chosen]
     fig = plotting.vector_panels(matrix, flags, titles, f"{name}: position embeddings", ylabel="value")
@@ -119,11 +145,15 @@ for name, f in found.items():
 # %%
 for name, f in found.items():
     ch.show(f["summary"], f"{name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1)
-ours = pd.concat([f["summary"].assign(model=name, paper_model=ch.PAPER_MODEL.get(f["spec"])) for name, f in found.items()], ignore_index=True)
-paper_argmax = paper.table("luo2021", "position_argmax").rename(columns={"model": "paper_model", "paper_table": "table"})
-compare = ours[ours["table"] == "position after the first"].merge(paper_argmax[["paper_model", "table", "paper_dim", "paper_percent"]], on=["paper_model", "table"], how="left")
-ch.show(compare[["model", "table", "argmax_dim", "argmax_percent", "paper_dim", "paper_percent"]],
-        "Most frequent maximum dimension of the position embeddings after the first position: ours, and the paper's for the same model (– where the paper did not study it)", precision=1)
+ours = pd.concat([f["summary"].assign(model=name, spec=f["spec"]) for name, f in found.items()], ignore_index=True)
+paper_argmax = paper.table("luo2021", "position_argmax").rename(columns={"paper_table": "table"})
+compare = paper.beside(ours[ours["table"] == "position after the first"], paper_argmax[["model", "table", "paper_dim", "paper_percent"]], on=["table"])
+ch.show(
+    compare[["model", "table", "argmax_dim", "argmax_percent", "paper_dim", "paper_percent"]],
+    "Most frequent maximum dimension of the position embeddings after the first position: ours, and the paper's for the same model "
+    "(– where the paper did not study it)",
+    precision=1,
+)
 ch.show(paper.table("luo2021", "position_embedding_claims"), "Luo et al. (2021), §3 (paper): position embeddings of BERT-base and RoBERTa-base")
 
 # %% [markdown]
@@ -165,16 +195,17 @@ for name, f in found.items():
         results.figure(fig, f"propagation_{name}")
         ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1)
 
+
 # %% tags=["hide-input"]
 def top_layernorm(ranks: pd.DataFrame, top: int = 5) -> str:
     """The LayerNorm parameter in which a dimension ranks in the top `top` in most layers."""
-    best = (ranks[ranks["layer"] > 0].assign(top=lambda r: r["rank"] <= top)
-            .groupby(["layernorm", "param"])["top"].sum().sort_values(ascending=False))
+    best = ranks[ranks["layer"] > 0].assign(top=lambda r: r["rank"] <= top).groupby(["layernorm", "param"])["top"].sum().sort_values(ascending=False)
     (which, param), count = best.index[0], int(best.iloc[0])
     if count == 0:
         return f"in no layer among the top {top} of any LayerNorm's γ or β"
     layers = ranks.query("layernorm == @which and param == @param and layer > 0 and rank <= @top")["layer"].to_numpy()
-    return f"in the top {top} of the {which} LayerNorm's {'γ' if param == 'gamma' else 'β'} in {count} of {ranks['layer'].max()} layers ({outliers.layer_ranges(layers)})"
+    symbol = "γ" if param == "gamma" else "β"
+    return f"in the top {top} of the {which} LayerNorm's {symbol} in {count} of {ranks['layer'].max()} layers ({outliers.layer_ranges(layers)})"
 
 
 lines = []
@@ -182,14 +213,19 @@ for name, f in found.items():
     summary = f["summary"].set_index("table")
     after = summary.loc["position after the first"]
     first = f["rows"].iloc[0]
-    text = (f"- **{name}**: the position-0 embedding has {first['n_flagged']} flagged dimension(s)"
-            f"{' (' + first['flagged_dims'] + ')' if first['n_flagged'] else ''}; "
-            f"{after['rows_with_flagged_dim_percent']:.1f}% of the later positions have one, and dimension {int(after['argmax_dim'])} is the maximum of "
-            f"{after['argmax_percent']:.1f}% of them (token table: {summary.loc['token', 'rows_with_flagged_dim_percent']:.1f}% of rows flagged).")
+    text = (
+        f"- **{name}**: the position-0 embedding has {first['n_flagged']} flagged dimension(s)"
+        f"{' (' + first['flagged_dims'] + ')' if first['n_flagged'] else ''}; "
+        f"{after['rows_with_flagged_dim_percent']:.1f}% of the later positions have one, and dimension {int(after['argmax_dim'])} is the maximum of "
+        f"{after['argmax_percent']:.1f}% of them (token table: {summary.loc['token', 'rows_with_flagged_dim_percent']:.1f}% of rows flagged)."
+    )
     for d in f["dims"]:
         z = f["spread"][f["spread"]["dim"] == d].set_index("stage")["median_z"]
-        text += (f" Dim {d} is {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}; its median z over positions is "
-                 + ", ".join(f"{v:+.1f} ({stage})" for stage, v in z.items()) + ".")
+        text += (
+            f" Dim {d} is {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}; its median z over positions is "
+            + ", ".join(f"{v:+.1f} ({stage})" for stage, v in z.items())
+            + "."
+        )
         last = f["ranks"].query("param == 'gamma' and dim == @d").iloc[-1]
         if abs(last["value"]) < 1e-3:
             text += f" The last LayerNorm's γ[{d}] is {last['value']:.1e}: the model switches this dimension off in its output."

@@ -58,22 +58,41 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import outliers, paper, plotting, probe
-from lib.collectors import AllTokens, LayerStats
-from lib.data import sample_sentences
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data.tasks import sample_sentences
+from lib.encode.collectors import AllTokens, LayerStats
+from lib.encode.extraction import extract
+from lib.encode.models import load_model
 from lib.errors import require
-from lib.extraction import extract
-from lib.models import load_model
+from lib.measure import outliers
+from lib.train import probe
 
-for name, value in dict(n_dev=n_dev, n_test=n_test, max_positions=max_positions, epochs=epochs, batch_size=batch_size, heatmap_positions=heatmap_positions).items():
+for name, value in dict(
+    n_dev=n_dev, n_test=n_test, max_positions=max_positions, epochs=epochs, batch_size=batch_size, heatmap_positions=heatmap_positions
+).items():
     ch.positive_int(name, value)
-require(isinstance(lr, (int, float)) and lr > 0, f"lr must be a positive number, got {lr!r}")
+ch.positive_number("lr", lr)
 require(heatmap_positions <= max_positions, f"heatmap_positions ({heatmap_positions}) cannot exceed max_positions ({max_positions})")
-specs, results, train_sentences = ch.start("04_position_probe", profile, models, n_train, seed)
-splits = {"train": train_sentences, "dev": sample_sentences("sst2", "dev", n_dev, seed), "test": sample_sentences("sst2", "test", n_test, seed)}
-parameters = dict(n_train=n_train, n_dev=n_dev, n_test=n_test, max_positions=max_positions, epochs=epochs, batch_size=batch_size, lr=lr,
-                  z_threshold=z_threshold, min_layer_share=min_layer_share, seed=seed, dtype=dtype)
+specs, results = ch.begin("04_position_probe", profile, models)
+splits = {
+    "train": ch.sst2_sentences(n_train, seed),
+    "dev": sample_sentences("sst2", "dev", n_dev, seed),
+    "test": sample_sentences("sst2", "test", n_test, seed),
+}
+parameters = dict(
+    n_train=n_train,
+    n_dev=n_dev,
+    n_test=n_test,
+    max_positions=max_positions,
+    epochs=epochs,
+    batch_size=batch_size,
+    lr=lr,
+    z_threshold=z_threshold,
+    min_layer_share=min_layer_share,
+    seed=seed,
+    dtype=dtype,
+)
 
 # %%
 accuracy, contribution, heatmaps, found = {}, {}, {}, {}
@@ -93,31 +112,57 @@ for spec in specs:
     acc_rows, contrib_rows, mean_by_dim, maps = [], [], [], []
     for layer in range(lm.n_layers + 1):
         x = {split: t.layer(layer)[keep[split]] for split, t in tokens.items()}
-        trained = probe.train_probe(x["train"], y["train"], x["dev"], y["dev"], max_positions, epochs=epochs, batch_size=batch_size,
-                                    lr=lr, seed=seed, device=device, desc=f"{lm.name} layer {layer}")
+        trained = probe.train_probe(
+            x["train"],
+            y["train"],
+            x["dev"],
+            y["dev"],
+            max_positions,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            seed=seed,
+            device=device,
+            desc=f"{lm.name} layer {layer}",
+        )
         c = probe.contributions(trained.weight, x["test"], y["test"])
-        mean_c = c.mean(axis=0)
-        others = np.setdiff1d(np.arange(lm.width), dims)
-        by_position = probe.contribution_by_position(c, y["test"], heatmap_positions)
-        acc_rows.append({"layer": layer, "dev_accuracy": trained.dev_accuracy[trained.best_epoch - 1], "best_epoch": trained.best_epoch,
-                         "test_accuracy": probe.accuracy(trained.weight, x["test"], y["test"]), "train_tokens": len(y["train"]), "test_tokens": len(y["test"])})
-        row = {"layer": layer, "mean_all": mean_c.mean(), "top_dim": int(mean_c.argmax()),
-               "top_other_dim": int(others[mean_c[others].argmax()]), "top_other": mean_c[others].max()}
-        for d in dims:
-            row[f"dim {d}"] = mean_c[d]
-            row[f"dim {d} rank"] = int((mean_c > mean_c[d]).sum() + 1)
-        contrib_rows.append(row)
+        row, mean_c, heat = probe.contribution_summary(c, y["test"], dims, heatmap_positions)
+        acc_rows.append(
+            {
+                "layer": layer,
+                "dev_accuracy": trained.dev_accuracy[trained.best_epoch - 1],
+                "best_epoch": trained.best_epoch,
+                "test_accuracy": probe.accuracy(trained.weight, x["test"], y["test"]),
+                "train_tokens": len(y["train"]),
+                "test_tokens": len(y["test"]),
+            }
+        )
+        contrib_rows.append({"layer": layer, **row})
         mean_by_dim.append(mean_c)
-        maps.append(np.concatenate([by_position[:, dims], np.nanmax(by_position[:, others], axis=1, keepdims=True)], axis=1))
+        maps.append(heat)
     accuracy[lm.name], contribution[lm.name] = pd.DataFrame(acc_rows), pd.DataFrame(contrib_rows)
     maps = np.stack(maps, axis=1)  # (positions, layers, outlier dims + 1)
     heatmaps[lm.name] = {**{f"dim {d} (outlier)": maps[:, :, i] for i, d in enumerate(dims)}, "largest non-outlier neuron": maps[:, :, -1]}
     all_neurons = pd.DataFrame(np.array(mean_by_dim)).rename_axis("layer").reset_index().melt(id_vars="layer", var_name="dim", value_name="mean_contribution")
-    heat_long = pd.concat([pd.DataFrame(m).rename_axis("position").reset_index().melt(id_vars="position", var_name="layer", value_name="mean_contribution").assign(neuron=label)
-                           for label, m in heatmaps[lm.name].items()], ignore_index=True)
+    heat_long = pd.concat(
+        [
+            pd.DataFrame(m)
+            .rename_axis("position")
+            .reset_index()
+            .melt(id_vars="position", var_name="layer", value_name="mean_contribution")
+            .assign(neuron=label)
+            for label, m in heatmaps[lm.name].items()
+        ],
+        ignore_index=True,
+    )
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "outlier_dims": dims.tolist(), "dropped_tokens": dropped}
-    for name, frame in [("accuracy_by_layer", accuracy[lm.name]), ("contribution_by_layer", contribution[lm.name]),
-                        ("contribution_all_neurons", all_neurons), ("contribution_by_position", heat_long), ("outlier_dimensions", detected)]:
+    for name, frame in [
+        ("accuracy_by_layer", accuracy[lm.name]),
+        ("contribution_by_layer", contribution[lm.name]),
+        ("contribution_all_neurons", all_neurons),
+        ("contribution_by_position", heat_long),
+        ("outlier_dimensions", detected),
+    ]:
         results.table(frame, name, spec, parameters, info)
     found[lm.name] = dict(spec=spec, dims=dims)
     del lm, tokens, x
@@ -165,14 +210,18 @@ for name, maps in heatmaps.items():
 lines = []
 for name in accuracy:
     acc, con, dims = accuracy[name], contribution[name], found[name]["dims"]
-    text = (f"- **{name}**: test accuracy {100 * acc['test_accuracy'].iloc[0]:.1f}% at the embedding output, "
-            f"{100 * acc['test_accuracy'].iloc[1:4].min():.1f}–{100 * acc['test_accuracy'].iloc[1:4].max():.1f}% in layers 1-3, "
-            f"{100 * acc['test_accuracy'].iloc[-1]:.1f}% in the last layer.")
+    text = (
+        f"- **{name}**: test accuracy {100 * acc['test_accuracy'].iloc[0]:.1f}% at the embedding output, "
+        f"{100 * acc['test_accuracy'].iloc[1:4].min():.1f}–{100 * acc['test_accuracy'].iloc[1:4].max():.1f}% in layers 1-3, "
+        f"{100 * acc['test_accuracy'].iloc[-1]:.1f}% in the last layer."
+    )
     for d in dims:
         top = (con[f"dim {d} rank"] == 1).sum()
         above = (con[f"dim {d}"] > con["mean_all"]).sum()
-        text += (f" Dim {d} contributes more than the average neuron in {above} of {len(con)} layers and is the top neuron in {top} "
-                 f"(best rank {con[f'dim {d} rank'].min()}).")
+        text += (
+            f" Dim {d} contributes more than the average neuron in {above} of {len(con)} layers and is the top neuron in {top} "
+            f"(best rank {con[f'dim {d} rank'].min()})."
+        )
     if not len(dims):
         text += " No model-level outlier dimension was detected."
     lines.append(text)

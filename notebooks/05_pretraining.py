@@ -70,34 +70,51 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import outliers, paper, plotting, positional, pretrain
-from lib.collectors import LayerStats
-from lib.data import sample_sentences
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.book.results import Results
+from lib.encode.collectors import LayerStats
+from lib.encode.extraction import extract
+from lib.encode.models import load_model
 from lib.errors import require
-from lib.extraction import extract
-from lib.models import load_model
-from lib.results import Results
+from lib.measure import outliers, positional
 from lib.settings import models_dir
+from lib.train import pretrain
 
-run_names = [n.strip() for n in str(names).split(",") if n.strip()]
-require(len(run_names) == 2 and run_names[0] != run_names[1],
-        f"names must be two different model names, with then without position embeddings, got {names!r}")
+run_names = ch.names(names, "names")
+require(len(run_names) == 2 and run_names[0] != run_names[1], f"names must be two different model names, with then without position embeddings, got {names!r}")
 require(isinstance(retrain, bool), f"retrain must be True or False, got {retrain!r}")
-ch.positive_int("n_sentences", n_sentences)
 ch.positive_int("track_blocks", track_blocks)
-settings = dict(vocab_size=vocab_size, valid_share=valid_share, hidden_size=hidden_size, layers=layers, heads=heads,
-                intermediate_size=intermediate_size, seq_len=seq_len, steps=steps, batch_size=batch_size, lr=lr, warmup=warmup,
-                weight_decay=weight_decay, adam_betas=tuple(adam_betas), adam_eps=adam_eps, clip=clip, mask_prob=mask_prob,
-                dropout=dropout, eval_every=eval_every, seed=seed)
-configs = {run_names[0]: pretrain.PretrainConfig(position_embeddings=True, **settings),
-           run_names[1]: pretrain.PretrainConfig(position_embeddings=False, **settings)}
+settings = dict(
+    vocab_size=vocab_size,
+    valid_share=valid_share,
+    hidden_size=hidden_size,
+    layers=layers,
+    heads=heads,
+    intermediate_size=intermediate_size,
+    seq_len=seq_len,
+    steps=steps,
+    batch_size=batch_size,
+    lr=lr,
+    warmup=warmup,
+    weight_decay=weight_decay,
+    adam_betas=tuple(adam_betas),
+    adam_eps=adam_eps,
+    clip=clip,
+    mask_prob=mask_prob,
+    dropout=dropout,
+    eval_every=eval_every,
+    seed=seed,
+)
+configs = {
+    run_names[0]: pretrain.PretrainConfig(position_embeddings=True, **settings),
+    run_names[1]: pretrain.PretrainConfig(position_embeddings=False, **settings),
+}
 for cfg in configs.values():
     cfg.check()
 plotting.style()
 results = Results("05_pretraining", profile)
-parameters = dict(settings, names=names, track_blocks=track_blocks, n_sentences=n_sentences, z_threshold=z_threshold,
-                  min_layer_share=min_layer_share)
+parameters = dict(settings, names=names, track_blocks=track_blocks, n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share)
 
 # %% [markdown]
 # ## Corpus and tokenizer
@@ -105,8 +122,9 @@ parameters = dict(settings, names=names, track_blocks=track_blocks, n_sentences=
 # %%
 tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(configs[run_names[0]])
 unigram = pretrain.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
-corpus = pd.DataFrame({"split": ["train", "validation"], "blocks": [len(train_blocks), len(valid_blocks)],
-                       "tokens": [train_blocks.numel(), valid_blocks.numel()]})
+corpus = pd.DataFrame(
+    {"split": ["train", "validation"], "blocks": [len(train_blocks), len(valid_blocks)], "tokens": [train_blocks.numel(), valid_blocks.numel()]}
+)
 ch.show(corpus, f"The corpus in blocks of {seq_len} tokens (byte-level BPE, {len(tokenizer):,} tokens in the vocabulary)")
 sample = "The position of a word in a sentence matters."
 print("tokenized:", tokenizer.convert_ids_to_tokens(tokenizer(sample)["input_ids"]))
@@ -126,8 +144,15 @@ if all(s is not None for s in saved.values()):
 histories, tracks = {}, {}
 for name, cfg in configs.items():
     if saved[name] is None:
-        run = pretrain.train(cfg, tokenizer, train_blocks, valid_blocks, track_blocks=track_blocks, device=device,
-                             desc=f"{name} ({'with' if cfg.position_embeddings else 'without'} position embeddings)")
+        run = pretrain.train(
+            cfg,
+            tokenizer,
+            train_blocks,
+            valid_blocks,
+            track_blocks=track_blocks,
+            device=device,
+            desc=f"{name} ({'with' if cfg.position_embeddings else 'without'} position embeddings)",
+        )
         pretrain.save(run, models_dir() / name)
         saved[name] = (run.history, run.track)
         del run
@@ -142,16 +167,33 @@ for name, cfg in configs.items():
     trainable = sum(p.numel() for n, p in lm.model.named_parameters() if cfg.position_embeddings or "position_embeddings" not in n)
     sizes[name] = dict(parameters_millions=trainable / 1e6, n_layers=lm.n_layers, width=lm.width)
     del lm
-summary = pd.DataFrame([{
-    "model": name, "position_embeddings": cfg.position_embeddings, **sizes[name],
-    "steps": int(histories[name]["step"].iloc[-1]), "tokens_seen_millions": histories[name]["tokens_seen"].iloc[-1] / 1e6,
-    "training_minutes": histories[name]["seconds"].sum() / 60, "valid_perplexity": histories[name]["valid_perplexity"].iloc[-1],
-    "unigram_perplexity": unigram,
-} for name, cfg in configs.items()])
-ch.show(summary, "Our two runs: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine, final validation perplexity, and the perplexity of token frequencies alone (no context)", precision=2)
+summary = pd.DataFrame(
+    [
+        {
+            "model": name,
+            "position_embeddings": cfg.position_embeddings,
+            **sizes[name],
+            "steps": int(histories[name]["step"].iloc[-1]),
+            "tokens_seen_millions": histories[name]["tokens_seen"].iloc[-1] / 1e6,
+            "training_minutes": histories[name]["seconds"].sum() / 60,
+            "valid_perplexity": histories[name]["valid_perplexity"].iloc[-1],
+            "unigram_perplexity": unigram,
+        }
+        for name, cfg in configs.items()
+    ]
+)
+ch.show(
+    summary,
+    "Our two runs: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine, "
+    "final validation perplexity, and the perplexity of token frequencies alone (no context)",
+    precision=2,
+)
 results.table(summary, "summary", "trained", parameters)
-ch.show(paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]],
-        "Luo et al. (2021), §3 (paper): RoBERTa-base pre-trained on Wikipedia, 200k steps × 256 sequences of up to 512 tokens", precision=2)
+ch.show(
+    paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]],
+    "Luo et al. (2021), §3 (paper): RoBERTa-base pre-trained on Wikipedia, 200k steps × 256 sequences of up to 512 tokens",
+    precision=2,
+)
 
 # %%
 results.figure(plotting.training_curves(histories, reference=("unigram (no context)", unigram)), "training_curves")
@@ -172,8 +214,11 @@ results.figure(plotting.training_curves(histories, reference=("unigram (no conte
 results.figure(plotting.outlier_track(tracks, z_threshold), "outlier_track")
 for name, t in tracks.items():
     last = t[t["step"] == t["step"].max()]
-    ch.show(last[["layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]],
-            f"{name}, last checkpoint (step {int(last['step'].iloc[0]):,}): per layer, the largest-|mean| dimension and the most frequent maximum/minimum", precision=2)
+    ch.show(
+        last[["layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]],
+        f"{name}, last checkpoint (step {int(last['step'].iloc[0]):,}): per layer, the largest-|mean| dimension and the most frequent maximum/minimum",
+        precision=2,
+    )
 
 
 # %%
@@ -192,28 +237,35 @@ def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
 # in training; the test is whether the geometry of the representations has a dominant dimension.
 
 # %%
-sentences = sample_sentences("sst2", "train", n_sentences, seed)
-stats, detected, pooled, flags = {}, {}, {}, {}
+sentences = ch.sst2_sentences(n_sentences, seed)
+stats, reports = {}, {}
 for name in configs:
     lm = load_model(f"trained:{name}", device=device, dtype=dtype)
     st = LayerStats(covariance=False)
     extract(lm, sentences, [st], desc=name)
     info = {"name": name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
-    detected[name] = outliers.detect_outliers(st.mean, z_threshold, min_layer_share)
-    pooled[name] = outliers.pooled_extremes(st.argmin_counts, st.argmax_counts, st.count).assign(model=name)
-    flags[name] = outliers.flagged(st.mean, z_threshold)
-    results.table(detected[name], "outlier_dimensions", f"trained:{name}", parameters, info)
-    results.table(pooled[name], "extreme_dimensions_pooled", f"trained:{name}", parameters, info)
-    stats[name] = st
+    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, st.count, z_threshold, min_layer_share)
+    report.pooled = report.pooled.assign(model=name)
+    results.table(report.detected, "outlier_dimensions", f"trained:{name}", parameters, info)
+    results.table(report.pooled, "extreme_dimensions_pooled", f"trained:{name}", parameters, info)
+    stats[name], reports[name] = st, report
     del lm
 
 # %%
 for name, st in stats.items():
-    results.figure(plotting.average_vectors(st.mean, flags[name], f"{name}: average token vector by layer ({st.count:,} SST-2 tokens)"),
-                   f"average_vectors_{name}")
-    ch.show(detected[name], f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers", precision=1)
-ch.show(pd.concat(pooled.values(), ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]],
-        "Most frequent minimum/maximum dimension over all contextual layers (paper, RoBERTa-base w/ PE: dim 81 is the maximum of 82.56%)", precision=2)
+    results.figure(
+        plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} SST-2 tokens)"), f"average_vectors_{name}"
+    )
+    ch.show(
+        reports[name].detected,
+        f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
+        precision=1,
+    )
+ch.show(
+    pd.concat([r.pooled for r in reports.values()], ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]],
+    "Most frequent minimum/maximum dimension over all contextual layers (paper, RoBERTa-base w/ PE: dim 81 is the maximum of 82.56%)",
+    precision=2,
+)
 
 # %% [markdown]
 # ## The position embeddings the PE model learned (chapter 03's view)
@@ -225,19 +277,20 @@ ch.show(pd.concat(pooled.values(), ignore_index=True)[["model", "kind", "dim", "
 # %%
 pe_name = run_names[0]
 lm = load_model(f"trained:{pe_name}", device=device, dtype=dtype)
-tables = positional.embedding_tables(lm)
-table_view = positional.table_summary(tables, z_threshold, n_positions=lm.max_length)
-position_rows = positional.row_outliers(tables.position[tables.position_offset:tables.position_offset + lm.max_length], z_threshold)
-model_dims = detected[pe_name][detected[pe_name]["model_outlier"]]
+view = positional.position_view(lm, z_threshold)
+model_dims = reports[pe_name].model_outliers
 ranks = positional.parameter_ranks(positional.layernorms(lm), model_dims["dim"].to_numpy(), model_dims["sign"].tolist())
 del lm
-results.table(table_view, "embedding_tables", f"trained:{pe_name}", parameters)
-ch.show(table_view, f"{pe_name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1)
-chosen = list(dict.fromkeys([0, 1, 2, int(position_rows["max_abs_z"].idxmax()), len(position_rows) - 1]))
-matrix = tables.position[tables.position_offset + np.array(chosen)]
-results.figure(plotting.vector_panels(matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold,
-                                      [f"position {p}" for p in chosen], f"{pe_name}: learned position embeddings", ylabel="value"),
-               f"position_embeddings_{pe_name}")
+results.table(view.summary, "embedding_tables", f"trained:{pe_name}", parameters)
+ch.show(view.summary, f"{pe_name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1)
+chosen = view.example_rows()
+matrix = view.matrix(chosen)
+results.figure(
+    plotting.vector_panels(
+        matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold, [f"position {p}" for p in chosen], f"{pe_name}: learned position embeddings", ylabel="value"
+    ),
+    f"position_embeddings_{pe_name}",
+)
 if len(model_dims):
     results.figure(plotting.layernorm_ranks({pe_name: ranks}), "layernorm_ranks")
 
@@ -245,9 +298,8 @@ if len(model_dims):
 lines = []
 for name, cfg in configs.items():
     h, t = histories[name], tracks[name]
-    model_level = detected[name][detected[name]["model_outlier"]]
-    dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in model_level.itertuples()) or "none"
-    best = pooled[name].loc[pooled[name]["percent"].idxmax()]
+    dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in reports[name].model_outliers.itertuples()) or "none"
+    best = reports[name].pooled.loc[reports[name].pooled["percent"].idxmax()]
     last_layer = int(t["layer"].max())
     top, held = stable_top(t, last_layer)
     last_z = float(t[(t["layer"] == last_layer) & (t["step"] == t["step"].max())]["top_z"].iloc[0])
@@ -259,13 +311,17 @@ for name, cfg in configs.items():
         f"for the last {held} of {t['step'].nunique()} checkpoints. On SST-2, model-level outlier dimensions: {dims}; over all contextual "
         f"layers dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors."
     )
-pe_after = table_view.set_index("table").loc["position after the first"]
-lines.append(f"- The PE model's position table: {pe_after['rows_with_flagged_dim_percent']:.1f}% of positions after the first have a flagged "
-             f"dimension; dimension {int(pe_after['argmax_dim'])} is the maximum of {pe_after['argmax_percent']:.1f}% of them.")
+pe_after = view.summary.set_index("table").loc["position after the first"]
+lines.append(
+    f"- The PE model's position table: {pe_after['rows_with_flagged_dim_percent']:.1f}% of positions after the first have a flagged "
+    f"dimension; dimension {int(pe_after['argmax_dim'])} is the maximum of {pe_after['argmax_percent']:.1f}% of them."
+)
 ppl = {name: h["valid_perplexity"].iloc[-1] for name, h in histories.items()}
-lines.append(f"- Perplexity ratio without/with position embeddings: {ppl[run_names[1]] / ppl[run_names[0]]:.2f}× (paper: 354.0 / 4.3 = 82×); "
-             f"token frequencies alone give {unigram:.1f}, so the models are at {ppl[run_names[0]] / unigram:.2f}× (PE) and "
-             f"{ppl[run_names[1]] / unigram:.2f}× (no PE) the perplexity of a model that ignores the context.")
+lines.append(
+    f"- Perplexity ratio without/with position embeddings: {ppl[run_names[1]] / ppl[run_names[0]]:.2f}× (paper: 354.0 / 4.3 = 82×); "
+    f"token frequencies alone give {unigram:.1f}, so the models are at {ppl[run_names[0]] / unigram:.2f}× (PE) and "
+    f"{ppl[run_names[1]] / unigram:.2f}× (no PE) the perplexity of a model that ignores the context."
+)
 ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 
 # %% [markdown]

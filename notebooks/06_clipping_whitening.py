@@ -50,26 +50,38 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import geometry, outliers, paper, plotting, transforms, words
-from lib.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
-from lib.data import load
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data.registry import load
+from lib.encode import words
+from lib.encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
+from lib.encode.extraction import extract
+from lib.encode.models import load_model
 from lib.errors import require
-from lib.extraction import extract
-from lib.models import load_model
+from lib.measure import geometry, outliers, transforms
 
 for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word, pca_tokens=pca_tokens).items():
     ch.positive_int(name, value)
 require(2 * n_pairs <= n_sentences, f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; n_sentences is {n_sentences}")
-specs, results, drawn = ch.start("06_clipping_whitening", profile, models, n_sentences + n_fit, seed)
+specs, results = ch.begin("06_clipping_whitening", profile, models)
+drawn = ch.sst2_sentences(n_sentences + n_fit, seed)
 measure, fit = drawn[:n_sentences], drawn[n_sentences:]
 train = load("sst2", "train")["sentence"].tolist()
 occurrences = words.word_occurrences(train, n_words, per_word, min_sentences=10, seed=seed)
 word_sentences = [train[s] for _, s, _ in occurrences]
 word_groups = np.repeat(np.arange(n_words), per_word)
 print(f"measure {len(measure):,} and fit {len(fit):,} sentences; self-similarity: {n_words} words x {per_word} sentences")
-parameters = dict(n_sentences=n_sentences, n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word, pca_tokens=pca_tokens,
-                  z_threshold=z_threshold, seed=seed, dtype=dtype)
+parameters = dict(
+    n_sentences=n_sentences,
+    n_pairs=n_pairs,
+    n_fit=n_fit,
+    n_words=n_words,
+    per_word=per_word,
+    pca_tokens=pca_tokens,
+    z_threshold=z_threshold,
+    seed=seed,
+    dtype=dtype,
+)
 
 # %%
 aniso, selfsim, views, view_positions, view_special, facts = {}, {}, {}, {}, {}, {}
@@ -77,7 +89,7 @@ for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     stats = LayerStats(covariance=True)
     extract(lm, fit, [stats], desc=f"{lm.name} fit")
-    variants = transforms.layer_variants(stats.mean, stats.covariance(), outliers.flagged(stats.mean, z_threshold))
+    variants = transforms.layer_variants(outliers.flagged(stats.mean, z_threshold), transforms.whitening_from_moments(stats.mean, stats.covariance()))
     sampler, reservoir = SentenceTokenSampler(seed=seed), TokenReservoir(k=pca_tokens, seed=seed, layers=[lm.n_layers])
     extract(lm, measure, [sampler, reservoir], desc=f"{lm.name} measure")
     _, _, _, vectors = sampler.result()
@@ -87,10 +99,18 @@ for spec in specs:
         for layer, t in enumerate(per_layer):
             cos = geometry.pair_cosines(t.transform(vectors[:, layer])[:, None, :], n_pairs, seed)[:, 0]
             ss = geometry.self_similarity(t.transform(word_vectors[:, layer]), word_groups)
-            rows.append({"variant": variant, "layer": layer, "mean_cosine": cos.mean(), "ci95": 1.96 * cos.std(ddof=1) / np.sqrt(len(cos)),
-                         "self_similarity": ss, "self_similarity_minus_anisotropy": ss - cos.mean(),
-                         "clipped_dims": " ".join(map(str, variants["clipped"][layer].dims)),
-                         "whitening_dropped_components": variants["whitened"][layer].dropped_})
+            rows.append(
+                {
+                    "variant": variant,
+                    "layer": layer,
+                    "mean_cosine": cos.mean(),
+                    "ci95": 1.96 * cos.std(ddof=1) / np.sqrt(len(cos)),
+                    "self_similarity": ss,
+                    "self_similarity_minus_anisotropy": ss - cos.mean(),
+                    "clipped_dims": " ".join(map(str, variants["clipped"][layer].dims)),
+                    "whitening_dropped_components": variants["whitened"][layer].dropped_,
+                }
+            )
     table = pd.DataFrame(rows)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": stats.count}
     results.table(table, "geometry_by_variant", spec, parameters, info)
@@ -106,8 +126,9 @@ for spec in specs:
 # ## Anisotropy and self-similarity, raw vs clipped vs whitened
 
 # %%
-fig = plotting.variants_by_layer(aniso, ["mean_cosine", "self_similarity_minus_anisotropy"],
-                                 ["average cosine of random token pairs", "self-similarity − anisotropy"])
+fig = plotting.variants_by_layer(
+    aniso, ["mean_cosine", "self_similarity_minus_anisotropy"], ["average cosine of random token pairs", "self-similarity − anisotropy"]
+)
 results.figure(fig, "anisotropy_self_similarity")
 for name, table in aniso.items():
     wide = table.pivot(index="layer", columns="variant", values=["mean_cosine", "self_similarity_minus_anisotropy"])
@@ -132,7 +153,7 @@ lines = []
 for name, t in aniso.items():
     ctx = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="mean_cosine")
     ss = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="self_similarity_minus_anisotropy")
-    drop = (ctx["raw"] - ctx["clipped"])
+    drop = ctx["raw"] - ctx["clipped"]
     lines.append(
         f"- **{name}**: over the contextual layers, mean random-pair cosine {ctx['raw'].mean():.3f} raw, {ctx['clipped'].mean():.3f} clipped, "
         f"{ctx['whitened'].mean():.3f} whitened (largest drop from clipping {drop.max():.3f}, layer {int(drop.idxmax())}). "

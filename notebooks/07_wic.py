@@ -42,18 +42,16 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import geometry, metrics, outliers, paper, plotting, transforms, words
-from lib.collectors import LayerStats
-from lib.data import wic
-from lib.errors import require
-from lib.models import load_model
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data.tasks import subsample, wic
+from lib.encode import words
+from lib.encode.collectors import LayerStats
+from lib.encode.models import load_model
+from lib.measure import geometry, metrics, outliers, transforms
 
 specs, results = ch.begin("07_wic", profile, models)
-ch.positive_int("n_pairs", n_pairs)
-train_all, dev = wic("train"), wic("dev")
-require(n_pairs <= len(train_all), f"WiC train has {len(train_all)} pairs; n_pairs={n_pairs} is too many")
-train = train_all if n_pairs == len(train_all) else train_all.sample(n=n_pairs, random_state=seed).reset_index(drop=True)
+train, dev = subsample(wic("train"), n_pairs, seed), wic("dev")
 thresholds = np.round(np.arange(1, 10) / 10, 1)
 baseline = {split: 100 * frame["same_sense"].mean() for split, frame in (("train", train), ("dev", dev))}
 print(f"WiC: {len(train):,} training pairs, {len(dev):,} development pairs; models: {', '.join(specs)}")
@@ -65,7 +63,7 @@ def pair_vectors(lm, frame, collectors=(), desc=""):
     sentences = frame["sentence1"].tolist() + frame["sentence2"].tolist()
     indices = frame["index1"].tolist() + frame["index2"].tolist()
     v = words.word_vectors(lm, sentences, indices, collectors, desc=desc)
-    return v[: len(frame)], v[len(frame):]
+    return v[: len(frame)], v[len(frame) :]
 
 
 # %%
@@ -78,7 +76,7 @@ for spec in specs:
     usable = {split: ~np.isnan(v[0][:, 0, 0]) & ~np.isnan(v[1][:, 0, 0]) for split, v in (("train", train_vectors), ("dev", dev_vectors))}
     if not all(u.all() for u in usable.values()):
         print(f"{lm.name}: {sum(int((~u).sum()) for u in usable.values())} pairs whose target lies beyond the model's maximum length are left out")
-    variants = transforms.layer_variants(stats.mean, stats.covariance(), outliers.flagged(stats.mean, z_threshold))
+    variants = transforms.layer_variants(outliers.flagged(stats.mean, z_threshold), transforms.whitening_from_moments(stats.mean, stats.covariance()))
     rows = []
     for variant, per_layer in variants.items():
         for layer, t in enumerate(per_layer):
@@ -95,9 +93,18 @@ for spec in specs:
         tr = part[part["split"] == "train"]
         top = tr.loc[tr["accuracy"].idxmax()]
         dev_acc = part.query("split == 'dev' and layer == @top.layer and threshold == @top.threshold")["accuracy"].iloc[0]
-        best.append({"model": lm.name, "spec": spec, "variant": variant, "layer": int(top["layer"]), "threshold": top["threshold"],
-                     "train_accuracy": top["accuracy"], "dev_accuracy_of_that_choice": dev_acc,
-                     "dev_best_accuracy": part[part["split"] == "dev"]["accuracy"].max()})
+        best.append(
+            {
+                "model": lm.name,
+                "spec": spec,
+                "variant": variant,
+                "layer": int(top["layer"]),
+                "threshold": top["threshold"],
+                "train_accuracy": top["accuracy"],
+                "dev_accuracy_of_that_choice": dev_acc,
+                "dev_best_accuracy": part[part["split"] == "dev"]["accuracy"].max(),
+            }
+        )
     del lm, stats
 best = pd.DataFrame(best)
 for spec, part in best.groupby("spec", sort=False):
@@ -112,15 +119,26 @@ for spec, part in best.groupby("spec", sort=False):
 # allow (the same optimism as the paper's number, on the development pairs).
 
 # %%
-ch.show(best.drop(columns="spec"), f"WiC: best layer/threshold on {len(train):,} training pairs, and its development accuracy (%); "
-        f"always-'same sense' baseline {baseline['train']:.1f}% (train), {baseline['dev']:.1f}% (dev)", precision=1)
-ours = best.assign(paper_model=best["spec"].map(ch.PAPER_MODEL))
-paper_wic = paper.table("luo2021", "wic").rename(columns={"model": "paper_model", "paper_variant": "variant"})
+ch.show(
+    best.drop(columns="spec"),
+    f"WiC: best layer/threshold on {len(train):,} training pairs, and its development accuracy (%); "
+    f"always-'same sense' baseline {baseline['train']:.1f}% (train), {baseline['dev']:.1f}% (dev)",
+    precision=1,
+)
+paper_wic = paper.table("luo2021", "wic").rename(columns={"paper_variant": "variant"})
 paper_wic["variant"] = paper_wic["variant"].map({"raw": "raw", "clip": "clipped", "whiten": "whitened", "baseline": "baseline"})
-ch.show(ours.merge(paper_wic, on=["paper_model", "variant"], how="left")[["model", "variant", "layer", "threshold", "train_accuracy", "paper_layer", "paper_threshold", "paper_accuracy_percent"]],
-        "Ours beside the paper's value for the same model (– where the paper did not study the model)", precision=1)
-ch.show(paper_wic[["paper_model", "variant", "paper_layer", "paper_threshold", "paper_accuracy_percent", "paper_source"]],
-        "Luo et al. (2021) Table 1 and Luo's thesis Table 4.1 (paper): WiC training set", precision=1)
+ch.show(
+    paper.beside(best, paper_wic, on=["variant"])[
+        ["model", "variant", "layer", "threshold", "train_accuracy", "paper_layer", "paper_threshold", "paper_accuracy_percent"]
+    ],
+    "Ours beside the paper's value for the same model (– where the paper did not study the model)",
+    precision=1,
+)
+ch.show(
+    paper_wic[["model", "variant", "paper_layer", "paper_threshold", "paper_accuracy_percent", "paper_source"]],
+    "Luo et al. (2021) Table 1 and Luo's thesis Table 4.1 (paper): WiC training set",
+    precision=1,
+)
 
 # %% [markdown]
 # ## Accuracy by layer
@@ -137,7 +155,8 @@ lines = []
 for name, part in best.groupby("model", sort=False):
     p = part.set_index("variant")
     lines.append(
-        f"- **{name}**: best training accuracy {p.loc['raw', 'train_accuracy']:.1f}% raw (layer {p.loc['raw', 'layer']}, threshold {p.loc['raw', 'threshold']:.1f}), "
+        f"- **{name}**: best training accuracy {p.loc['raw', 'train_accuracy']:.1f}% raw "
+        f"(layer {p.loc['raw', 'layer']}, threshold {p.loc['raw', 'threshold']:.1f}), "
         f"{p.loc['clipped', 'train_accuracy']:.1f}% clipped, {p.loc['whitened', 'train_accuracy']:.1f}% whitened; chosen on train and scored on dev: "
         f"{p.loc['raw', 'dev_accuracy_of_that_choice']:.1f}% raw, {p.loc['clipped', 'dev_accuracy_of_that_choice']:.1f}% clipped, "
         f"{p.loc['whitened', 'dev_accuracy_of_that_choice']:.1f}% whitened (baseline {baseline['dev']:.1f}%)."

@@ -46,24 +46,25 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import geometry, glove, metrics, outliers, paper, plotting, transforms
-from lib.collectors import LayerStats, SentenceMeans
-from lib.data import STS_LABELS, STS_SETS, sts_pairs
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data import glove
+from lib.data.tasks import STS_LABELS, STS_SETS, sts_pairs, subsample
+from lib.encode.collectors import LayerStats, SentenceMeans
+from lib.encode.extraction import extract
+from lib.encode.models import load_model
 from lib.errors import require
-from lib.extraction import extract
-from lib.models import load_model
+from lib.measure import geometry, metrics, outliers, transforms
 
 specs, results = ch.begin("08_sts", profile, models)
-names = [d.strip() for d in str(datasets).split(",") if d.strip()]
-require(len(names) > 0 and set(names) <= set(STS_SETS), f"datasets must be a comma-separated subset of {', '.join(STS_SETS)}; got {datasets!r}")
+names = ch.names(datasets, "datasets", STS_SETS)
 require(isinstance(max_pairs, int) and max_pairs >= 0, f"max_pairs must be 0 (all) or a positive integer, got {max_pairs!r}")
-pairs = {}
-for name in names:
-    frame = sts_pairs(name)
-    pairs[name] = frame if not max_pairs or max_pairs >= len(frame) else frame.sample(n=max_pairs, random_state=seed).reset_index(drop=True)
-ch.show(pd.DataFrame([{"data set": STS_LABELS[n], "pairs": len(f), "subsets": ", ".join(sorted(f["subset"].unique()))} for n, f in pairs.items()]),
-        "Scored sentence pairs used")
+pairs = {name: sts_pairs(name) for name in names}
+pairs = {name: subsample(frame, max_pairs or len(frame), seed) for name, frame in pairs.items()}
+ch.show(
+    pd.DataFrame([{"data set": STS_LABELS[n], "pairs": len(f), "subsets": ", ".join(sorted(f["subset"].unique()))} for n, f in pairs.items()]),
+    "Scored sentence pairs used",
+)
 parameters = dict(datasets=names, max_pairs=max_pairs, z_threshold=z_threshold, seed=seed, dtype=dtype)
 
 # %% [markdown]
@@ -74,8 +75,13 @@ baseline = []
 for name, frame in pairs.items():
     a, cover_a = glove.sentence_vectors(frame["sentence1"].tolist())
     b, cover_b = glove.sentence_vectors(frame["sentence2"].tolist())
-    baseline.append({"dataset": STS_LABELS[name], "spearman_x100": metrics.spearman_x100(geometry.row_cosines(a, b), frame["score"]),
-                     "tokens_in_vocabulary_percent": 50 * (cover_a + cover_b)})
+    baseline.append(
+        {
+            "dataset": STS_LABELS[name],
+            "spearman_x100": metrics.spearman_x100(geometry.row_cosines(a, b), frame["score"]),
+            "tokens_in_vocabulary_percent": 50 * (cover_a + cover_b),
+        }
+    )
 baseline = pd.DataFrame(baseline)
 _ = results.table(baseline, "glove_baseline", "glove-6b-50d", parameters)
 
@@ -92,19 +98,29 @@ for spec in specs:
         where = {s: i for i, s in enumerate(sentences)}
         stats, pooled = LayerStats(covariance=False), SentenceMeans(len(sentences))
         extract(lm, sentences, [stats, pooled], desc=f"{lm.name} {STS_LABELS[name]}")
-        encoded[name] = (pooled.result(), frame["sentence1"].map(where).to_numpy(), frame["sentence2"].map(where).to_numpy(),
-                         outliers.flagged(stats.mean, z_threshold))
+        encoded[name] = (
+            pooled.result(),
+            frame["sentence1"].map(where).to_numpy(),
+            frame["sentence2"].map(where).to_numpy(),
+            outliers.flagged(stats.mean, z_threshold),
+        )
+    whitening = transforms.whitening_from_vectors(np.concatenate([v for v, *_ in encoded.values()]))  # one fit on every set's sentences
+    variants = {name: transforms.layer_variants(flags, whitening) for name, (_, _, _, flags) in encoded.items()}
     rows = []
     for layer in range(lm.n_layers + 1):
-        whiten = transforms.Whiten(drop_null=True).fit(np.concatenate([v[:, layer] for v, *_ in encoded.values()]))
-        for name, (vectors, a, b, flags) in encoded.items():
-            x = vectors[:, layer]
-            fitted = {"raw": transforms.Identity(), "clipped": transforms.Clip(np.flatnonzero(flags[layer]), lm.width), "whitened": whiten}
-            for variant, t in fitted.items():
-                y = t.transform(x)
-                rows.append({"dataset": STS_LABELS[name], "variant": variant, "layer": layer,
-                             "spearman_x100": metrics.spearman_x100(geometry.row_cosines(y[a], y[b]), pairs[name]["score"]),
-                             "n_pairs": len(a), "n_sentences": len(x)})
+        for name, (vectors, a, b, _) in encoded.items():
+            for variant, per_layer in variants[name].items():
+                y = per_layer[layer].transform(vectors[:, layer])
+                rows.append(
+                    {
+                        "dataset": STS_LABELS[name],
+                        "variant": variant,
+                        "layer": layer,
+                        "spearman_x100": metrics.spearman_x100(geometry.row_cosines(y[a], y[b]), pairs[name]["score"]),
+                        "n_pairs": len(a),
+                        "n_sentences": len(vectors),
+                    }
+                )
     table = pd.DataFrame(rows)
     results.table(table, "spearman_by_layer", spec, parameters, {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width})
     scores[spec] = (lm.name, table)
@@ -126,12 +142,17 @@ best = pd.concat(best, ignore_index=True)
 order = [STS_LABELS[n] for n in names]
 cells = best.assign(cell=lambda t: t["spearman_x100"].map("{:.2f}".format) + " (" + t["layer"].astype(str) + ")")
 wide = cells.pivot_table(index=["model", "variant"], columns="dataset", values="cell", aggfunc="first", sort=False)[order].reset_index()
-glove_row = pd.DataFrame([{"model": "avg. GloVe 6B 50-d", "variant": "baseline", **baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format).to_dict()}])
+glove_row = pd.DataFrame(
+    [{"model": "avg. GloVe 6B 50-d", "variant": "baseline", **baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format).to_dict()}]
+)
 ch.show(pd.concat([glove_row, wide], ignore_index=True), "Ours: best Spearman × 100 (layer) per data set")
 paper_sts = paper.table("luo2021", "sts")
 paper_sts["cell"] = paper_sts["paper_spearman_x100"].map("{:.2f}".format) + paper_sts["paper_layer"].map(lambda v: "" if pd.isna(v) else f" ({int(v)})")
 paper_wide = paper_sts.pivot_table(index=["model", "paper_variant", "paper_source"], columns="paper_dataset", values="cell", aggfunc="first", sort=False)
-ch.show(paper_wide[[c for c in order if c in paper_wide.columns]].reset_index(), "Luo et al. (2021) Table 2 and Luo's thesis Table 4.2 (paper): BERT-base, RoBERTa-base, avg. GloVe 300-d")
+ch.show(
+    paper_wide[[c for c in order if c in paper_wide.columns]].reset_index(),
+    "Luo et al. (2021) Table 2 and Luo's thesis Table 4.2 (paper): BERT-base, RoBERTa-base, avg. GloVe 300-d",
+)
 
 # %%
 mean_by_layer = {name: table.groupby(["variant", "layer"], sort=False)["spearman_x100"].mean().reset_index() for name, table in scores.values()}
@@ -147,7 +168,8 @@ for spec, (name, table) in scores.items():
     touched = per_layer[(per_layer["clipped"] - per_layer["raw"]).abs() > 1e-9]
     lines.append(
         f"- **{name}**: in the {len(touched)} of {len(per_layer)} (data set, layer) cells where clipping removes a dimension, it raises "
-        f"Spearman in {int((touched['clipped'] > touched['raw']).sum())} (mean change {float((touched['clipped'] - touched['raw']).mean()) if len(touched) else 0.0:+.2f}); "
+        f"Spearman in {int((touched['clipped'] > touched['raw']).sum())} "
+        f"(mean change {float((touched['clipped'] - touched['raw']).mean()) if len(touched) else 0.0:+.2f}); "
         f"clipping raises the best score on {int((b['clipped'] > b['raw']).sum())} of {len(b)} data sets "
         f"(mean change {float((b['clipped'] - b['raw']).mean()):+.2f}); whitening on {int((b['whitened'] > b['raw']).sum())} of {len(b)} "
         f"(mean change {float((b['whitened'] - b['raw']).mean()):+.2f}). The raw model beats 50-d GloVe on "

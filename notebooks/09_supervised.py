@@ -53,25 +53,44 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import outliers, paper, plotting, probe, transforms
-from lib.collectors import LayerStats, SentenceMeans
-from lib.data import CLASSIFICATION_TASKS, classification_splits
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data.tasks import CLASSIFICATION_TASKS, classification_splits
+from lib.encode.collectors import LayerStats, SentenceMeans
+from lib.encode.extraction import extract
+from lib.encode.models import load_model
 from lib.errors import require
-from lib.extraction import extract
-from lib.models import load_model
+from lib.measure import outliers, transforms
+from lib.train import probe
 
 specs, results = ch.begin("09_supervised", profile, models)
-names = [t.strip() for t in str(tasks).split(",") if t.strip()]
-require(len(names) > 0 and set(names) <= set(CLASSIFICATION_TASKS), f"tasks must be a comma-separated subset of {', '.join(CLASSIFICATION_TASKS)}; got {tasks!r}")
+names = ch.names(tasks, "tasks", CLASSIFICATION_TASKS)
 for table in (n_train, n_dev, n_test, batch_size):
     require(isinstance(table, dict) and set(names) <= set(table), f"n_train, n_dev, n_test and batch_size need an entry for every task ({', '.join(names)})")
 ch.positive_int("epochs", epochs)
 data = {task: classification_splits(task, n_train[task], n_dev[task], n_test[task], seed) for task in names}
-ch.show(pd.DataFrame([{"task": CLASSIFICATION_TASKS[t], "classes": len(np.unique(d["train"][1])), **{s: len(d[s][0]) for s in ("train", "dev", "test")}} for t, d in data.items()]),
-        "Examples used per task (samples; see the parameters)")
-parameters = dict(tasks=names, n_train=n_train, n_dev=n_dev, n_test=n_test, batch_size=batch_size, epochs=epochs, lr=lr, bias=bias,
-                  z_threshold=z_threshold, seed=seed, dtype=dtype)
+ch.show(
+    pd.DataFrame(
+        [
+            {"task": CLASSIFICATION_TASKS[t], "classes": len(np.unique(d["train"][1])), **{s: len(d[s][0]) for s in ("train", "dev", "test")}}
+            for t, d in data.items()
+        ]
+    ),
+    "Examples used per task (samples; see the parameters)",
+)
+parameters = dict(
+    tasks=names,
+    n_train=n_train,
+    n_dev=n_dev,
+    n_test=n_test,
+    batch_size=batch_size,
+    epochs=epochs,
+    lr=lr,
+    bias=bias,
+    z_threshold=z_threshold,
+    seed=seed,
+    dtype=dtype,
+)
 
 # %%
 scores = {}
@@ -85,20 +104,37 @@ for spec in specs:
             extract(lm, texts, [pooled[split]] + ([stats] if split == "train" else []), desc=f"{lm.name} {CLASSIFICATION_TASKS[task]} {split}")
         vectors = {split: p.result() for split, p in pooled.items()}
         labels = {split: y for split, (_, y) in splits.items()}
-        flags = outliers.flagged(stats.mean, z_threshold)
+        variants = transforms.layer_variants(outliers.flagged(stats.mean, z_threshold), transforms.whitening_from_vectors(vectors["train"]))
         n_classes = int(labels["train"].max()) + 1
         for layer in range(lm.n_layers + 1):
-            train_x = vectors["train"][:, layer]
-            fitted = {"raw": transforms.Identity(), "clipped": transforms.Clip(np.flatnonzero(flags[layer]), lm.width),
-                      "whitened": transforms.Whiten(drop_null=True).fit(train_x)}
-            for variant, t in fitted.items():
+            for variant, per_layer in variants.items():
+                t = per_layer[layer]
                 x = {split: t.transform(v[:, layer]).astype(np.float32) for split, v in vectors.items()}
-                model = probe.train_probe(x["train"], labels["train"], x["dev"], labels["dev"], n_classes, epochs=epochs,
-                                          batch_size=batch_size[task], lr=lr, seed=seed, device=device, bias=bias,
-                                          desc=f"{lm.name} {task} layer {layer} {variant}")
-                rows.append({"task": CLASSIFICATION_TASKS[task], "variant": variant, "layer": layer,
-                             "dev_accuracy": 100 * model.dev_accuracy[model.best_epoch - 1], "test_accuracy": 100 * model.accuracy(x["test"], labels["test"]),
-                             "best_epoch": model.best_epoch, "clipped_dims": len(t.dims) if variant == "clipped" else 0})
+                model = probe.train_probe(
+                    x["train"],
+                    labels["train"],
+                    x["dev"],
+                    labels["dev"],
+                    n_classes,
+                    epochs=epochs,
+                    batch_size=batch_size[task],
+                    lr=lr,
+                    seed=seed,
+                    device=device,
+                    bias=bias,
+                    desc=f"{lm.name} {task} layer {layer} {variant}",
+                )
+                rows.append(
+                    {
+                        "task": CLASSIFICATION_TASKS[task],
+                        "variant": variant,
+                        "layer": layer,
+                        "dev_accuracy": 100 * model.dev_accuracy[model.best_epoch - 1],
+                        "test_accuracy": 100 * model.accuracy(x["test"], labels["test"]),
+                        "best_epoch": model.best_epoch,
+                        "clipped_dims": len(t.dims) if variant == "clipped" else 0,
+                    }
+                )
     table = pd.DataFrame(rows)
     results.table(table, "accuracy_by_layer", spec, parameters, {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width})
     scores[spec] = (lm.name, table)
@@ -115,20 +151,36 @@ summary = []
 for spec, (name, table) in scores.items():
     for (task, variant), part in table.groupby(["task", "variant"], sort=False):
         top, chosen = part.loc[part["test_accuracy"].idxmax()], part.loc[part["dev_accuracy"].idxmax()]
-        summary.append({"model": name, "spec": spec, "task": task, "variant": variant, "best_test": top["test_accuracy"], "best_test_layer": int(top["layer"]),
-                        "test_at_best_dev_layer": chosen["test_accuracy"], "best_dev_layer": int(chosen["layer"])})
+        summary.append(
+            {
+                "model": name,
+                "spec": spec,
+                "task": task,
+                "variant": variant,
+                "best_test": top["test_accuracy"],
+                "best_test_layer": int(top["layer"]),
+                "test_at_best_dev_layer": chosen["test_accuracy"],
+                "best_dev_layer": int(chosen["layer"]),
+            }
+        )
 summary = pd.DataFrame(summary)
 for spec, part in summary.groupby("spec", sort=False):
     results.table(part, "best", spec, parameters)
 ch.show(summary.drop(columns="spec"), "Ours: test accuracy (%) on the samples above", precision=1)
-ours = summary.assign(paper_model=summary["spec"].map(ch.PAPER_MODEL))
-paper_sup = paper.table("luo2021", "supervised").rename(columns={"model": "paper_model", "paper_task": "task"})
+paper_sup = paper.table("luo2021", "supervised").rename(columns={"paper_task": "task"})
 paper_sup["variant"] = paper_sup["paper_variant"].map({"raw": "raw", "clip": "clipped"})
-ch.show(ours.merge(paper_sup[["paper_model", "task", "variant", "paper_accuracy_percent", "paper_layer"]], on=["paper_model", "task", "variant"], how="left")
-        [["model", "task", "variant", "best_test", "best_test_layer", "paper_accuracy_percent", "paper_layer"]],
-        "Ours beside the paper's value for the same model (– where the paper did not study the model)", precision=1)
-ch.show(paper_sup[["paper_model", "task", "variant", "paper_accuracy_percent", "paper_layer", "paper_source"]],
-        "Luo et al. (2021) Table 3 (paper): BERT-base and RoBERTa-base, full training sets", precision=1)
+ch.show(
+    paper.beside(summary, paper_sup[["model", "task", "variant", "paper_accuracy_percent", "paper_layer"]], on=["task", "variant"])[
+        ["model", "task", "variant", "best_test", "best_test_layer", "paper_accuracy_percent", "paper_layer"]
+    ],
+    "Ours beside the paper's value for the same model (– where the paper did not study the model)",
+    precision=1,
+)
+ch.show(
+    paper_sup[["model", "task", "variant", "paper_accuracy_percent", "paper_layer", "paper_source"]],
+    "Luo et al. (2021) Table 3 (paper): BERT-base and RoBERTa-base, full training sets",
+    precision=1,
+)
 
 # %%
 for task in [CLASSIFICATION_TASKS[t] for t in names]:
@@ -140,9 +192,11 @@ for task in [CLASSIFICATION_TASKS[t] for t in names]:
 lines = []
 for (name, task), part in summary.groupby(["model", "task"], sort=False):
     p = part.set_index("variant")
-    lines.append(f"- **{name}, {task}**: best test accuracy {p.loc['raw', 'best_test']:.1f}% raw, {p.loc['clipped', 'best_test']:.1f}% clipped "
-                 f"({p.loc['clipped', 'best_test'] - p.loc['raw', 'best_test']:+.1f}), {p.loc['whitened', 'best_test']:.1f}% whitened "
-                 f"({p.loc['whitened', 'best_test'] - p.loc['raw', 'best_test']:+.1f}).")
+    lines.append(
+        f"- **{name}, {task}**: best test accuracy {p.loc['raw', 'best_test']:.1f}% raw, {p.loc['clipped', 'best_test']:.1f}% clipped "
+        f"({p.loc['clipped', 'best_test'] - p.loc['raw', 'best_test']:+.1f}), {p.loc['whitened', 'best_test']:.1f}% whitened "
+        f"({p.loc['whitened', 'best_test'] - p.loc['raw', 'best_test']:+.1f})."
+    )
 ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 
 # %% [markdown]

@@ -25,7 +25,9 @@
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
-models = "minilm,mpnet"  # comma-separated model specs (static input embeddings are read)
+models = (
+    "minilm,mpnet,trained:roberta-pe,trained:roberta-nope"  # comma-separated model specs (static input embeddings are read); trained:* come from chapter 05
+)
 shifts = "0,1,2,4"  # toy example: distances of the sphere's centre from the origin
 toy_points = 500  # toy example: points on the sphere
 plane_points = 5000  # embeddings drawn for the projection plots
@@ -38,18 +40,17 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import geometry, isotropy, plotting, vocabulary
+import lib.book.chapter as ch
+from lib.book import plotting
+from lib.encode.models import load_model
 from lib.errors import require
-from lib.models import load_model
-from lib.transforms import Center
+from lib.measure import geometry, isotropy, vocabulary
+from lib.measure.transforms import Center
 
 specs, results = ch.begin("10_common_direction", profile, models)
-try:
-    shift_values = [float(s) for s in str(shifts).split(",") if s.strip()]
-except ValueError:
-    shift_values = []
-require(len(shift_values) > 0 and all(s >= 0 for s in shift_values), f"shifts must be comma-separated non-negative numbers, got {shifts!r}")
+shift_texts = ch.names(shifts, "shifts")
+require(all(s.replace(".", "", 1).isdigit() for s in shift_texts), f"shifts must be comma-separated non-negative numbers, got {shifts!r}")
+shift_values = [float(s) for s in shift_texts]
 ch.positive_int("toy_points", toy_points)
 ch.positive_int("plane_points", plane_points)
 require(isinstance(check_rows, int) and check_rows >= 0, f"check_rows must be 0 (all) or a positive integer, got {check_rows!r}")
@@ -91,13 +92,18 @@ for spec in specs:
         colour[f"{lm.name}, {label}"] = np.linalg.norm(w[sample], axis=1)
     spectra[lm.name] = {"raw": np.linalg.svd(w, compute_uv=False), "centered": np.linalg.svd(centered, compute_uv=False)}
     norms[lm.name] = {"raw": np.linalg.norm(w, axis=1), "centered": np.linalg.norm(centered, axis=1)}
-    row = {"model": lm.name, "vocabulary": len(w), "width": w.shape[1],
-           **{f"{k}_raw": v for k, v in isotropy.norm_stats(w).items()},
-           "sigma1_over_sigma2_raw": spectra[lm.name]["raw"][0] / spectra[lm.name]["raw"][1],
-           "sigma1_over_sigma2_centered": spectra[lm.name]["centered"][0] / spectra[lm.name]["centered"][1],
-           "check_rows": len(checked), "mean_pairwise_cosine_brute_force": isotropy.mean_pairwise_cosine(checked),
-           "mean_pairwise_cosine_from_mean_unit_vector": isotropy.cosine_from_mean_unit(checked),
-           "never_trained": how}
+    row = {
+        "model": lm.name,
+        "vocabulary": len(w),
+        "width": w.shape[1],
+        **{f"{k}_raw": v for k, v in isotropy.norm_stats(w).items()},
+        "sigma1_over_sigma2_raw": spectra[lm.name]["raw"][0] / spectra[lm.name]["raw"][1],
+        "sigma1_over_sigma2_centered": spectra[lm.name]["centered"][0] / spectra[lm.name]["centered"][1],
+        "check_rows": len(checked),
+        "mean_pairwise_cosine_brute_force": isotropy.mean_pairwise_cosine(checked),
+        "mean_pairwise_cosine_from_mean_unit_vector": isotropy.cosine_from_mean_unit(checked),
+        "never_trained": how,
+    }
     results.table(pd.DataFrame([row]), "embedding_matrix", spec, parameters, {"name": lm.name, "width": w.shape[1]})
     summary.append(row)
     del lm
@@ -115,8 +121,10 @@ fig = plotting.spectra_and_norms(spectra, norms)
 results.figure(fig, "spectra_and_norms")
 
 # %%
-ch.show(summary[["model", "vocabulary", "width", "average_norm_raw", "mean_vector_norm_raw", "ratio_raw", "sigma1_over_sigma2_raw", "sigma1_over_sigma2_centered"]],
-        "The mean vector and the top of the spectrum, before and after centering")
+ch.show(
+    summary[["model", "vocabulary", "width", "average_norm_raw", "mean_vector_norm_raw", "ratio_raw", "sigma1_over_sigma2_raw", "sigma1_over_sigma2_centered"]],
+    "The mean vector and the top of the spectrum, before and after centering",
+)
 
 # %% [markdown]
 # ## Appendix A, checked
@@ -129,12 +137,17 @@ ch.show(summary[["model", "vocabulary", "width", "average_norm_raw", "mean_vecto
 
 # %%
 check = summary[["model", "check_rows", "mean_pairwise_cosine_brute_force", "mean_pairwise_cosine_from_mean_unit_vector"]].assign(
-    absolute_difference=lambda t: (t["mean_pairwise_cosine_brute_force"] - t["mean_pairwise_cosine_from_mean_unit_vector"]).abs())
+    absolute_difference=lambda t: (t["mean_pairwise_cosine_brute_force"] - t["mean_pairwise_cosine_from_mean_unit_vector"]).abs()
+)
 ch.show(check, "Average pairwise cosine: brute force vs the mean-unit-vector formula", precision=6)
 
 # %% tags=["hide-input"]
-ch.say("**What our run shows.**\n\n" + "\n".join(
-    f"- **{r.model}**: the mean embedding is {r.ratio_raw:.2f} times the average embedding length; σ1/σ2 is "
-    f"{r.sigma1_over_sigma2_raw:.2f} before and {r.sigma1_over_sigma2_centered:.2f} after centering; the average pairwise cosine is "
-    f"{r.mean_pairwise_cosine_brute_force:.4f} (formula {r.mean_pairwise_cosine_from_mean_unit_vector:.4f})."
-    for r in summary.itertuples()))
+ch.say(
+    "**What our run shows.**\n\n"
+    + "\n".join(
+        f"- **{r.model}**: the mean embedding is {r.ratio_raw:.2f} times the average embedding length; σ1/σ2 is "
+        f"{r.sigma1_over_sigma2_raw:.2f} before and {r.sigma1_over_sigma2_centered:.2f} after centering; the average pairwise cosine is "
+        f"{r.mean_pairwise_cosine_brute_force:.4f} (formula {r.mean_pairwise_cosine_from_mean_unit_vector:.4f})."
+        for r in summary.itertuples()
+    )
+)

@@ -27,7 +27,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
-models = "minilm,mpnet"  # comma-separated model specs
+models = "minilm,mpnet,trained:roberta-pe,trained:roberta-nope"  # comma-separated model specs; trained:* come from chapter 05
 collections = "brown,gutenberg"  # parts of the corpus to count
 bin_size = 1000  # tokens per bin (paper: 1,000)
 seed = 0
@@ -38,14 +38,15 @@ dtype = "float32"
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import paper, plotting, vocabulary
-from lib.data import corpus_documents
-from lib.models import load_model
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data.tasks import corpus_documents
+from lib.encode.models import load_model
+from lib.measure import vocabulary
 
 specs, results = ch.begin("11_rare_words", profile, models)
 ch.positive_int("bin_size", bin_size)
-documents = corpus_documents(tuple(c.strip() for c in str(collections).split(",") if c.strip()))
+documents = corpus_documents(tuple(ch.names(collections, "collections", ("brown", "gutenberg"))))
 words = vocabulary.word_counts(documents)
 print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
 parameters = dict(collections=collections, bin_size=bin_size, seed=seed)
@@ -53,14 +54,26 @@ marks = [0.3, 0.5, 0.98]
 
 # %%
 curves, coverage_rows, by_index, by_frequency = {"whole words": vocabulary.coverage(words)}, [], {}, {}
-coverage_rows.append({"unit": "whole words", "distinct": len(words), "total": int(words.sum()),
-                      **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(words, marks))}})
+coverage_rows.append(
+    {
+        "unit": "whole words",
+        "distinct": len(words),
+        "total": int(words.sum()),
+        **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(words, marks))},
+    }
+)
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     counts = vocabulary.token_counts(lm, documents)
     curves[f"{lm.name} tokens"] = vocabulary.coverage(counts)
-    coverage_rows.append({"unit": f"{lm.name} tokens", "distinct": int((counts > 0).sum()), "total": int(counts.sum()),
-                          **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(counts, marks))}})
+    coverage_rows.append(
+        {
+            "unit": f"{lm.name} tokens",
+            "distinct": int((counts > 0).sum()),
+            "total": int(counts.sum()),
+            **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(counts, marks))},
+        }
+    )
     w = vocabulary.embedding_matrix(lm)
     counts = np.pad(counts, (0, max(0, len(w) - len(counts))))[: len(w)]
     unused, how = vocabulary.never_trained(lm)
@@ -87,9 +100,16 @@ ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (pa
 # ## Never-trained tokens and the rest of the vocabulary
 
 # %%
-results.figure(plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})", "cosine with never-trained tokens, by vocabulary index"), "unused_cosine_by_index")
-results.figure(plotting.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)",
-                                       "cosine with never-trained tokens, by corpus frequency"), "unused_cosine_by_frequency")
+results.figure(
+    plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})", "cosine with never-trained tokens, by vocabulary index"),
+    "unused_cosine_by_index",
+)
+results.figure(
+    plotting.binned_cosines(
+        by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)", "cosine with never-trained tokens, by corpus frequency"
+    ),
+    "unused_cosine_by_frequency",
+)
 ch.show(paper.table("bis2021", "unused_claims"), "Biš et al. (2021) §4.2, Fig. 3 (paper): BERT-base-cased")
 
 # %% tags=["hide-input"]
@@ -97,11 +117,22 @@ lines = []
 for name in by_index:
     f = by_frequency[name]
     full = f[f["n_tokens"] == bin_size]
-    rarest = (f"{full['mean_cosine'].iloc[-1]:.2f} for the rarest full bin" if len(full) > 1
-              else f"the vocabulary has only {len(f)} bin(s) of {bin_size:,}, too few to compare frequent with rare tokens")
-    lines.append(f"- **{name}**: mean cosine with never-trained tokens {f['mean_cosine'].iloc[0]:.2f} for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
-                 f"most frequent tokens of our corpus, {rarest}; by vocabulary index it ranges from {by_index[name]['mean_cosine'].min():.2f} "
-                 f"to {by_index[name]['mean_cosine'].max():.2f}.")
+    rarest = (
+        f"{full['mean_cosine'].iloc[-1]:.2f} for the rarest full bin"
+        if len(full) > 1
+        else f"the vocabulary has only {len(f)} bin(s) of {bin_size:,}, too few to compare frequent with rare tokens"
+    )
+    lines.append(
+        f"- **{name}**: mean cosine with never-trained tokens {f['mean_cosine'].iloc[0]:.2f} for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
+        f"most frequent tokens of our corpus, {rarest}; by vocabulary index it ranges from {by_index[name]['mean_cosine'].min():.2f} "
+        f"to {by_index[name]['mean_cosine'].max():.2f}."
+    )
 row = coverage_table.set_index("unit")
-ch.say("**What our run shows.**\n\n" + "\n".join(lines) + "\n\n" + "Tokens needed for 30% / 50% / 98% of the corpus: " + "; ".join(
-    f"{unit}: {r['items_for_30%']:,} / {r['items_for_50%']:,} / {r['items_for_98%']:,}" for unit, r in row.iterrows()) + ".")
+ch.say(
+    "**What our run shows.**\n\n"
+    + "\n".join(lines)
+    + "\n\n"
+    + "Tokens needed for 30% / 50% / 98% of the corpus: "
+    + "; ".join(f"{unit}: {r['items_for_30%']:,} / {r['items_for_50%']:,} / {r['items_for_98%']:,}" for unit, r in row.iterrows())
+    + "."
+)

@@ -30,7 +30,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
-models = "minilm,mpnet"  # comma-separated model specs
+models = "minilm,mpnet,trained:roberta-pe,trained:roberta-nope"  # comma-separated model specs; trained:* come from chapter 05
 seed = 0
 device = "auto"
 dtype = "float32"
@@ -41,10 +41,11 @@ import math
 import numpy as np
 import pandas as pd
 
-import lib.chapter as ch
-from lib import isotropy, metrics, paper, plotting, transforms, vocabulary
-from lib.data import WORD_SIMILARITY, word_similarity
-from lib.models import load_model
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data.tasks import WORD_SIMILARITY, word_similarity
+from lib.encode.models import load_model
+from lib.measure import isotropy, metrics, transforms, vocabulary
 
 specs, results = ch.begin("12_isotropy_word_similarity", profile, models)
 benchmarks = {name: word_similarity(name) for name in WORD_SIMILARITY}
@@ -57,12 +58,16 @@ for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     w = vocabulary.embedding_matrix(lm)
     d = math.ceil(w.shape[1] / 100)
-    matrices = {"raw": w, "centered": transforms.Center().fit(w).transform(w),
-                "centered-scaled": transforms.ScaledCenter().fit(w).transform(w),
-                f"post-processed (D={d})": transforms.RemoveTopPCs(d).fit(w).transform(w)}
+    matrices = {
+        "raw": w,
+        "centered": transforms.Center().fit(w).transform(w),
+        "centered-scaled": transforms.ScaledCenter().fit(w).transform(w),
+        f"post-processed (D={d})": transforms.RemoveTopPCs(d).fit(w).transform(w),
+    }
     for variant, m in matrices.items():
-        iso_rows.append({"model": lm.name, "spec": spec, "variant": variant, **isotropy.partition_measures(m),
-                         "IsoScore": isotropy.isoscore(m), **isotropy.norm_stats(m)})
+        iso_rows.append(
+            {"model": lm.name, "spec": spec, "variant": variant, **isotropy.partition_measures(m), "IsoScore": isotropy.isoscore(m), **isotropy.norm_stats(m)}
+        )
     for name, frame in benchmarks.items():
         a, b = vocabulary.single_token_ids(lm, frame["word1"].tolist()), vocabulary.single_token_ids(lm, frame["word2"].tolist())
         keep = (a >= 0) & (b >= 0)
@@ -70,10 +75,18 @@ for spec in specs:
             x, y = m[a[keep]], m[b[keep]]
             inner = np.einsum("nd,nd->n", x, y)
             cosine = inner / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
-            sim_rows.append({"model": lm.name, "spec": spec, "benchmark": WORD_SIMILARITY[name], "variant": variant, "pairs": len(frame),
-                             "pairs_kept": int(keep.sum()),  # a small vocabulary may keep too few pairs for a correlation: NaN
-                             "pearson_cosine": metrics.pearson_x100(cosine, frame["score"][keep]) if keep.sum() >= 3 else np.nan,
-                             "pearson_inner_product": metrics.pearson_x100(inner, frame["score"][keep]) if keep.sum() >= 3 else np.nan})
+            sim_rows.append(
+                {
+                    "model": lm.name,
+                    "spec": spec,
+                    "benchmark": WORD_SIMILARITY[name],
+                    "variant": variant,
+                    "pairs": len(frame),
+                    "pairs_kept": int(keep.sum()),  # a small vocabulary may keep too few pairs for a correlation: NaN
+                    "pearson_cosine": metrics.pearson_x100(cosine, frame["score"][keep]) if keep.sum() >= 3 else np.nan,
+                    "pearson_inner_product": metrics.pearson_x100(inner, frame["score"][keep]) if keep.sum() >= 3 else np.nan,
+                }
+            )
     del lm
 iso, sim = pd.DataFrame(iso_rows), pd.DataFrame(sim_rows)
 for spec in specs:
@@ -84,7 +97,9 @@ for spec in specs:
 # ## Isotropy before and after centering
 
 # %%
-ch.show(iso.drop(columns="spec"), "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and norm statistics")
+ch.show(
+    iso.drop(columns="spec"), "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and norm statistics"
+)
 ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper): I(W) raw, centered (Wc), post-processed (Wr), and norms")
 
 # %% [markdown]
@@ -97,7 +112,9 @@ ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper):
 kept = sim[sim["variant"] == "raw"].pivot(index="benchmark", columns="model", values="pairs_kept").reset_index()
 ch.show(kept, "Pairs kept per benchmark (both words single tokens)", precision=0)
 average = sim.groupby(["model", "variant"], sort=False)[["pearson_cosine", "pearson_inner_product"]].mean().reset_index()
-ch.show(average, "Ours: average Pearson × 100 over the five benchmarks (a benchmark with fewer than three kept pairs is left out of a model's average)", precision=2)
+ch.show(
+    average, "Ours: average Pearson × 100 over the five benchmarks (a benchmark with fewer than three kept pairs is left out of a model's average)", precision=2
+)
 wide = sim.pivot_table(index=["model", "variant"], columns="benchmark", values="pearson_cosine", sort=False).reset_index()
 ch.show(wide, "Ours: Pearson × 100 with cosine, per benchmark", precision=2)
 ch.show(paper.table("bis2021", "word_similarity"), "Biš et al. (2021) Table 2 (paper): average Pearson × 100 (cosine, inner product)", precision=2)
@@ -111,10 +128,12 @@ lines = []
 for name, part in iso.groupby("model", sort=False):
     p = part.set_index("variant")
     s = average[average["model"] == name].set_index("variant")
-    lines.append(f"- **{name}**: I(W) {p['I1'].iloc[0]:.2f} raw → {p['I1'].iloc[1]:.2f} centered → {p['I1'].iloc[3]:.3f} post-processed; "
-                 f"IsoScore {p['IsoScore'].iloc[0]:.3f} → {p['IsoScore'].iloc[1]:.3f} → {p['IsoScore'].iloc[3]:.3f}. Average word-similarity Pearson (cosine) "
-                 f"{s['pearson_cosine'].iloc[0]:.1f} raw, {s['pearson_cosine'].iloc[1]:.1f} centered, {s['pearson_cosine'].iloc[2]:.1f} centered-scaled, "
-                 f"{s['pearson_cosine'].iloc[3]:.1f} post-processed.")
+    lines.append(
+        f"- **{name}**: I(W) {p['I1'].iloc[0]:.2f} raw → {p['I1'].iloc[1]:.2f} centered → {p['I1'].iloc[3]:.3f} post-processed; "
+        f"IsoScore {p['IsoScore'].iloc[0]:.3f} → {p['IsoScore'].iloc[1]:.3f} → {p['IsoScore'].iloc[3]:.3f}. Average word-similarity Pearson (cosine) "
+        f"{s['pearson_cosine'].iloc[0]:.1f} raw, {s['pearson_cosine'].iloc[1]:.1f} centered, {s['pearson_cosine'].iloc[2]:.1f} centered-scaled, "
+        f"{s['pearson_cosine'].iloc[3]:.1f} post-processed."
+    )
 ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 
 # %% [markdown]

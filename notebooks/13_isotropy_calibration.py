@@ -43,8 +43,8 @@ models = "minilm"  # comma-separated model specs (paper: bert-base-uncased, robe
 tasks = "sst2,mrpc,cola,rte,wnli,stsb"
 methods = "none,cosreg,spectrum-pol,spectrum-exp,flow"
 seeds = 3  # runs per (task, method); the paper runs 3
-n_train = 1000  # training examples per task (a seeded sample; WNLI has 518); paper: the full training sets
-n_dev = 1000  # development examples per task scored (paper: the full dev sets)
+n_train = 200  # training examples per task (a seeded sample; all when a task has fewer); paper: the full training sets
+n_dev = 500  # development examples per task scored (all when a task has fewer; paper: the full dev sets)
 epochs = 3  # paper: 3 (5 for MRPC and WNLI)
 epochs_small = 5  # epochs for MRPC and WNLI
 batch_size = 32  # paper: 32
@@ -66,31 +66,59 @@ from dataclasses import replace
 
 import pandas as pd
 
-import lib.chapter as ch
-from lib import calibration, data, finetune, isotropy, paper, plotting
-from lib.errors import require
-from lib.models import load_model
+import lib.book.chapter as ch
+from lib.book import paper, plotting
+from lib.data.tasks import GLUE_TASKS, glue_samples
+from lib.encode.models import load_model
+from lib.measure import isotropy
+from lib.train import calibration, finetune
 
 specs, results = ch.begin("13_isotropy_calibration", profile, models)
-task_list = [t.strip() for t in str(tasks).split(",") if t.strip()]
-method_list = [m.strip() for m in str(methods).split(",") if m.strip()]
-require(task_list and set(task_list) <= set(data.GLUE_TASKS), f"tasks must be a comma-separated subset of {', '.join(data.GLUE_TASKS)}, got {tasks!r}")
-require(method_list and set(method_list) <= set(finetune.METHODS), f"methods must be a comma-separated subset of {', '.join(finetune.METHODS)}, got {methods!r}")
+task_list = ch.names(tasks, "tasks", GLUE_TASKS)
+method_list = ch.names(methods, "methods", finetune.METHODS)
 for name in ("seeds", "n_train", "n_dev", "epochs", "epochs_small"):
     ch.positive_int(name, globals()[name])
-base = finetune.FinetuneConfig(batch_size=batch_size, lr=lr, max_length=max_length, cos_strength=cos_strength, spectrum_strength=spectrum_strength,
-                               spectrum_c2=spectrum_c2, spectrum_gamma_pol=spectrum_gamma_pol, spectrum_gamma_exp=spectrum_gamma_exp,
-                               flow_layers=flow_layers, flow_hidden=flow_hidden)
+base = finetune.FinetuneConfig(
+    method="none",
+    epochs=epochs,
+    batch_size=batch_size,
+    lr=lr,
+    max_length=max_length,
+    seed=seed,
+    cos_strength=cos_strength,
+    spectrum_strength=spectrum_strength,
+    spectrum_c2=spectrum_c2,
+    spectrum_gamma_pol=spectrum_gamma_pol,
+    spectrum_gamma_exp=spectrum_gamma_exp,
+    flow_layers=flow_layers,
+    flow_hidden=flow_hidden,
+)
 base.check()
-parameters = dict(tasks=tasks, methods=methods, seeds=seeds, n_train=n_train, n_dev=n_dev, epochs=epochs, epochs_small=epochs_small, **{
-    k: v for k, v in base.__dict__.items() if k not in ("method", "epochs", "seed")}, seed=seed, dtype=dtype)
+parameters = dict(
+    tasks=tasks,
+    methods=methods,
+    seeds=seeds,
+    n_train=n_train,
+    n_dev=n_dev,
+    epochs=epochs,
+    epochs_small=epochs_small,
+    **{k: v for k, v in base.__dict__.items() if k not in ("method", "epochs", "seed")},
+    seed=seed,
+    dtype=dtype,
+)
 
 
-splits = {task: data.glue_samples(task, n_train, n_dev, seed) for task in task_list}
+splits = {task: glue_samples(task, n_train, n_dev, seed) for task in task_list}
 epochs_by_task = {t: epochs_small if t in ("mrpc", "wnli") else epochs for t in splits}
-ch.show(pd.DataFrame([{"task": data.GLUE_TASKS[t][0], "metric": data.GLUE_TASKS[t][1], "train": len(tr), "dev": len(dv),
-                       "epochs": epochs_by_task[t]} for t, (tr, dv) in splits.items()]),
-        "Training and development samples (MRPC is scored on the MSR test file; GLUE's MRPC dev ids are part of the MSR training file)")
+ch.show(
+    pd.DataFrame(
+        [
+            {"task": GLUE_TASKS[t][0], "metric": GLUE_TASKS[t][1], "train": len(tr), "dev": len(dv), "epochs": epochs_by_task[t]}
+            for t, (tr, dv) in splits.items()
+        ]
+    ),
+    "Training and development samples (MRPC is scored on the MSR test file; GLUE's MRPC dev ids are part of the MSR training file)",
+)
 
 # %% tags=["hide-output"]
 runs = finetune.run_grid(specs, splits, method_list, list(range(seed, seed + seeds)), base, epochs_by_task, device, dtype)
@@ -109,10 +137,12 @@ for spec in specs:
 
 # %%
 summary = finetune.summarise(runs)
-for spec in specs:
-    results.table(summary[summary["model"] == runs.loc[runs["spec"] == spec, "model"].iloc[0]], "summary", spec, parameters)
+for spec, of_model in runs.groupby("spec", sort=False):
+    results.table(finetune.summarise(of_model), "summary", spec, parameters)
 for model, frame in summary.groupby("model", sort=False):
-    ch.show(frame.drop(columns=["model"]), f"{model}: GLUE dev score × 100, isotropy of W after fine-tuning, time per epoch relative to no calibration", precision=3)
+    ch.show(
+        frame.drop(columns=["model"]), f"{model}: GLUE dev score × 100, isotropy of W after fine-tuning, time per epoch relative to no calibration", precision=3
+    )
 
 # %%
 for model, frame in summary.groupby("model", sort=False):
@@ -128,13 +158,24 @@ for model, frame in summary.groupby("model", sort=False):
 
 # %%
 glue_paper = paper.table("ding2022", "glue")
-wide = glue_paper.assign(cell=lambda f: f["paper_value"].map(lambda v: "NaN" if pd.isna(v) else f"{v:.2f}") + " ± " + f["paper_std"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
-                         + f["paper_significant"].map(lambda s: " *" if s else ""))
-ch.show(wide.pivot_table(index=["model", "paper_method"], columns="paper_task", values="cell", aggfunc="first", sort=False).reset_index(),
-        "Ding et al. (2022), Table 1 (paper): GLUE dev scores, mean ± std over 3 runs")
+wide = glue_paper.assign(
+    cell=lambda f: (
+        f["paper_value"].map(lambda v: "NaN" if pd.isna(v) else f"{v:.2f}")
+        + " ± "
+        + f["paper_std"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
+        + f["paper_significant"].map(lambda s: " *" if s else "")
+    )
+)
+ch.show(
+    wide.pivot_table(index=["model", "paper_method"], columns="paper_task", values="cell", aggfunc="first", sort=False).reset_index(),
+    "Ding et al. (2022), Table 1 (paper): GLUE dev scores, mean ± std over 3 runs",
+)
 iso_paper = paper.table("ding2022", "glue_isotropy")
-ch.show(iso_paper.pivot_table(index=["model", "paper_method"], columns="paper_task", values="paper_I1", aggfunc="first", sort=False).reset_index(),
-        "Ding et al. (2022), Table 4 (paper): I1 of the embedding space after fine-tuning", precision=3)
+ch.show(
+    iso_paper.pivot_table(index=["model", "paper_method"], columns="paper_task", values="paper_I1", aggfunc="first", sort=False).reset_index(),
+    "Ding et al. (2022), Table 4 (paper): I1 of the embedding space after fine-tuning",
+    precision=3,
+)
 
 # %% [markdown]
 # ## Ours next to the paper, method by method
@@ -148,7 +189,7 @@ ch.show(iso_paper.pivot_table(index=["model", "paper_method"], columns="paper_ta
 
 # %%
 ours = finetune.method_overview(summary)
-theirs = finetune.method_overview(finetune.paper_summary())
+theirs = finetune.method_overview(paper.ding_glue_summary())
 overview = pd.concat([ours.assign(source="ours"), theirs.assign(source="paper")], ignore_index=True)
 overview = overview[["source"] + [c for c in overview.columns if c != "source"]]
 for spec in specs:
@@ -160,19 +201,25 @@ lines = []
 for row in ours.itertuples():
     paper_rows = theirs[theirs["method"] == row.method]
     paper_text = "; ".join(f"{r.model} {r.mean_difference:+.2f}, I1 {r.I1_uncalibrated:.2f} → {r.I1_mean:.2f}" for r in paper_rows.itertuples())
-    lines.append(f"- **{row.method}** ({row.model}): score change {row.mean_difference:+.2f} points on average over {row.tasks} tasks "
-                 f"({row.significantly_better} significantly better, {row.significantly_worse} significantly worse, {row.undefined_scores} undefined); "
-                 f"I1 {row.I1_uncalibrated:.3f} → {row.I1_mean:.3f}; {row.time_ratio:.2f}× the time per epoch. "
-                 f"Paper: {paper_text or 'not run'}.")
+    lines.append(
+        f"- **{row.method}** ({row.model}): score change {row.mean_difference:+.2f} points on average over {row.tasks} tasks "
+        f"({row.significantly_better} significantly better, {row.significantly_worse} significantly worse, {row.undefined_scores} undefined); "
+        f"I1 {row.I1_uncalibrated:.3f} → {row.I1_mean:.3f}; {row.time_ratio:.2f}× the time per epoch. "
+        f"Paper: {paper_text or 'not run'}."
+    )
 flow_paper = theirs.loc[theirs["method"] == "flow", "time_ratio"].dropna()
 if "flow" in set(ours["method"]) and len(flow_paper):
-    lines.append(f"- The flow costs {ours.loc[ours['method'] == 'flow', 'time_ratio'].mean():.2f}× the uncalibrated time per epoch here "
-                 f"(paper, BERT: {flow_paper.iloc[0]:.1f}×); our flow is small ({flow_layers} coupling layers of width {flow_hidden}) and sees only the pooled vector.")
+    lines.append(
+        f"- The flow costs {ours.loc[ours['method'] == 'flow', 'time_ratio'].mean():.2f}× the uncalibrated time per epoch here "
+        f"(paper, BERT: {flow_paper.iloc[0]:.1f}×); our flow is small ({flow_layers} coupling layers of width {flow_hidden}) and sees only the pooled vector."
+    )
 steps = runs.groupby("task")["steps"].first()
-lines.append(f"- Each of our runs took {steps.min()}-{steps.max()} optimiser steps; the paper's take thousands (about 6,300 for SST-2: 67k examples × 3 epochs "
-             f"at batch 32). With Adam a weight moves by at most about the learning rate ({lr:g}) per step, so a regulariser on W could change "
-             f"each entry by at most ~{lr * steps.max():.1e} here. A method whose I1 does not move in these steps may still move it over the "
-             f"paper's thousands, and a score that does not change is no evidence about isotropy either way.")
+lines.append(
+    f"- Each of our runs took {steps.min()}-{steps.max()} optimiser steps; the paper's take thousands (about 6,300 for SST-2: 67k examples × 3 epochs "
+    f"at batch 32). With Adam a weight moves by at most about the learning rate ({lr:g}) per step, so a regulariser on W could change "
+    f"each entry by at most ~{lr * steps.max():.1e} here. A method whose I1 does not move in these steps may still move it over the "
+    f"paper's thousands, and a score that does not change is no evidence about isotropy either way."
+)
 ch.say("**What our run shows, next to the paper.**\n\n" + "\n".join(lines))
 
 # %% [markdown]
@@ -203,10 +250,12 @@ for spec in specs if spectrum_methods else []:
     for method in spectrum_methods:
         prior = finetune.spectrum_target(w, replace(base, method=method))
         curves[lm.name][f"{method} prior"] = prior.numpy()
-        lines.append(f"- {lm.name}, **{method}**: prior at relative distance {float((sigma - prior).norm() / sigma.norm()):.2f} from W's singular "
-                     f"values; σ1/σ_d {float(prior[0] / prior[-1]):.1f} for the prior against {float(sigma[0] / sigma[-1]):.1f} for W "
-                     f"(top singular direction vs mean row: |cos| {alignment:.2f}); "
-                     f"I1 after fine-tuning {of_model.get(method, float('nan')):.3f} (uncalibrated {of_model.get('none', float('nan')):.3f}).")
+        lines.append(
+            f"- {lm.name}, **{method}**: prior at relative distance {float((sigma - prior).norm() / sigma.norm()):.2f} from W's singular "
+            f"values; σ1/σ_d {float(prior[0] / prior[-1]):.1f} for the prior against {float(sigma[0] / sigma[-1]):.1f} for W "
+            f"(top singular direction vs mean row: |cos| {alignment:.2f}); "
+            f"I1 after fine-tuning {of_model.get(method, float('nan')):.3f} (uncalibrated {of_model.get('none', float('nan')):.3f})."
+        )
 if curves:
     results.figure(plotting.spectrum_targets(curves), "spectrum_priors")
     ch.say("\n".join(lines))
@@ -214,7 +263,7 @@ if curves:
 # %% [markdown]
 # ## On a GPU: the paper's setting, and sequence-to-sequence models
 #
-# `python -m lib.runner --profile paper --chapters 13_isotropy_calibration` fine-tunes BERT-base,
+# `python -m lib.book.runner --profile paper --chapters 13_isotropy_calibration` fine-tunes BERT-base,
 # RoBERTa-base and DistilBERT on the full training sets with the paper's settings (it needs the
 # models from the Hugging Face hub, so a machine that is online once). Every finished run is kept
 # in the cache folder under a hash of the weights, data and settings, so an interrupted grid

@@ -1,7 +1,7 @@
 """Benchmark lib's extraction against a naive Hugging Face loop and bare forward passes.
 
 Prints, measured in this one run on the same SST-2 sentences:
-- tokens/s of lib.extraction with all streaming statistics (LayerStats with covariance, and a
+- tokens/s of lib.encode.extraction with all streaming statistics (LayerStats with covariance, and a
   TokenReservoir), of a naive per-sentence loop with output_hidden_states=True, and of bare
   length-sorted batched forward passes (same batches as lib, no hidden states, no statistics);
 - peak memory (max RSS of a fresh process) of the extraction for a small and a 10x larger sample.
@@ -21,11 +21,11 @@ import time
 
 import torch
 
-from lib.collectors import LayerStats, TokenReservoir
-from lib.data import sample_sentences
+from lib.data.tasks import sample_sentences
+from lib.encode.collectors import LayerStats, TokenReservoir
+from lib.encode.extraction import batches, encode, extract, pad_batch
+from lib.encode.models import load_model
 from lib.errors import cli
-from lib.extraction import batches, encode, extract, pad_batch
-from lib.models import load_model
 
 
 def naive(lm, sentences):
@@ -51,7 +51,7 @@ def peak_memory_mb(model: str, n: int) -> float:
     """Max RSS of a fresh process that loads the model and extracts n sentences with all statistics."""
     code = (
         "import resource, sys; from scripts.benchmark_extraction import with_statistics; "
-        "from lib.models import load_model; from lib.data import sample_sentences; "
+        "from lib.encode.models import load_model; from lib.data.tasks import sample_sentences; "
         f"lm = load_model({model!r}); with_statistics(lm, sample_sentences('sst2', 'train', {n}, 0)); "
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
@@ -89,8 +89,7 @@ def main() -> None:
 
     small, large = args.memory_sentences
     mem = {n: peak_memory_mb(args.model, n) for n in (small, large)}
-    print(f"  peak memory: {small} sentences {mem[small]:.0f} MB, {large} sentences {mem[large]:.0f} MB, "
-          f"ratio {mem[large] / mem[small]:.3f}   (target <= 1.1)")
+    print(f"  peak memory: {small} sentences {mem[small]:.0f} MB, {large} sentences {mem[large]:.0f} MB, ratio {mem[large] / mem[small]:.3f}   (target <= 1.1)")
     print(json.dumps({"model": lm.name, "tokens_per_s": rate, "peak_mb": mem}))
 
 

@@ -13,10 +13,17 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
 from transformers import (  # noqa: E402
-    AutoTokenizer, BertConfig, BertModel, GPT2Config, GPT2Model, PreTrainedTokenizerFast, RobertaConfig, RobertaModel,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    GPT2Config,
+    GPT2Model,
+    PreTrainedTokenizerFast,
+    RobertaConfig,
+    RobertaModel,
 )
 
-from lib.models import LoadedModel, load_model, minilm_path, wrap  # noqa: E402
+from lib.encode.models import LoadedModel, load_model, minilm_path, wrap  # noqa: E402
 from lib.settings import data_dir  # noqa: E402
 
 SENTENCES = [
@@ -40,8 +47,9 @@ TINY = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermed
 def _gpt2_tokenizer() -> PreTrainedTokenizerFast:
     tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator(SENTENCES * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        SENTENCES * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    )
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
 
 
@@ -56,7 +64,17 @@ def tiny_model(kind: str) -> LoadedModel:
         model = RobertaModel(RobertaConfig(vocab_size=tokenizer.vocab_size, pad_token_id=tokenizer.pad_token_id, **{**TINY, "max_position_embeddings": 66}))
     elif kind == "gpt2":
         tokenizer = _gpt2_tokenizer()
-        model = GPT2Model(GPT2Config(vocab_size=len(tokenizer), bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id, n_embd=32, n_layer=3, n_head=4, n_positions=64))
+        model = GPT2Model(
+            GPT2Config(
+                vocab_size=len(tokenizer),
+                bos_token_id=tokenizer.eos_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+                n_embd=32,
+                n_layer=3,
+                n_head=4,
+                n_positions=64,
+            )
+        )
     else:
         raise ValueError(kind)
     return wrap(model, tokenizer, f"tiny-{kind}", f"tiny-{kind}", torch.device("cpu"))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from lib import calibration
 from lib.errors import BookError
+from lib.train import calibration
 
 
 def brute_cosreg(w: torch.Tensor, strength: float) -> torch.Tensor:
@@ -106,9 +106,22 @@ def test_the_losses_plug_into_a_seq2seq_model(method):
     from transformers import BartConfig, BartForConditionalGeneration
 
     torch.manual_seed(0)
-    config = BartConfig(vocab_size=40, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-                        encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32, pad_token_id=1, bos_token_id=0, eos_token_id=2,
-                        decoder_start_token_id=2, forced_eos_token_id=None)
+    config = BartConfig(
+        vocab_size=40,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=32,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=None,
+    )
     model = BartForConditionalGeneration(config)
     with torch.no_grad():  # a common direction, as trained embedding matrices have
         model.get_output_embeddings().weight.add_(0.2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -11,26 +12,80 @@ import pandas as pd
 import pytest
 import yaml
 
-from lib.runner import chapters, declared_parameters, profile_parameters
+from lib.book import runner
+from lib.book.runner import chapters, declared_parameters, load_profile, plan, profile_parameters
+from lib.errors import BookError
 from lib.settings import REPO_ROOT
 
 
 def run(tmp_path, *args, env_extra=None):
     env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "results"), "BOOK_MODELS_DIR": str(tmp_path / "models"), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "lib.runner", "--output", str(tmp_path / "chapters"), *args],
-                          capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=2700)
+    return subprocess.run(
+        [sys.executable, "-m", "lib.book.runner", "--output", str(tmp_path / "chapters"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=2700,
+    )
 
 
-def test_profiles_cover_every_chapter():
-    for profile in ("quick", "default", "paper"):
-        spec = yaml.safe_load((REPO_ROOT / "profiles" / f"{profile}.yaml").read_text())
+def test_profiles_list_only_changes_to_declared_parameters():
+    """A profile sets only parameters its chapters declare, with values of the cells' types, and never restates a
+    cell's value (the cells are the default edition's one home)."""
+    for profile in sorted(p.stem for p in (REPO_ROOT / "profiles").glob("*.yaml")):
+        spec = load_profile(profile)
         for chapter in chapters():
-            assert chapter in spec, f"{profile} profile has no entry for {chapter}"
             declared = declared_parameters(chapter)
-            assert set(spec[chapter] or {}) <= declared, f"{profile}/{chapter}: {set(spec[chapter] or {}) - declared} not parameters of the chapter"
             params = profile_parameters(profile, chapter)
-            assert params["profile"] == profile and set(params) <= declared
-            assert "models" in params or "models" not in declared
+            assert params["profile"] == profile and set(params) <= set(declared)
+            for name, value in params.items():
+                if name != "profile":
+                    assert value != declared[name], f"{profile}/{chapter}: {name} = {value!r} restates the parameters cell"
+        assert profile != "default" or spec == {}, "the default profile changes nothing: the cells are the default edition"
+
+
+def test_parameters_are_checked_before_anything_runs():
+    with pytest.raises(
+        BookError, match=r"unknown parameter 'n_sentnces' for 02_outlier_neurons; parameters are: 02_outlier_neurons: profile, models, n_sentences"
+    ):
+        plan("quick", ["02_outlier_neurons"], {"n_sentnces": 5})
+    with pytest.raises(BookError, match=r"parameter n_sentences must be an integer like its default 10000, got 'many'"):
+        plan("quick", ["02_outlier_neurons"], {"n_sentences": "many"})
+    with pytest.raises(BookError, match="parameter retrain must be true or false"):
+        plan("quick", ["05_pretraining"], {"retrain": 1})
+    with pytest.raises(BookError, match="no chapter '99_none'"):
+        plan("quick", ["99_none"], {})
+    # a name some of the chapters run declare goes to those only; numbers read as strings (YAML 1.1: 1e-3) are taken
+    plans = dict(plan("quick", ["02_outlier_neurons", "04_position_probe"], {"lr": "1e-3", "n_sentences": 50}))
+    assert plans["04_position_probe"]["lr"] == 1e-3 and "lr" not in plans["02_outlier_neurons"]
+    assert plans["02_outlier_neurons"]["n_sentences"] == 50 and "n_sentences" not in plans["04_position_probe"]
+    assert plan("quick", ["04_position_probe"], {"lr": 1})[0][1]["lr"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "profile, expected",
+    [
+        ({"02_outlier_neurons": {"n_sentnces": 5}}, "02_outlier_neurons has no parameter 'n_sentnces'"),
+        ({"all": {"n_sentnces": 5}}, "`all` sets 'n_sentnces', which no chapter declares"),
+        ({"02_outlier_neurons": {"z_threshold": "high"}}, "parameter z_threshold must be a number like its default 10.0"),
+        ({"99_extra": {"n": 1}}, "'99_extra' is not a chapter"),
+    ],
+)
+def test_bad_profile_values_stop_with_one_line(tmp_path, profile, expected, monkeypatch):
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "mine.yaml").write_text(yaml.safe_dump(profile))
+    monkeypatch.setattr(runner, "PROFILES", folder)
+    with pytest.raises(BookError, match=re.escape(expected)):
+        plan("mine", ["02_outlier_neurons"], {})
+
+
+def test_unknown_parameter_stops_the_command_with_one_line(tmp_path):
+    done = run(tmp_path, "--profile", "quick", "--chapters", "02_outlier_neurons", "-p", "n_sentnces", "5")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "unknown parameter 'n_sentnces'" in lines[0] and "n_sentences" in lines[0], done.stderr
+    assert not (tmp_path / "chapters").exists() and "== 02" not in done.stdout
 
 
 @pytest.mark.slow
@@ -89,26 +144,32 @@ def assert_clean_failure(tmp_path, done, expected):
     assert not (tmp_path / "chapters" / "01_anisotropy.ipynb").exists()
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["-p", "n_sentences", "0"], "n_sentences must be a positive integer"),
-    (["-p", "n_pairs", "600"], "need at least 1200 sentences"),
-    (["-p", "models", "no-such-model"], "embedded models (offline): minilm, mpnet"),
-    (["-p", "models", "minilm", "-p", "pca_layer", "9"], "layer 9 does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["-p", "n_sentences", "0"], "n_sentences must be a positive integer"),
+        (["-p", "n_pairs", "600"], "need at least 1200 sentences"),
+        (["-p", "models", "no-such-model"], "embedded models (offline): minilm, mpnet"),
+        (["-p", "models", "minilm", "-p", "pca_layer", "9"], "layer 9 does not exist"),
+    ],
+)
 def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_data, args, expected):
     done = run(tmp_path, "--profile", "quick", "--chapters", "01_anisotropy", *args)
     assert_clean_failure(tmp_path, done, expected)
 
 
-@pytest.mark.parametrize("chapter, args, expected", [
-    ("08_sts", ["-p", "datasets", "stsb,sts99"], "datasets must be a comma-separated subset of stsb, sick"),
-    ("07_wic", ["-p", "n_pairs", "6000"], "WiC train has 5428 pairs"),
-    ("09_supervised", ["-p", "n_train", "{sst2: 100}"], "need an entry for every task"),
-    ("04_position_probe", ["-p", "heatmap_positions", "400"], "cannot exceed max_positions"),
-    ("05_pretraining", ["-p", "hidden_size", "33"], "must be divisible by heads"),
-    ("05_pretraining", ["-p", "names", "same,same"], "names must be two different model names"),
-    ("13_isotropy_calibration", ["-p", "methods", "none,whiten"], "methods must be a comma-separated subset"),
-])
+@pytest.mark.parametrize(
+    "chapter, args, expected",
+    [
+        ("08_sts", ["-p", "datasets", "stsb,sts99"], "datasets: unknown 'sts99'; choose from stsb, sick"),
+        ("07_wic", ["-p", "n_pairs", "0"], "a sample size must be a positive integer, got 0"),
+        ("09_supervised", ["-p", "n_train", "{sst2: 100}"], "need an entry for every task"),
+        ("04_position_probe", ["-p", "heatmap_positions", "400"], "cannot exceed max_positions"),
+        ("05_pretraining", ["-p", "hidden_size", "33"], "must be divisible by heads"),
+        ("05_pretraining", ["-p", "names", "same,same"], "names must be two different model names"),
+        ("13_isotropy_calibration", ["-p", "methods", "none,whiten"], "methods: unknown 'whiten'; choose from none, cosreg"),
+    ],
+)
 def test_bad_parameters_of_later_chapters(tmp_path, shared_data, chapter, args, expected):
     done = run(tmp_path, "--profile", "quick", "--chapters", chapter, *args)
     lines = done.stderr.strip().splitlines()

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from lib.collectors import LayerStats, SentenceTokenSampler, TokenReservoir, token_keys
+from lib.encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir, token_keys
+from lib.encode.extraction import encode, extract
 from lib.errors import BookError
-from lib.extraction import encode, extract
 
 from .conftest import SENTENCES
 
@@ -47,7 +47,7 @@ def test_layer_stats_equal_brute_force(tiny):
 def test_covariance_is_accurate_with_a_large_mean():
     """An outlier dimension with a huge mean must not cost the covariance its precision; the width
     spans several covariance blocks, the last one partial."""
-    from lib.extraction import TokenBatch
+    from lib.encode.extraction import TokenBatch
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(2, 3000, 200)).astype(np.float32)
@@ -140,6 +140,6 @@ def test_a_different_seed_samples_different_tokens():
 
 def test_empty_and_invalid_collectors():
     with pytest.raises(BookError, match="no tokens"):
-        LayerStats().mean
+        _ = LayerStats().mean
     with pytest.raises(BookError, match="positive"):
         TokenReservoir(k=0, seed=0)

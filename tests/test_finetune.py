@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 import torch
 
-from lib import data, finetune
+from lib.data import tasks
 from lib.errors import BookError
-from lib.metrics import glue_score, welch_p
+from lib.measure.metrics import glue_score, welch_p
+from lib.train import finetune
 
 from .conftest import tiny_model
 
@@ -47,24 +48,48 @@ def test_welch_p():
 
 
 def test_glue_loaders_count_what_the_files_hold(shared_data):
-    sizes = {task: (len(data.glue(task, "train")), len(data.glue(task, "dev"))) for task in data.GLUE_TASKS}
+    sizes = {task: (len(tasks.glue(task, "train")), len(tasks.glue(task, "dev"))) for task in tasks.GLUE_TASKS}
     assert sizes == {"sst2": (67349, 872), "mrpc": (4076, 1725), "cola": (7250, 1043), "rte": (2127, 277), "wnli": (518, 71), "stsb": (5749, 1500)}
-    rte = data.glue("rte", "dev")
+    rte = tasks.glue("rte", "dev")
     assert set(rte["label"]) == {0, 1} and rte["text2"].str.len().min() > 0
-    assert data.glue("stsb", "dev")["label"].between(0, 5).all()
+    assert tasks.glue("stsb", "dev")["label"].between(0, 5).all()
     with pytest.raises(BookError, match="unknown GLUE task"):
-        data.glue("qqp", "train")
-    train, dev = data.glue_samples("wnli", 100, 1000, seed=3)  # dev asks for more than the 71 there are: all of them
-    assert len(train) == 100 and len(dev) == 71 and dev.equals(data.glue("wnli", "dev"))
-    assert train.equals(data.glue_samples("wnli", 100, 1000, seed=3)[0]) and not train.equals(data.glue_samples("wnli", 100, 1000, seed=4)[0])
-    assert set(train["text1"]) <= set(data.glue("wnli", "train")["text1"])
+        tasks.glue("qqp", "train")
+    train, dev = tasks.glue_samples("wnli", 100, 1000, seed=3)  # dev asks for more than the 71 there are: all of them
+    assert len(train) == 100 and len(dev) == 71 and dev.equals(tasks.glue("wnli", "dev"))
+    assert train.equals(tasks.glue_samples("wnli", 100, 1000, seed=3)[0]) and not train.equals(tasks.glue_samples("wnli", 100, 1000, seed=4)[0])
+    assert set(train["text1"]) <= set(tasks.glue("wnli", "train")["text1"])
+
+
+def config(**changes) -> finetune.FinetuneConfig:
+    """A run's settings for the tests: chapter 13's regulariser constants, small runs (FinetuneConfig has no defaults)."""
+    settings = dict(
+        method="none",
+        epochs=1,
+        batch_size=10,
+        lr=1e-3,
+        max_length=128,
+        seed=0,
+        cos_strength=1.0,
+        spectrum_strength=1e-3,
+        spectrum_c2=0.1,
+        spectrum_gamma_pol=-0.5,
+        spectrum_gamma_exp=0.5,
+        flow_layers=4,
+        flow_hidden=256,
+    )
+    return finetune.FinetuneConfig(**{**settings, **changes})
 
 
 def test_twenty_step_fine_tune_reduces_the_loss_and_learns_the_task():
     lm = tiny_model("bert")
-    cfg = finetune.FinetuneConfig(epochs=4, batch_size=10, lr=1e-3)  # 5 batches per epoch: 20 steps
+    cfg = config(epochs=4, batch_size=10, lr=1e-3)  # 5 batches per epoch: 20 steps
     out = finetune.finetune(lm, "sst2", toy(5), toy(1), cfg)
-    assert len(out.history) == 4 and out.history["task_loss"].is_monotonic_decreasing and out.history["task_loss"].iloc[-1] < 0.7 * out.history["task_loss"].iloc[0]
+    assert (
+        len(out.history) == 4
+        and out.history["task_loss"].is_monotonic_decreasing
+        and out.history["task_loss"].iloc[-1] < 0.7 * out.history["task_loss"].iloc[0]
+    )
     assert out.score == 100.0
     assert 0 < out.i1 <= 1 and out.i2 >= 0 and out.seconds_per_epoch > 0
 
@@ -76,7 +101,7 @@ def test_each_calibration_runs_and_its_loss_goes_down(method):
         lm.model.get_input_embeddings().weight.add_(0.05)
     strong = {"cos_strength": 50.0, "spectrum_strength": 1.0, "flow_hidden": 16, "flow_lr": 1e-2}
     # the flow learns the density of embeddings that move with the encoder: keep the encoder nearly still to see its loss fall
-    cfg = finetune.FinetuneConfig(method=method, epochs=3, batch_size=10, lr=1e-5 if method == "flow" else 1e-3, **strong)
+    cfg = config(method=method, epochs=3, batch_size=10, lr=1e-5 if method == "flow" else 1e-3, **strong)
     out = finetune.finetune(lm, "stsb", toy(5, regression=True), toy(1, regression=True), cfg)
     losses = out.history["calibration_loss"]
     assert np.isfinite(losses).all() and losses.iloc[-1] < losses.iloc[0]
@@ -87,7 +112,7 @@ def test_spectrum_targets_start_at_the_largest_singular_value_and_follow_their_f
     w = torch.randn(40, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     sigma1 = np.linalg.svd(w.numpy(), compute_uv=False)[0]
     k = np.arange(1, 7)
-    cfg = finetune.FinetuneConfig(spectrum_gamma_pol=-0.5, spectrum_gamma_exp=0.5, spectrum_c2=0.3)
+    cfg = config(spectrum_gamma_pol=-0.5, spectrum_gamma_exp=0.5, spectrum_c2=0.3)
     pol = finetune.spectrum_target(w, replace(cfg, method="spectrum-pol")).numpy()
     exp = finetune.spectrum_target(w, replace(cfg, method="spectrum-exp")).numpy()
     np.testing.assert_allclose(pol, sigma1 * k**-0.5, rtol=1e-10)
@@ -99,7 +124,7 @@ def test_spectrum_targets_start_at_the_largest_singular_value_and_follow_their_f
 
 def test_bad_method_is_one_line():
     with pytest.raises(BookError, match="calibration method must be one of") as err:
-        finetune.FinetuneConfig(method="whiten").check()
+        config(method="whiten").check()
     assert "\n" not in str(err.value)
 
 
@@ -109,7 +134,7 @@ def test_cached_run_reuses_a_result_only_for_the_same_weights_data_and_settings(
     lm = tiny_model("bert")
     lm.model.save_pretrained(tmp_path / "models" / "tiny")
     lm.tokenizer.save_pretrained(tmp_path / "models" / "tiny")
-    cfg = finetune.FinetuneConfig(epochs=1, batch_size=10, lr=1e-3)
+    cfg = config(epochs=1, batch_size=10, lr=1e-3)
     first, cached = finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")
     assert not cached and first["steps"] == 2 and first["method"] == "none" and first["task"] == "SST-2"
     again, cached = finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")
@@ -125,12 +150,18 @@ def test_cached_run_reuses_a_result_only_for_the_same_weights_data_and_settings(
 
 
 def test_summary_statistics_by_hand():
-    runs = pd.DataFrame({
-        "model": "m", "task": ["A"] * 6 + ["B"] * 2, "metric": "accuracy",
-        "method": ["none"] * 3 + ["cosreg"] * 3 + ["none", "flow"],
-        "score": [80.0, 81.0, 79.0, 70.0, 71.0, 69.5, 50.0, 60.0],
-        "I1": [0.8, 0.8, 0.8, 0.9, 0.92, 0.94, 0.8, 0.85], "I2": [0.1] * 8,
-        "seconds_per_epoch": [10.0, 10.0, 10.0, 12.0, 13.0, 14.0, 5.0, 20.0]})
+    runs = pd.DataFrame(
+        {
+            "model": "m",
+            "task": ["A"] * 6 + ["B"] * 2,
+            "metric": "accuracy",
+            "method": ["none"] * 3 + ["cosreg"] * 3 + ["none", "flow"],
+            "score": [80.0, 81.0, 79.0, 70.0, 71.0, 69.5, 50.0, 60.0],
+            "I1": [0.8, 0.8, 0.8, 0.9, 0.92, 0.94, 0.8, 0.85],
+            "I2": [0.1] * 8,
+            "seconds_per_epoch": [10.0, 10.0, 10.0, 12.0, 13.0, 14.0, 5.0, 20.0],
+        }
+    )
     summary = finetune.summarise(runs).set_index(["task", "method"])
     none, cos = summary.loc[("A", "none")], summary.loc[("A", "cosreg")]
     assert none["runs"] == 3 and none["score_mean"] == pytest.approx(80.0) and none["score_std"] == pytest.approx(1.0)

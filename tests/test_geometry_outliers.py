@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib import geometry, outliers
 from lib.errors import BookError
+from lib.measure import geometry, outliers
 
 
 def test_pair_cosines_match_a_direct_computation():

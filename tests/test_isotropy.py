@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib import isotropy
 from lib.errors import BookError
+from lib.measure import isotropy
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import rankdata
 
 from lib.errors import BookError
-from lib.metrics import spearman_x100, threshold_accuracies
+from lib.measure.metrics import spearman_x100, threshold_accuracies
 
 
 def test_threshold_accuracy_counts_predictions():
@@ -31,7 +31,7 @@ def test_spearman_matches_pearson_of_ranks_including_ties():
 
 
 def test_glove_sentence_vectors_average_known_words():
-    from lib import glove
+    from lib.data import glove
 
     index, matrix = glove.vectors()
     assert matrix.shape == (400000, 50) and index["the"] == 0
@@ -42,7 +42,7 @@ def test_glove_sentence_vectors_average_known_words():
 
 
 def test_pearson_matches_numpy():
-    from lib.metrics import pearson_x100
+    from lib.measure.metrics import pearson_x100
 
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=50), rng.normal(size=50)

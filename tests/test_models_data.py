@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from lib import data, models
-from lib.collectors import LayerStats
+from lib.data import registry, tasks
+from lib.encode import models
+from lib.encode.collectors import LayerStats
+from lib.encode.extraction import extract
 from lib.errors import BookError
-from lib.extraction import extract
-from lib.settings import device as pick_device
+from lib.settings import pick_device
 
 
 def test_minilm_facts_are_read_from_the_model(minilm):
@@ -26,7 +27,7 @@ def test_minilm_facts_are_read_from_the_model(minilm):
 def test_mpnet_is_assembled_once(monkeypatch):
     first = models.mpnet_path()
     stamp = (first / "model.safetensors").stat().st_mtime_ns
-    monkeypatch.setattr(models, "_sha256", lambda *_: pytest.fail("re-assembled although the cache was complete"))
+    monkeypatch.setattr(models, "sha256", lambda *_: pytest.fail("re-assembled although the cache was complete"))
     assert models.mpnet_path() == first
     assert (first / "model.safetensors").stat().st_mtime_ns == stamp
     assert models.resolve("mpnet") == (str(first), "all-mpnet-base-v2")
@@ -67,32 +68,32 @@ def test_device_choice():
 
 
 def test_sst2_splits_have_the_published_sizes(shared_data):
-    sizes = {split: len(data.load("sst2", split)) for split in ("train", "dev", "test")}
+    sizes = {split: len(registry.load("sst2", split)) for split in ("train", "dev", "test")}
     assert sizes == {"train": 67349, "dev": 872, "test": 1821}
-    train = data.load("sst2", "train")
+    train = registry.load("sst2", "train")
     assert set(train["label"]) == {0, 1} and not train["sentence"].str.endswith(" ").any()
 
 
 def test_sampling_is_seeded(shared_data):
-    a = data.sample_sentences("sst2", "train", 50, seed=4)
-    assert a == data.sample_sentences("sst2", "train", 50, seed=4)
-    assert a != data.sample_sentences("sst2", "train", 50, seed=5)
+    a = tasks.sample_sentences("sst2", "train", 50, seed=4)
+    assert a == tasks.sample_sentences("sst2", "train", 50, seed=4)
+    assert a != tasks.sample_sentences("sst2", "train", 50, seed=5)
     with pytest.raises(BookError, match="positive integer"):
-        data.sample_sentences("sst2", "train", 0, seed=0)
-    with pytest.raises(BookError, match="lower the sample size"):
-        data.sample_sentences("sst2", "dev", 10_000, seed=0)
+        tasks.sample_sentences("sst2", "train", 0, seed=0)
+    everything = tasks.sample_sentences("sst2", "dev", 10_000, seed=0)  # the policy: a sample larger than the split is all of it
+    assert len(everything) == 872 and sorted(everything) == sorted(registry.load("sst2", "dev")["sentence"])
 
 
 def test_missing_data_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(BookError, match="does not exist; set BOOK_DATA_DIR"):
-        data.load("sst2", "train")
+        registry.load("sst2", "train")
 
 
 def test_missing_file_names_where_it_is_published(tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
     with pytest.raises(BookError, match=r"missing file .*sentiment-dev; it is published at https://"):
-        data.load("sst2", "dev")
+        registry.load("sst2", "dev")
 
 
 def test_corrupted_file_fails_its_checksum(shared_data, tmp_path, monkeypatch):
@@ -104,28 +105,28 @@ def test_corrupted_file_fails_its_checksum(shared_data, tmp_path, monkeypatch):
         f.write(b"X")
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
     with pytest.raises(BookError, match="corrupted") as err:
-        data.load("sst2", "dev")
+        registry.load("sst2", "dev")
     assert "\n" not in str(err.value)
 
 
 def test_download_verifies_and_writes_atomically(shared_data, tmp_path, monkeypatch):
     source = shared_data / "sst2" / "sentiment-dev"
-    good = data.DataFile("x/dev", data.sha256(source), source.as_uri())
-    bad = data.DataFile("x/test", "0" * 64, source.as_uri())
-    monkeypatch.setitem(data.REGISTRY, "toy", data.DataSet("toy", "toy", "none", {"dev": good}, data.REGISTRY["sst2"].reader))
-    monkeypatch.setitem(data.REGISTRY, "toybad", data.DataSet("toybad", "toy", "none", {"test": bad}, data.REGISTRY["sst2"].reader))
-    data.download("toy", tmp_path)
-    assert data.sha256(tmp_path / "x" / "dev") == good.sha256
+    good = registry.DataFile("x/dev", registry.sha256(source), source.as_uri())
+    bad = registry.DataFile("x/test", "0" * 64, source.as_uri())
+    monkeypatch.setitem(registry.REGISTRY, "toy", registry.DataSet("toy", "toy", "none", {"dev": good}, registry.REGISTRY["sst2"].reader))
+    monkeypatch.setitem(registry.REGISTRY, "toybad", registry.DataSet("toybad", "toy", "none", {"test": bad}, registry.REGISTRY["sst2"].reader))
+    registry.download("toy", tmp_path)
+    assert registry.sha256(tmp_path / "x" / "dev") == good.sha256
     with pytest.raises(BookError, match="published file changed"):
-        data.download("toybad", tmp_path)
+        registry.download("toybad", tmp_path)
     assert os.listdir(tmp_path / "x") == ["dev"]  # nothing half-written
 
 
 def test_unknown_data_set_and_split():
     with pytest.raises(BookError, match="unknown data set .qqp.; known: .*sst2"):
-        data.load("qqp", "train")
+        registry.load("qqp", "train")
     with pytest.raises(BookError, match="no split 'validation'"):
-        data.verified_path("sst2", "validation")
+        registry.verified_path("sst2", "validation")
 
 
 def test_data_check_command_reports_a_corrupted_file_in_one_line(shared_data, tmp_path):
@@ -137,47 +138,45 @@ def test_data_check_command_reports_a_corrupted_file_in_one_line(shared_data, tm
         shutil.copy(shared_data / "sst2" / f"sentiment-{split}", tmp_path / "sst2")
     with open(tmp_path / "sst2" / "sentiment-test", "a") as f:
         f.write("an extra line\t1\n")
-    done = subprocess.run([sys.executable, "-m", "lib.data", "check", "sst2"], capture_output=True, text=True,
-                          env={**os.environ, "BOOK_DATA_DIR": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, "-m", "lib.data", "check", "sst2"], capture_output=True, text=True, env={**os.environ, "BOOK_DATA_DIR": str(tmp_path)}
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "sst2 test" in done.stderr and "re-fetch it from https://" in done.stderr
 
 
 def test_new_loaders_count_what_the_releases_hold(shared_data):
-    from lib import data
 
-    assert len(data.wic("train")) == 5428 and len(data.wic("dev")) == 638
-    assert data.wic("train")["same_sense"].mean() == 0.5
-    counts = {name: len(data.sts_pairs(name)) for name in data.STS_SETS}
+    assert len(tasks.wic("train")) == 5428 and len(tasks.wic("dev")) == 638
+    assert tasks.wic("train")["same_sense"].mean() == 0.5
+    counts = {name: len(tasks.sts_pairs(name)) for name in tasks.STS_SETS}
     assert counts == {"stsb": 1379, "sick": 4906, "sts12": 3108, "sts13": 1500, "sts14": 3750, "sts15": 3000, "sts16": 1186}
-    assert data.sts_pairs("sts12")["score"].between(0, 5).all()
-    assert [len(data.load("sst5", s)) for s in ("train", "dev", "test")] == [8544, 1101, 2210]
-    assert set(data.load("sst5", "dev")["label"]) == {0, 1, 2, 3, 4}
-    splits = data.classification_splits("imdb", 30, 10, 20, seed=1)
+    assert tasks.sts_pairs("sts12")["score"].between(0, 5).all()
+    assert [len(registry.load("sst5", s)) for s in ("train", "dev", "test")] == [8544, 1101, 2210]
+    assert set(registry.load("sst5", "dev")["label"]) == {0, 1, 2, 3, 4}
+    splits = tasks.classification_splits("imdb", 30, 10, 20, seed=1)
     assert [len(splits[s][0]) for s in ("train", "dev", "test")] == [30, 10, 20]
     assert not set(splits["train"][0]) & set(splits["dev"][0])  # dev is carved from train, disjoint
     assert set(np.unique(splits["test"][1])) <= {0, 1}
-    assert splits["train"][0] == data.classification_splits("imdb", 30, 10, 20, seed=1)["train"][0]
+    assert splits["train"][0] == tasks.classification_splits("imdb", 30, 10, 20, seed=1)["train"][0]
 
 
 def test_archived_files_explain_how_to_get_them(tmp_path, monkeypatch):
-    from lib import data
 
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
     with pytest.raises(BookError, match="inside the archive https://pilehvar.github.io/wic/package/WiC_dataset.zip"):
-        data.download("wic", tmp_path)
+        registry.download("wic", tmp_path)
     assert not any(tmp_path.iterdir())
 
 
 def test_word_similarity_and_corpus_loaders(shared_data):
-    from lib import data
 
-    counts = {name: len(data.word_similarity(name)) for name in data.WORD_SIMILARITY}
+    counts = {name: len(tasks.word_similarity(name)) for name in tasks.WORD_SIMILARITY}
     assert counts == {"simlex": 999, "men": 3000, "ws353_sim": 203, "ws353_rel": 252, "rw": 2034}
-    men = data.word_similarity("men")
+    men = tasks.word_similarity("men")
     assert men.iloc[0].tolist() == ["sun", "sunlight", 50.0]  # natural form: the -n suffix is gone
     assert not men["word1"].str.contains(r"-[nvj]$").any()
-    docs = data.corpus_documents(("brown",))
+    docs = tasks.corpus_documents(("brown",))
     assert len(docs) == 500 and "/AT" not in docs[0] and docs[0].startswith("The Fulton County Grand Jury")
     with pytest.raises(BookError, match="no corpus files"):
-        data.corpus_documents(("wikipedia",))
+        tasks.corpus_documents(("wikipedia",))

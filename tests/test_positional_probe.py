@@ -7,10 +7,11 @@ import pytest
 import torch
 from scipy.stats import rankdata
 
-from lib import positional, probe
-from lib.collectors import AllTokens
+from lib.encode.collectors import AllTokens, PositionProfile
+from lib.encode.extraction import extract
 from lib.errors import BookError
-from lib.extraction import extract
+from lib.measure import positional
+from lib.train import probe
 
 from .conftest import SENTENCES, tiny_model
 from .test_collectors import brute_force
@@ -74,7 +75,7 @@ def test_table_summary_finds_a_planted_position_outlier():
 def test_position_profile_equals_brute_force():
     lm = tiny_model("bert")
     h, sid, pos, _ = brute_force(lm, SENTENCES)
-    with positional.PositionProfile(lm, layers=(0, 2), max_positions=40) as profile:
+    with PositionProfile(lm, layers=(0, 2), max_positions=40) as profile:
         extract(lm, SENTENCES, [profile], progress=False, max_sentences=3)
     means = profile.means(min_count=1)
     assert profile.means(min_count=5).shape[1] == np.flatnonzero(profile.counts >= 5).max() + 1
@@ -148,8 +149,9 @@ def test_probe_decodes_positions_from_a_tiny_bert():
         tokens = AllTokens(dtype=np.float32)
         extract(lm, sentences, [tokens], progress=False)
         data[split] = tokens
-    trained = probe.train_probe(data["train"].layer(0), data["train"].positions, data["test"].layer(0), data["test"].positions,
-                                n_classes=64, epochs=10, lr=1e-2, device="cpu")
+    trained = probe.train_probe(
+        data["train"].layer(0), data["train"].positions, data["test"].layer(0), data["test"].positions, n_classes=64, epochs=10, lr=1e-2, device="cpu"
+    )
     assert probe.accuracy(trained.weight, data["test"].layer(0), data["test"].positions) > 0.9
 
 

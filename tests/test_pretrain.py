@@ -10,15 +10,35 @@ import numpy as np
 import pytest
 import torch
 
-from lib import bpe, pretrain
+from lib.encode.models import load_model
 from lib.errors import BookError
-from lib.models import load_model
+from lib.train import bpe, pretrain
 
 from .conftest import SENTENCES
 
 TEXTS = [" ".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(len(SENTENCES))] * 4
-TINY = dict(vocab_size=300, hidden_size=32, layers=2, heads=4, intermediate_size=64, seq_len=24, batch_size=8,
-            steps=30, warmup=3, eval_every=10, lr=3e-3, dropout=0.0)
+TINY = dict(  # every setting, as chapter 05 passes them (PretrainConfig has no defaults)
+    position_embeddings=True,
+    vocab_size=300,
+    valid_share=0.02,
+    hidden_size=32,
+    layers=2,
+    heads=4,
+    intermediate_size=64,
+    seq_len=24,
+    steps=30,
+    batch_size=8,
+    lr=3e-3,
+    warmup=3,
+    weight_decay=0.01,
+    adam_betas=(0.9, 0.98),
+    adam_eps=1e-6,
+    clip=1.0,
+    mask_prob=0.15,
+    dropout=0.0,
+    eval_every=10,
+    seed=0,
+)
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +180,12 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tokenizer, blocks, tmp_p
 
 
 def test_bad_settings_give_one_line():
-    for change, word in [({"hidden_size": 30, "heads": 4}, "divisible"), ({"warmup": 50, "steps": 10}, "warmup"), ({"layers": 0}, "layers"),
-                         ({"mask_prob": 1.5}, "mask_prob")]:
+    for change, word in [
+        ({"hidden_size": 30, "heads": 4}, "divisible"),
+        ({"warmup": 50, "steps": 10}, "warmup"),
+        ({"layers": 0}, "layers"),
+        ({"mask_prob": 1.5}, "mask_prob"),
+    ]:
         with pytest.raises(BookError, match=word) as err:
             pretrain.PretrainConfig(**{**TINY, **change}).check()
         assert "\n" not in str(err.value)

@@ -13,8 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from lib.book.results import Results  # noqa: E402
 from lib.errors import BookError  # noqa: E402
-from lib.results import Results, write_atomic  # noqa: E402
+from lib.io import write_atomic  # noqa: E402
 
 
 def test_tables_and_meta(tmp_path):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lib.errors import BookError
-from lib.transforms import Center, Clip, RemoveTopPCs, ScaledCenter, Whiten, layer_variants
+from lib.measure.transforms import Center, Clip, RemoveTopPCs, ScaledCenter, Whiten, layer_variants, whitening_from_moments, whitening_from_vectors
 
 
 @pytest.fixture
@@ -94,7 +94,10 @@ def test_layer_variants_fit_one_transform_per_layer(cloud):
     cov = np.stack([np.cov(x, rowvar=False) for x in layers])
     flags = np.zeros((2, 12), dtype=bool)
     flags[1, 5] = True
-    variants = layer_variants(mean, cov, flags)
+    variants = layer_variants(flags, whitening_from_moments(mean, cov))
+    from_vectors = whitening_from_vectors(layers.transpose(1, 0, 2))  # (n, layers, width): the same fit from the vectors
+    for a, b in zip(variants["whitened"], from_vectors):
+        np.testing.assert_allclose(a.transform(cloud), b.transform(cloud), atol=1e-8)
     assert np.array_equal(variants["raw"][0].transform(cloud), cloud)
     assert np.array_equal(variants["clipped"][0].transform(cloud), cloud)  # nothing flagged in layer 0
     assert (variants["clipped"][1].transform(cloud)[:, 5] == 0).all()
@@ -102,7 +105,7 @@ def test_layer_variants_fit_one_transform_per_layer(cloud):
 
 
 def test_fitted_transforms_round_trip_through_a_file(cloud, tmp_path):
-    from lib import transforms
+    from lib.measure import transforms
 
     for fitted in (Whiten(k=5).fit(cloud), RemoveTopPCs(2).fit(cloud), ScaledCenter().fit(cloud), Center().fit(cloud), Clip([1, 5]).fit(cloud)):
         path = transforms.save(fitted, tmp_path / f"{type(fitted).__name__}.npz")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib import isotropy, vocabulary
 from lib.errors import BookError
+from lib.measure import isotropy, vocabulary
 
 from .conftest import tiny_model
 

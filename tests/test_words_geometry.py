@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib import geometry, words
+from lib.encode import words
+from lib.encode.extraction import extract
 from lib.errors import BookError
-from lib.extraction import extract
+from lib.measure import geometry
 
 from .test_collectors import brute_force
 

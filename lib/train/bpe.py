@@ -8,7 +8,7 @@ from tokenizers import ByteLevelBPETokenizer
 from tokenizers.processors import RobertaProcessing
 from transformers import PreTrainedTokenizerFast
 
-from .errors import require
+from ..errors import require
 
 SPECIAL = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>", "mask_token": "<mask>"}
 
@@ -19,7 +19,6 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, max_length: int, min_
     require(vocab_size > 256 + len(SPECIAL), f"vocab_size must exceed the 256 byte symbols plus {len(SPECIAL)} special tokens, got {vocab_size}")
     require(len(texts) > 0, "no texts to train the tokenizer on")
     bpe = ByteLevelBPETokenizer(add_prefix_space=False, trim_offsets=True)
-    bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
-                            special_tokens=list(SPECIAL.values()))
+    bpe.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False, special_tokens=list(SPECIAL.values()))
     bpe.post_processor = RobertaProcessing(("</s>", bpe.token_to_id("</s>")), ("<s>", bpe.token_to_id("<s>")), trim_offsets=True, add_prefix_space=False)
     return PreTrainedTokenizerFast(tokenizer_object=bpe, model_max_length=max_length, cls_token="<s>", sep_token="</s>", **SPECIAL)

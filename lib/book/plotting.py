@@ -7,18 +7,28 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .geometry import PlaneView
+from ..measure.geometry import PlaneView
 
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
 
 
 def style() -> None:
     """Book-wide matplotlib defaults."""
-    plt.rcParams.update({
-        "figure.dpi": 110, "savefig.dpi": 150, "font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11,
-        "legend.fontsize": 10, "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
-        "grid.alpha": 0.3, "axes.prop_cycle": matplotlib.cycler(color=COLORS),
-    })
+    plt.rcParams.update(
+        {
+            "figure.dpi": 110,
+            "savefig.dpi": 150,
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "legend.fontsize": 10,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.prop_cycle": matplotlib.cycler(color=COLORS),
+        }
+    )
 
 
 def anisotropy_by_layer(tables: dict[str, pd.DataFrame], title: str = "Average cosine similarity of random token pairs"):
@@ -34,27 +44,31 @@ def anisotropy_by_layer(tables: dict[str, pd.DataFrame], title: str = "Average c
     return fig
 
 
-def plane_views(views: dict[str, PlaneView], colour_by: dict[str, np.ndarray], colour_label: str,
-                special: dict[str, np.ndarray], ring_label: str = "special tokens"):
+def plane_views(
+    views: dict[str, PlaneView], colour_by: dict[str, np.ndarray], colour_label: str, special: dict[str, np.ndarray], ring_label: str = "special tokens"
+):
     """2-D PCA scatter plots, one row per model, coloured by a per-point value; special tokens ringed,
     the origin marked."""
     fig, axes = plt.subplots(len(views), 1, figsize=(7.5, 4.8 * len(views)), squeeze=False)
     for ax, (name, view) in zip(axes[:, 0], views.items()):
         sc = ax.scatter(view.coords[:, 0], view.coords[:, 1], c=colour_by[name], s=7, cmap="viridis", alpha=0.7, linewidths=0)
         ring = special[name]
-        ax.scatter(view.coords[ring, 0], view.coords[ring, 1], s=30, facecolors="none", edgecolors="black", linewidths=0.6,
-                   label=f"{ring_label} ({ring.sum()})")
+        ax.scatter(
+            view.coords[ring, 0], view.coords[ring, 1], s=30, facecolors="none", edgecolors="black", linewidths=0.6, label=f"{ring_label} ({ring.sum()})"
+        )
         ax.scatter(*view.origin, marker="X", s=150, color=COLORS[1], edgecolor="white", zorder=3, label="origin")
-        ax.set(xlabel=f"component 1 ({100 * view.explained[0]:.1f}% of variance)", ylabel=f"component 2 ({100 * view.explained[1]:.1f}%)",
-               title=f"{name}: |mean| / mean |x| = {view.mean_vector_norm_ratio:.2f}")
+        ax.set(
+            xlabel=f"component 1 ({100 * view.explained[0]:.1f}% of variance)",
+            ylabel=f"component 2 ({100 * view.explained[1]:.1f}%)",
+            title=f"{name}: |mean| / mean |x| = {view.mean_vector_norm_ratio:.2f}",
+        )
         ax.legend(loc="best", frameon=True, framealpha=0.8)
         fig.colorbar(sc, ax=ax, label=colour_label)
     fig.tight_layout()
     return fig
 
 
-def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str], title: str, ylabel: str = "mean value",
-                  columns: int = 3):
+def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str], title: str, ylabel: str = "mean value", columns: int = 3):
     """Small multiples: one vector per panel (value by dimension), flagged dimensions labelled."""
     n = vectors.shape[0]
     rows = int(np.ceil(n / columns))
@@ -68,8 +82,16 @@ def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str
         for d in np.flatnonzero(flags[i]):
             value = vectors[i, d]
             ax.plot([d], [value], "o", ms=3.5, color=COLORS[1])
-            ax.annotate(str(d), (d, value), fontsize=9, color=COLORS[1], ha="center", va="bottom" if value > 0 else "top",
-                        xytext=(0, 2 if value > 0 else -2), textcoords="offset points")
+            ax.annotate(
+                str(d),
+                (d, value),
+                fontsize=9,
+                color=COLORS[1],
+                ha="center",
+                va="bottom" if value > 0 else "top",
+                xytext=(0, 2 if value > 0 else -2),
+                textcoords="offset points",
+            )
         ax.set_title(panel_titles[i], fontsize=10)
         ax.margins(y=0.25)
         ax.tick_params(labelsize=8)
@@ -95,8 +117,15 @@ def extreme_shares(tables: dict[str, pd.DataFrame]):
         for (name, t), color in zip(tables.items(), COLORS):
             ax.plot(t["layer"], t[f"{kind}_percent"], marker="o", color=color, label=name)
             for _, r in t.iterrows():
-                ax.annotate(str(int(r[f"{kind}_dim"])), (r["layer"], r[f"{kind}_percent"]), fontsize=8, color=color,
-                            xytext=(0, 4), textcoords="offset points", ha="center")
+                ax.annotate(
+                    str(int(r[f"{kind}_dim"])),
+                    (r["layer"], r[f"{kind}_percent"]),
+                    fontsize=8,
+                    color=color,
+                    xytext=(0, 4),
+                    textcoords="offset points",
+                    ha="center",
+                )
         word = "minimum" if kind == "argmin" else "maximum"
         ax.set(ylabel="% of vectors", title=f"the dimension that is most often a vector's {word} (labelled)", ylim=(0, 108))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
@@ -116,13 +145,15 @@ def layernorm_ranks(ranks: dict[str, pd.DataFrame]):
             part = frame[frame["param"] == param]
             for color, (dim, by_dim) in zip(COLORS, part.groupby("dim", sort=False)):
                 for which, line in by_dim.groupby("layernorm", sort=False):
-                    ax.plot(line["layer"], line["rank"], styles.get(which, "-"), color=color, ms=5,
-                            label=f"dim {dim} ({line['sign'].iloc[0]}), {which} LN")
+                    ax.plot(line["layer"], line["rank"], styles.get(which, "-"), color=color, ms=5, label=f"dim {dim} ({line['sign'].iloc[0]}), {which} LN")
             ax.set_yscale("log")
             ax.set_ylim(width * 1.3, 0.8)
             ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-            ax.set(xlabel="layer (0 = embedding LayerNorm)", ylabel=f"rank among {width} (1 = top)",
-                   title=f"{name}: {'γ (gain)' if param == 'gamma' else 'β (bias), ranked toward the outlier sign'}")
+            ax.set(
+                xlabel="layer (0 = embedding LayerNorm)",
+                ylabel=f"rank among {width} (1 = top)",
+                title=f"{name}: {'γ (gain)' if param == 'gamma' else 'β (bias), ranked toward the outlier sign'}",
+            )
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         row[1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
@@ -166,8 +197,15 @@ def contributions_by_layer(tables: dict[str, pd.DataFrame]):
             ax.plot(t["layer"], t[col], "-o", color=color, label=col + " (outlier)")
         ax.plot(t["layer"], t["top_other"], "-s", color=COLORS[0], label="largest non-outlier neuron")
         for _, r in t.iterrows():
-            ax.annotate(str(int(r["top_other_dim"])), (r["layer"], r["top_other"]), fontsize=7, color=COLORS[0],
-                        xytext=(0, -10), textcoords="offset points", ha="center")
+            ax.annotate(
+                str(int(r["top_other_dim"])),
+                (r["layer"], r["top_other"]),
+                fontsize=7,
+                color=COLORS[0],
+                xytext=(0, -10),
+                textcoords="offset points",
+                ha="center",
+            )
         ax.plot(t["layer"], t["mean_all"], ":", color="black", label="mean of all neurons")
         ax.set(xlabel="layer (0 = embedding output)", ylabel="mean contribution |w·v|", title=f"{name}: contribution to position prediction")
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
@@ -322,8 +360,11 @@ def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float):
             left.plot(rows["step"], rows["top_z"].abs(), marker="o", ms=3, color=color, label=f"layer {layer}")
             right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color, label=f"layer {layer}")
         line = left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")
-        left.set(ylabel="|robust z| of largest-|mean| dim", ylim=(0, max(threshold, float(t["top_z"].abs().max())) * 1.1),
-                 title=f"{name}: how far the top dimension stands out")
+        left.set(
+            ylabel="|robust z| of largest-|mean| dim",
+            ylim=(0, max(threshold, float(t["top_z"].abs().max())) * 1.1),
+            title=f"{name}: how far the top dimension stands out",
+        )
         left.legend(handles=[line], frameon=False, fontsize=8, loc="upper right")
         right.set(ylabel="% of vectors (max in one dim)", ylim=(0, 100), title=f"{name}: share of the most frequent maximum")
         right.legend(frameon=False, fontsize=8, ncol=2)

@@ -21,35 +21,37 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from . import calibration, isotropy, paper
-from .data import GLUE_TASKS
-from .errors import require
-from .metrics import glue_score, welch_p
-from .models import LoadedModel, load_model
-from .results import write_atomic
-from .settings import cache_dir
+from ..data.tasks import GLUE_TASKS
+from ..encode.models import LoadedModel, load_model
+from ..errors import require
+from ..io import write_atomic
+from ..measure import isotropy
+from ..measure.metrics import glue_score, welch_p
+from ..settings import cache_dir
+from . import calibration
 
 METHODS = ("none", "cosreg", "spectrum-pol", "spectrum-exp", "flow")
 
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    """One fine-tuning run. Regulariser constants are not given by the paper; these are the book's choices."""
+    """One fine-tuning run. Regulariser constants are not given by the paper; chapter 13's parameters cell holds the
+    book's choices (no defaults here, so that cell stays their one home)."""
 
-    method: str = "none"
-    epochs: int = 3
-    batch_size: int = 32
-    lr: float = 2e-5
-    max_length: int = 128
-    seed: int = 0
-    cos_strength: float = 1.0  # λ_c
-    spectrum_strength: float = 1e-3  # λ_p = λ_e
-    spectrum_c2: float = 0.1  # exponential prior's rate
-    spectrum_gamma_pol: float = -0.5  # polynomial prior c1·k^γ
-    spectrum_gamma_exp: float = 0.5  # exponential prior c1·exp(−c2·k^γ); c1 = σ1 of the pre-trained matrix
-    flow_layers: int = 4
-    flow_hidden: int = 256
-    flow_lr: float = 1e-3
+    method: str
+    epochs: int
+    batch_size: int
+    lr: float
+    max_length: int
+    seed: int
+    cos_strength: float  # λ_c
+    spectrum_strength: float  # λ_p = λ_e
+    spectrum_c2: float  # exponential prior's rate
+    spectrum_gamma_pol: float  # polynomial prior c1·k^γ
+    spectrum_gamma_exp: float  # exponential prior c1·exp(−c2·k^γ); c1 = σ1 of the pre-trained matrix
+    flow_layers: int
+    flow_hidden: int
+    flow_lr: float = 1e-3  # the flow's own learning rate (not a chapter parameter)
 
     def check(self) -> None:
         require(self.method in METHODS, f"calibration method must be one of {', '.join(METHODS)}, got {self.method!r}")
@@ -95,8 +97,7 @@ def spectrum_target(w: torch.Tensor, cfg: FinetuneConfig) -> torch.Tensor:
     sigma1 = float(calibration.singular_values(w)[0])
     if cfg.method == "spectrum-pol":
         return calibration.spectrum_prior(min(w.shape), "polynomial", sigma1, cfg.spectrum_c2, cfg.spectrum_gamma_pol, device=w.device)
-    return calibration.spectrum_prior(min(w.shape), "exponential", sigma1 * np.exp(cfg.spectrum_c2), cfg.spectrum_c2, cfg.spectrum_gamma_exp,
-                                      device=w.device)
+    return calibration.spectrum_prior(min(w.shape), "exponential", sigma1 * np.exp(cfg.spectrum_c2), cfg.spectrum_c2, cfg.spectrum_gamma_exp, device=w.device)
 
 
 @dataclass
@@ -113,23 +114,24 @@ class FinetuneResult:
 
 def _batches(tokenizer, frame: pd.DataFrame, order: np.ndarray, size: int, max_length: int, device: torch.device):
     for start in range(0, len(order), size):
-        rows = frame.iloc[order[start:start + size]]
+        rows = frame.iloc[order[start : start + size]]
         pairs = rows["text2"].astype(bool).any()
-        enc = tokenizer(rows["text1"].tolist(), rows["text2"].tolist() if pairs else None, truncation=True,
-                        max_length=max_length, padding=True, return_tensors="pt")
+        enc = tokenizer(
+            rows["text1"].tolist(), rows["text2"].tolist() if pairs else None, truncation=True, max_length=max_length, padding=True, return_tensors="pt"
+        )
         yield {k: v.to(device) for k, v in enc.items()}, torch.tensor(rows["label"].to_numpy()).to(device)
 
 
-def finetune(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame, cfg: FinetuneConfig, desc: str = "") -> FinetuneResult:
-    """Fine-tune lm.model (changed in place) on train, score on dev with the task's GLUE metric."""
+def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, desc: str = "") -> FinetuneResult:
+    """Fine-tune lm.model (changed in place) on train_set, score on dev_set with the task's GLUE metric."""
     cfg.check()
     require(task in GLUE_TASKS, f"unknown GLUE task {task!r}; known: {', '.join(GLUE_TASKS)}")
     regression = task == "stsb"
     # regression targets standardised on the training sample: the head starts at the right scale (Pearson is unaffected)
-    centre, scale = (float(train["label"].mean()), float(train["label"].std()) or 1.0) if regression else (0.0, 1.0)
+    centre, scale = (float(train_set["label"].mean()), float(train_set["label"].std()) or 1.0) if regression else (0.0, 1.0)
     torch.manual_seed(cfg.seed)
     flow = calibration.Flow(lm.width, cfg.flow_layers, cfg.flow_hidden) if cfg.method == "flow" else None
-    model = SequenceModel(lm.model, lm.width, 1 if regression else int(train["label"].max()) + 1, flow).to(lm.device)
+    model = SequenceModel(lm.model, lm.width, 1 if regression else int(train_set["label"].max()) + 1, flow).to(lm.device)
     w = model.encoder.get_input_embeddings().weight
     prior = spectrum_target(w.detach(), cfg) if cfg.method.startswith("spectrum") else None
     groups = [{"params": [p for n, p in model.named_parameters() if not n.startswith("flow.")], "lr": cfg.lr}]
@@ -140,14 +142,19 @@ def finetune(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame,
     history, seconds = [], []
     for epoch in range(1, cfg.epochs + 1):
         model.train()
-        order = rng.permutation(len(train))
+        order = rng.permutation(len(train_set))
         start, task_total, extra_total, n = time.perf_counter(), 0.0, 0.0, 0
-        bar = tqdm(_batches(lm.tokenizer, train, order, cfg.batch_size, cfg.max_length, lm.device), total=-(-len(train) // cfg.batch_size),
-                   desc=f"{desc} epoch {epoch}", unit="batch", mininterval=5.0, leave=False)
+        bar = tqdm(
+            _batches(lm.tokenizer, train_set, order, cfg.batch_size, cfg.max_length, lm.device),
+            total=-(-len(train_set) // cfg.batch_size),
+            desc=f"{desc} epoch {epoch}",
+            unit="batch",
+            mininterval=5.0,
+            leave=False,
+        )
         for batch, labels in bar:
             out, pooled = model(batch)
-            task_loss = (nn.functional.mse_loss(out.squeeze(-1), (labels.float() - centre) / scale) if regression
-                         else nn.functional.cross_entropy(out, labels))
+            task_loss = nn.functional.mse_loss(out.squeeze(-1), (labels.float() - centre) / scale) if regression else nn.functional.cross_entropy(out, labels)
             extra = calibration_loss(model, cfg, prior, pooled)
             optimizer.zero_grad(set_to_none=True)
             if flow is None:
@@ -163,43 +170,70 @@ def finetune(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame,
     model.eval()
     predictions = []
     with torch.no_grad():
-        for batch, _ in _batches(lm.tokenizer, dev, np.arange(len(dev)), 64, cfg.max_length, lm.device):
+        for batch, _ in _batches(lm.tokenizer, dev_set, np.arange(len(dev_set)), 64, cfg.max_length, lm.device):
             out = model(batch)[0]
             predictions.append(out.squeeze(-1) if regression else out.argmax(dim=-1))
     predicted = torch.cat(predictions).cpu().numpy()
     measures = isotropy.partition_measures(w.detach().double().cpu().numpy())
-    return FinetuneResult(glue_score(GLUE_TASKS[task][1], dev["label"].to_numpy(), predicted), measures["I1"], measures["I2"],
-                          float(np.mean(seconds)), cfg.epochs * -(-len(train) // cfg.batch_size), pd.DataFrame(history))
+    return FinetuneResult(
+        glue_score(GLUE_TASKS[task][1], dev_set["label"].to_numpy(), predicted),
+        measures["I1"],
+        measures["I2"],
+        float(np.mean(seconds)),
+        cfg.epochs * -(-len(train_set) // cfg.batch_size),
+        pd.DataFrame(history),
+    )
 
 
-def _run_key(lm: LoadedModel, task: str, train: pd.DataFrame, dev: pd.DataFrame, cfg: FinetuneConfig) -> str:
+def _run_key(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig) -> str:
     """Hash of everything a run's result depends on: the weights, the data, the settings and the device."""
     digest = hashlib.sha256(json.dumps([lm.spec, task, asdict(cfg), str(lm.device), str(lm.model.dtype)]).encode())
     for tensor in lm.model.state_dict().values():
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    for frame in (train, dev):
+    for frame in (train_set, dev_set):
         digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     return digest.hexdigest()[:20]
 
 
-def cached_run(spec: str, task: str, train: pd.DataFrame, dev: pd.DataFrame, cfg: FinetuneConfig, device: str = "auto",
-               dtype: str = "float32") -> tuple[dict, bool]:
+def cached_run(
+    spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str = "auto", dtype: str = "float32"
+) -> tuple[dict, bool]:
     """One fine-tuning run of a freshly loaded model as a result row, and whether it came from the cache. Rows are
     kept under cache_dir()/finetune, one JSON file per run, so an interrupted grid resumes where it stopped."""
     lm = load_model(spec, device=device, dtype=dtype)
-    path = cache_dir() / "finetune" / f"{_run_key(lm, task, train, dev, cfg)}.json"
+    path = cache_dir() / "finetune" / f"{_run_key(lm, task, train_set, dev_set, cfg)}.json"
     if path.exists():
         return json.loads(path.read_text()), True
-    out = finetune(lm, task, train, dev, cfg, desc=f"{lm.name} {task} {cfg.method} seed {cfg.seed}")
-    row = {"model": lm.name, "spec": spec, "task": GLUE_TASKS[task][0], "metric": GLUE_TASKS[task][1], "method": cfg.method, "seed": cfg.seed,
-           "steps": out.steps, "score": out.score, "I1": out.i1, "I2": out.i2, "seconds_per_epoch": out.seconds_per_epoch,
-           "final_task_loss": float(out.history["task_loss"].iloc[-1]), "final_calibration_loss": float(out.history["calibration_loss"].iloc[-1])}
+    out = finetune(lm, task, train_set, dev_set, cfg, desc=f"{lm.name} {task} {cfg.method} seed {cfg.seed}")
+    row = {
+        "model": lm.name,
+        "spec": spec,
+        "task": GLUE_TASKS[task][0],
+        "metric": GLUE_TASKS[task][1],
+        "method": cfg.method,
+        "seed": cfg.seed,
+        "steps": out.steps,
+        "score": out.score,
+        "I1": out.i1,
+        "I2": out.i2,
+        "seconds_per_epoch": out.seconds_per_epoch,
+        "final_task_loss": float(out.history["task_loss"].iloc[-1]),
+        "final_calibration_loss": float(out.history["calibration_loss"].iloc[-1]),
+    }
     write_atomic(path, lambda tmp: tmp.write_text(json.dumps(row)))
     return row, False
 
 
-def run_grid(specs: list[str], splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]], methods: list[str], seeds: list[int],
-             base: FinetuneConfig, epochs: dict[str, int], device: str = "auto", dtype: str = "float32") -> pd.DataFrame:
+def run_grid(
+    specs: list[str],
+    splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
+    methods: list[str],
+    seeds: list[int],
+    base: FinetuneConfig,
+    epochs: dict[str, int],
+    device: str = "auto",
+    dtype: str = "float32",
+) -> pd.DataFrame:
     """Every (model, task, method, seed) run, each from the pre-trained weights, as one table; a bar over the runs."""
     grid = [(spec, task, method, s) for spec in specs for task in splits for method in methods for s in seeds]
     rows = []
@@ -208,8 +242,10 @@ def run_grid(specs: list[str], splits: dict[str, tuple[pd.DataFrame, pd.DataFram
         cfg = FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]})
         row, cached = cached_run(spec, task, *splits[task], cfg, device, dtype)
         rows.append(row)
-        bar.write(f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
-                  f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}")
+        bar.write(
+            f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
+            f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}"
+        )
     return pd.DataFrame(rows)
 
 
@@ -221,32 +257,26 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         reference = runs[(runs["model"] == model) & (runs["task"] == task) & (runs["method"] == "none")]
         has_reference = method != "none" and len(reference) > 0
         p = welch_p(group["score"], reference["score"]) if has_reference else float("nan")
-        rows.append({"model": model, "task": task, "metric": group["metric"].iloc[0], "method": method, "runs": len(group),
-                     "score_mean": group["score"].mean(), "score_std": group["score"].std(ddof=1),
-                     "difference": group["score"].mean() - reference["score"].mean() if has_reference else float("nan"),
-                     "p": p, "significant": bool(p < 0.05), "I1_mean": group["I1"].mean(), "I1_std": group["I1"].std(ddof=1),
-                     "I2_mean": group["I2"].mean(), "I2_std": group["I2"].std(ddof=1),
-                     "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan")})
+        rows.append(
+            {
+                "model": model,
+                "task": task,
+                "metric": group["metric"].iloc[0],
+                "method": method,
+                "runs": len(group),
+                "score_mean": group["score"].mean(),
+                "score_std": group["score"].std(ddof=1),
+                "difference": group["score"].mean() - reference["score"].mean() if has_reference else float("nan"),
+                "p": p,
+                "significant": bool(p < 0.05),
+                "I1_mean": group["I1"].mean(),
+                "I1_std": group["I1"].std(ddof=1),
+                "I2_mean": group["I2"].mean(),
+                "I2_std": group["I2"].std(ddof=1),
+                "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)
-
-
-def paper_summary() -> pd.DataFrame:
-    """Ding et al.'s Table 1 (scores) joined with Table 4 (I1, I2) in summarise's columns. The paper marks only
-    significant improvements, so `significant` is True where marked and unknown (None) elsewhere; its only time
-    ratio is the flow's average over tasks (§4.1), given to each of that model's flow rows."""
-    scores = paper.table("ding2022", "glue")
-    iso = paper.table("ding2022", "glue_isotropy")[["model", "paper_method", "paper_task", "paper_I1", "paper_I2"]]
-    frame = scores.merge(iso, on=["model", "paper_method", "paper_task"], how="left")
-    none = frame[frame["paper_method"] == "none"].set_index(["model", "paper_task"])["paper_value"]
-    reference = none.reindex(pd.MultiIndex.from_frame(frame[["model", "paper_task"]])).to_numpy()
-    calibrated = frame["paper_method"] != "none"
-    timed = paper.values()["ding2022"]["flow_time_ratio"]
-    time_ratio = np.where((frame["model"] == timed["model"]) & (frame["paper_method"] == "flow"), timed["value"], np.nan)
-    return pd.DataFrame({"model": frame["model"], "task": frame["paper_task"], "metric": frame["paper_metric"], "method": frame["paper_method"],
-                         "score_mean": frame["paper_value"], "score_std": frame["paper_std"],
-                         "difference": (frame["paper_value"] - reference).where(calibrated),
-                         "significant": frame["paper_significant"].map(lambda marked: True if marked else None).where(calibrated, False),
-                         "I1_mean": frame["paper_I1"], "I2_mean": frame["paper_I2"], "time_ratio": time_ratio})
 
 
 def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
@@ -256,11 +286,18 @@ def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
     for (model, method), group in summary[summary["method"] != "none"].groupby(["model", "method"], sort=False):
         marked = group["significant"].notna().all()
         significant = group["significant"].fillna(False).astype(bool)
-        rows.append({"model": model, "method": method, "tasks": len(group), "mean_difference": group["difference"].mean(),
-                     "undefined_scores": int(group["score_mean"].isna().sum()),
-                     "significantly_better": int((significant & (group["difference"] > 0)).sum()),
-                     "significantly_worse": int((significant & (group["difference"] < 0)).sum()) if marked else None,
-                     "I1_mean": group["I1_mean"].mean(),
-                     "I1_uncalibrated": summary.loc[(summary["model"] == model) & (summary["method"] == "none"), "I1_mean"].mean(),
-                     "time_ratio": group["time_ratio"].mean()})
+        rows.append(
+            {
+                "model": model,
+                "method": method,
+                "tasks": len(group),
+                "mean_difference": group["difference"].mean(),
+                "undefined_scores": int(group["score_mean"].isna().sum()),
+                "significantly_better": int((significant & (group["difference"] > 0)).sum()),
+                "significantly_worse": int((significant & (group["difference"] < 0)).sum()) if marked else None,
+                "I1_mean": group["I1_mean"].mean(),
+                "I1_uncalibrated": summary.loc[(summary["model"] == model) & (summary["method"] == "none"), "I1_mean"].mean(),
+                "time_ratio": group["time_ratio"].mean(),
+            }
+        )
     return pd.DataFrame(rows)

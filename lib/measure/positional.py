@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .errors import BookError, require
-from .extraction import TokenBatch
-from .models import LoadedModel
-from .outliers import robust_z
+from ..encode.collectors import extreme_counts
+from ..encode.models import LoadedModel, embeddings_module
+from ..errors import require
+from .outliers import descending_ranks, robust_z
 
 
 @dataclass
@@ -28,16 +28,9 @@ class EmbeddingTables:
     position_offset: int
 
 
-def _embeddings_module(lm: LoadedModel) -> torch.nn.Module:
-    module = getattr(lm.model, "embeddings", None)
-    require(module is not None, f"{lm.name} has no `embeddings` module (BERT/RoBERTa/MPNet-style encoders have one); "
-            "this analysis needs an encoder with learned input embeddings")
-    return module
-
-
 def position_offset(lm: LoadedModel) -> int:
     """The position-table row used for sequence position 0, observed by running the embeddings on a short input."""
-    table = getattr(_embeddings_module(lm), "position_embeddings", None)
+    table = getattr(embeddings_module(lm), "position_embeddings", None)
     require(isinstance(table, torch.nn.Embedding), f"{lm.name} has no learned position-embedding table")
     seen: list[torch.Tensor] = []
     handle = table.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach()))
@@ -53,15 +46,14 @@ def position_offset(lm: LoadedModel) -> int:
 
 def embedding_tables(lm: LoadedModel) -> EmbeddingTables:
     """The model's token, position and segment (token-type) embedding matrices."""
-    emb = _embeddings_module(lm)
+    emb = embeddings_module(lm)
 
     def weights(name: str) -> np.ndarray | None:
         table = getattr(emb, name, None)
         return table.weight.detach().double().cpu().numpy() if isinstance(table, torch.nn.Embedding) else None
 
     position = weights("position_embeddings")
-    return EmbeddingTables(weights("word_embeddings"), position, weights("token_type_embeddings"),
-                           position_offset(lm) if position is not None else 0)
+    return EmbeddingTables(weights("word_embeddings"), position, weights("token_type_embeddings"), position_offset(lm) if position is not None else 0)
 
 
 def row_outliers(matrix: np.ndarray, z_threshold: float = 10.0) -> pd.DataFrame:
@@ -69,23 +61,54 @@ def row_outliers(matrix: np.ndarray, z_threshold: float = 10.0) -> pd.DataFrame:
     deviations from that row's median, the largest |z|, and the row's argmin and argmax."""
     z = robust_z(matrix)
     flags = np.abs(z) >= z_threshold
-    return pd.DataFrame({
-        "row": np.arange(len(matrix)),
-        "n_flagged": flags.sum(axis=1),
-        "flagged_dims": [" ".join(map(str, np.flatnonzero(f))) for f in flags],
-        "max_abs_z": np.abs(z).max(axis=1),
-        "argmin_dim": matrix.argmin(axis=1), "argmax_dim": matrix.argmax(axis=1),
-    })
+    return pd.DataFrame(
+        {
+            "row": np.arange(len(matrix)),
+            "n_flagged": flags.sum(axis=1),
+            "flagged_dims": [" ".join(map(str, np.flatnonzero(f))) for f in flags],
+            "max_abs_z": np.abs(z).max(axis=1),
+            "argmin_dim": matrix.argmin(axis=1),
+            "argmax_dim": matrix.argmax(axis=1),
+        }
+    )
 
 
 def extreme_share(matrix: np.ndarray) -> dict[str, float | int]:
     """The dimension that is most often a row's maximum (minimum), and the % of rows for which it is."""
     require(len(matrix) > 0, "no rows to count")
+    lo, hi = extreme_counts(matrix[None])
     out: dict[str, float | int] = {"n_rows": len(matrix)}
-    for kind, idx in (("argmax", matrix.argmax(axis=1)), ("argmin", matrix.argmin(axis=1))):
-        counts = np.bincount(idx, minlength=matrix.shape[1])
+    for kind, counts in (("argmax", hi[0]), ("argmin", lo[0])):
         out[f"{kind}_dim"], out[f"{kind}_percent"] = int(counts.argmax()), 100.0 * counts.max() / len(matrix)
     return out
+
+
+@dataclass
+class PositionView:
+    """Chapter 03's view of a model's embedding tables: the tables, one summary row per table, and the position
+    rows that sequences use (`position` = sequence position, `table_row` = the row it reads)."""
+
+    tables: EmbeddingTables
+    summary: pd.DataFrame
+    rows: pd.DataFrame
+
+    def example_rows(self) -> list[int]:
+        """Positions worth plotting: the first three, the one with the largest |z|, and position 50 (or the last)."""
+        return list(dict.fromkeys([0, 1, 2, int(self.rows["max_abs_z"].idxmax()), min(50, len(self.rows) - 1)]))
+
+    def matrix(self, positions: list[int]) -> np.ndarray:
+        """The position embeddings of the given sequence positions."""
+        return self.tables.position[self.tables.position_offset + np.asarray(positions)]
+
+
+def position_view(lm: LoadedModel, z_threshold: float) -> PositionView:
+    """Embedding tables of a model, their summary, and flagged dimensions of every position row up to the model's maximum length."""
+    tables = embedding_tables(lm)
+    require(tables.position is not None, f"{lm.name} has no learned position-embedding table")
+    rows = row_outliers(tables.position[tables.position_offset : tables.position_offset + lm.max_length], z_threshold)
+    rows.insert(0, "position", rows.pop("row"))
+    rows.insert(1, "table_row", rows["position"] + tables.position_offset)
+    return PositionView(tables, table_summary(tables, z_threshold, n_positions=lm.max_length), rows)
 
 
 def table_summary(tables: EmbeddingTables, z_threshold: float = 10.0, n_positions: int | None = None) -> pd.DataFrame:
@@ -95,15 +118,16 @@ def table_summary(tables: EmbeddingTables, z_threshold: float = 10.0, n_position
     parts = [("token", tables.token)]
     if tables.position is not None:
         stop = None if n_positions is None else tables.position_offset + n_positions
-        used = tables.position[tables.position_offset:stop]
+        used = tables.position[tables.position_offset : stop]
         parts += [("position", used), ("position after the first", used[1:])]
     if tables.segment is not None:
         parts.append(("segment", tables.segment))
     rows = []
     for name, matrix in parts:
         flagged = row_outliers(matrix, z_threshold)["n_flagged"] > 0
-        rows.append({"table": name, **extreme_share(matrix), "rows_with_flagged_dim": int(flagged.sum()),
-                     "rows_with_flagged_dim_percent": 100.0 * flagged.mean()})
+        rows.append(
+            {"table": name, **extreme_share(matrix), "rows_with_flagged_dim": int(flagged.sum()), "rows_with_flagged_dim_percent": 100.0 * flagged.mean()}
+        )
     return pd.DataFrame(rows)
 
 
@@ -131,16 +155,17 @@ def layernorms(lm: LoadedModel) -> list[LayerNormParameters]:
             per_layer[layer] = per_layer.get(layer, 0) + 1
         else:
             continue  # e.g. a final LayerNorm outside the layer stack
-        found.append(LayerNormParameters(layer, which, name, module.weight.detach().double().cpu().numpy(),
-                                         module.bias.detach().double().cpu().numpy() if module.bias is not None else np.zeros(lm.width)))
+        found.append(
+            LayerNormParameters(
+                layer,
+                which,
+                name,
+                module.weight.detach().double().cpu().numpy(),
+                module.bias.detach().double().cpu().numpy() if module.bias is not None else np.zeros(lm.width),
+            )
+        )
     require(len(found) > 0, f"{lm.name} has no LayerNorm over its {lm.width}-wide hidden states")
     return found
-
-
-def descending_ranks(vector: np.ndarray, dims: np.ndarray) -> np.ndarray:
-    """Rank of vector[d] among all entries, 1 = largest value (ties share the better rank)."""
-    dims = np.asarray(dims, dtype=int)
-    return (vector[None, :] > vector[dims, None]).sum(axis=1) + 1
 
 
 def parameter_ranks(norms: list[LayerNormParameters], dims: np.ndarray, signs: list[str]) -> pd.DataFrame:
@@ -157,82 +182,41 @@ def parameter_ranks(norms: list[LayerNormParameters], dims: np.ndarray, signs: l
             high, low, size = descending_ranks(vector, dims), descending_ranks(-vector, dims), descending_ranks(np.abs(vector), dims)
             for d, sign, r_high, r_low, r_abs in zip(dims, signs, high, low, size):
                 rank = r_high if param == "gamma" or sign == "+" else r_low
-                rows.append({"layer": ln.layer, "layernorm": ln.which, "module": ln.module, "param": param, "dim": int(d),
-                             "sign": sign, "value": float(vector[d]), "rank": int(rank), "rank_abs": int(r_abs), "width": len(vector)})
+                rows.append(
+                    {
+                        "layer": ln.layer,
+                        "layernorm": ln.which,
+                        "module": ln.module,
+                        "param": param,
+                        "dim": int(d),
+                        "sign": sign,
+                        "value": float(vector[d]),
+                        "rank": int(rank),
+                        "rank_abs": int(r_abs),
+                        "width": len(vector),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def embedding_layernorm(lm: LoadedModel) -> torch.nn.LayerNorm:
-    """The LayerNorm applied to the summed input embeddings."""
-    for module in _embeddings_module(lm).modules():
-        if isinstance(module, torch.nn.LayerNorm):
-            return module
-    raise BookError(f"{lm.name} has no LayerNorm inside its embeddings module, so there is no embedding input to capture")
-
-
-class PositionProfile:
-    """Collector: per sequence position, the average vector at the embedding LayerNorm's input
-    (stage "input": token + position (+ segment) embeddings) and at the chosen hidden-state layers.
-
-    Registers a hook on the model; use as a context manager (or call close()) to remove it."""
-
-    def __init__(self, lm: LoadedModel, layers: tuple[int, ...] = (0, 1), max_positions: int = 128,
-                 include_special: bool = True):
-        require(max_positions > 0, "max_positions must be positive")
-        require(all(0 <= layer <= lm.n_layers for layer in layers), f"layers must be within 0..{lm.n_layers} for {lm.name}")
-        self.layers, self.max_positions, self.include_special = tuple(layers), max_positions, include_special
-        self.stages = ["input"] + [f"layer {layer}" for layer in layers]
-        self.sums = np.zeros((len(self.stages), max_positions, lm.width))
-        self.counts = np.zeros(max_positions, dtype=np.int64)
-        self._input: torch.Tensor | None = None
-        self._handle = embedding_layernorm(lm).register_forward_pre_hook(self._capture)
-
-    def _capture(self, module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
-        self._input = args[0].detach()
-
-    def update(self, batch: TokenBatch) -> None:
-        require(self._input is not None, "PositionProfile saw a batch but no embedding input: was the hook removed?")
-        keep = batch.positions < self.max_positions
-        if not self.include_special:
-            keep &= ~batch.special
-        pos, rows = batch.positions[keep], batch.rows[keep]
-        idx = torch.from_numpy(np.flatnonzero(keep)).to(batch.hidden.device)
-        stacks = [self._input[torch.from_numpy(rows).to(self._input.device), torch.from_numpy(pos).to(self._input.device)].float()]
-        stacks += [batch.hidden[layer].index_select(0, idx) for layer in self.layers]
-        for s, values in enumerate(stacks):
-            np.add.at(self.sums[s], pos, values.double().cpu().numpy())
-        self.counts += np.bincount(pos, minlength=self.max_positions)
-
-    def means(self, min_count: int = 20) -> np.ndarray:
-        """(stages, positions, width): average vector per stage for positions 0, 1, ... up to the last
-        one with at least min_count tokens (later positions are too rare to average)."""
-        enough = np.flatnonzero(self.counts >= min_count)
-        require(len(enough) > 0, f"no position has {min_count} tokens: use more sentences")
-        seen = int(enough.max()) + 1
-        return self.sums[:, :seen] / np.maximum(self.counts[:seen], 1)[None, :, None]
-
-    def close(self) -> None:
-        self._handle.remove()
-
-    def __enter__(self) -> PositionProfile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def propagation(profile_means: np.ndarray, stages: list[str], dims: np.ndarray, counts: np.ndarray,
-                z_threshold: float = 10.0) -> pd.DataFrame:
+def propagation(profile_means: np.ndarray, stages: list[str], dims: np.ndarray, counts: np.ndarray, z_threshold: float = 10.0) -> pd.DataFrame:
     """For each stage and outlier dim: at how many positions the dim is flagged (|robust z| of the
     position's average vector >= z_threshold), and its median z over positions."""
     rows = []
-    seen = counts[:profile_means.shape[1]] > 0
+    seen = counts[: profile_means.shape[1]] > 0
     for s, stage in enumerate(stages):
         z = robust_z(profile_means[s][seen])
         for d in dims:
-            rows.append({"stage": stage, "dim": int(d), "positions": int(seen.sum()),
-                         "positions_flagged": int((np.abs(z[:, d]) >= z_threshold).sum()),
-                         "median_z": float(np.median(z[:, d])), "max_abs_z": float(np.abs(z[:, d]).max())})
+            rows.append(
+                {
+                    "stage": stage,
+                    "dim": int(d),
+                    "positions": int(seen.sum()),
+                    "positions_flagged": int((np.abs(z[:, d]) >= z_threshold).sum()),
+                    "median_z": float(np.median(z[:, d])),
+                    "max_abs_z": float(np.abs(z[:, d]).max()),
+                }
+            )
     frame = pd.DataFrame(rows)
     frame["positions_flagged_percent"] = 100.0 * frame["positions_flagged"] / frame["positions"]
     return frame

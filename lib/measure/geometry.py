@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from sklearn.decomposition import PCA
 
-from .errors import require
+from ..errors import require
 
 
 def pair_cosines(vectors: np.ndarray, n_pairs: int, seed: int) -> np.ndarray:
@@ -19,7 +19,10 @@ def pair_cosines(vectors: np.ndarray, n_pairs: int, seed: int) -> np.ndarray:
     """
     require(vectors.ndim == 3, "vectors must be (n, layers, width)")
     require(n_pairs > 0, f"number of pairs must be positive, got {n_pairs}")
-    require(2 * n_pairs <= len(vectors), f"{n_pairs} disjoint pairs need {2 * n_pairs} sampled tokens; only {len(vectors)} are available: sample more sentences or ask for fewer pairs")
+    require(
+        2 * n_pairs <= len(vectors),
+        f"{n_pairs} disjoint pairs need {2 * n_pairs} sampled tokens; only {len(vectors)} are available: sample more sentences or ask for fewer pairs",
+    )
     order = np.random.default_rng(seed).permutation(len(vectors))[: 2 * n_pairs]
     a = vectors[order[0::2]].astype(np.float64)
     b = vectors[order[1::2]].astype(np.float64)
@@ -32,10 +35,16 @@ def anisotropy_table(cosines: np.ndarray) -> pd.DataFrame:
     n = cosines.shape[0]
     mean, std = cosines.mean(axis=0), cosines.std(axis=0, ddof=1) if n > 1 else np.zeros(cosines.shape[1])
     half = 1.96 * std / np.sqrt(n)
-    return pd.DataFrame({
-        "layer": np.arange(cosines.shape[1]), "mean_cosine": mean, "std_cosine": std,
-        "ci95_low": mean - half, "ci95_high": mean + half, "n_pairs": n,
-    })
+    return pd.DataFrame(
+        {
+            "layer": np.arange(cosines.shape[1]),
+            "mean_cosine": mean,
+            "std_cosine": std,
+            "ci95_low": mean - half,
+            "ci95_high": mean + half,
+            "n_pairs": n,
+        }
+    )
 
 
 @dataclass
@@ -56,8 +65,10 @@ def pca_plane(points: np.ndarray, seed: int = 0) -> PlaneView:
     pca = PCA(n_components=2, random_state=seed).fit(x)
     mean = x.mean(axis=0)
     return PlaneView(
-        coords=pca.transform(x), origin=pca.transform(np.zeros((1, x.shape[1])))[0],
-        explained=pca.explained_variance_ratio_, mean_norm=float(np.linalg.norm(mean)),
+        coords=pca.transform(x),
+        origin=pca.transform(np.zeros((1, x.shape[1])))[0],
+        explained=pca.explained_variance_ratio_,
+        mean_norm=float(np.linalg.norm(mean)),
         mean_vector_norm_ratio=float(np.linalg.norm(mean) / np.linalg.norm(x, axis=1).mean()),
     )
 
@@ -79,7 +90,7 @@ def self_similarity(vectors: np.ndarray, groups: np.ndarray) -> float:
     unit = vectors.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     sums = np.zeros((len(ids), vectors.shape[1]))
     np.add.at(sums, inverse, unit)
-    pair_means = ((sums ** 2).sum(axis=1) - sizes) / (sizes * (sizes - 1))  # sum over i != j of u_i . u_j, averaged
+    pair_means = ((sums**2).sum(axis=1) - sizes) / (sizes * (sizes - 1))  # sum over i != j of u_i . u_j, averaged
     return float(pair_means.mean())
 
 
@@ -90,5 +101,10 @@ def svd_plane(points: np.ndarray) -> PlaneView:
     x = points.astype(np.float64)
     mean = x.mean(axis=0)
     _, s, vt = np.linalg.svd(x, full_matrices=False)
-    return PlaneView(coords=x @ vt[:2].T, origin=np.zeros(2), explained=s[:2] ** 2 / (s ** 2).sum(),
-                     mean_norm=float(np.linalg.norm(mean)), mean_vector_norm_ratio=float(np.linalg.norm(mean) / np.linalg.norm(x, axis=1).mean()))
+    return PlaneView(
+        coords=x @ vt[:2].T,
+        origin=np.zeros(2),
+        explained=s[:2] ** 2 / (s**2).sum(),
+        mean_norm=float(np.linalg.norm(mean)),
+        mean_vector_norm_ratio=float(np.linalg.norm(mean) / np.linalg.norm(x, axis=1).mean()),
+    )

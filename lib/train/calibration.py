@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from .errors import require
+from ..errors import require
 
 
 def cosine_regulariser(w: torch.Tensor, strength: float) -> torch.Tensor:

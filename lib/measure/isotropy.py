@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .errors import require
+from ..errors import require
 
 
 def _matrix(w: np.ndarray) -> np.ndarray:
@@ -28,7 +28,7 @@ def log_partition(w: np.ndarray, chunk: int = 8192) -> np.ndarray:
     w = _matrix(w)
     _, vectors = np.linalg.eigh(w.T @ w)
     directions = np.concatenate([vectors, -vectors], axis=1)  # (width, 2 width)
-    parts = [logsumexp(w[i:i + chunk] @ directions, axis=0) for i in range(0, len(w), chunk)]
+    parts = [logsumexp(w[i : i + chunk] @ directions, axis=0) for i in range(0, len(w), chunk)]
     return logsumexp(np.stack(parts), axis=0)
 
 
@@ -59,7 +59,7 @@ def mean_pairwise_cosine(w: np.ndarray, chunk: int = 4096) -> float:
     """Average cosine over all ordered pairs i != j, by brute force in blocks (no n x n matrix in memory)."""
     w = _matrix(w)
     unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), np.finfo(np.float64).tiny)
-    total = sum(float((unit[i:i + chunk] @ unit.T).sum()) for i in range(0, len(unit), chunk))
+    total = sum(float((unit[i : i + chunk] @ unit.T).sum()) for i in range(0, len(unit), chunk))
     n = len(unit)
     return (total - n) / (n * (n - 1))
 

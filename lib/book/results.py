@@ -10,40 +10,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from . import __version__
-from .errors import require
-from .settings import results_dir
+from .. import __version__
+from ..errors import require
+from ..io import write_atomic
+from ..settings import results_dir
 
 
 def slug(text: str) -> str:
     """A folder-safe name for a model spec or table name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
-
-
-def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
-    """Call write(tmp) on a temporary file beside path, then rename it into place, readable as any new file would be."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; a built book's images must be readable by a web server
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
 
 
 def _json_default(obj: Any) -> Any:
@@ -71,11 +52,17 @@ class Results:
         path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
         meta_path = folder / "meta.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"tables": {}}
-        meta.update({
-            "chapter": self.chapter, "profile": self.profile, "model": model,
-            "model_info": model_info or meta.get("model_info", {}), "parameters": parameters,
-            "lib_version": __version__, "written": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        })
+        meta.update(
+            {
+                "chapter": self.chapter,
+                "profile": self.profile,
+                "model": model,
+                "model_info": model_info or meta.get("model_info", {}),
+                "parameters": parameters,
+                "lib_version": __version__,
+                "written": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            }
+        )
         meta["tables"][slug(name)] = {"file": path.name, "columns": list(map(str, frame.columns)), "rows": len(frame)}
         write_atomic(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2, default=_json_default)))
         return path

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from scipy.linalg import eigh
 
-from .errors import require
-from .results import write_atomic
+from ..errors import require
+from ..io import write_atomic
 
 
 def _matrix(x: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -130,8 +130,11 @@ class Whiten:
         if self.drop_null:
             k = min(k, rank)
         self.dropped_ = len(values) - k if self.k is None else 0
-        require(k <= rank, f"the covariance has only {rank} usable components of {len(values)} (the rest have ~zero variance): "
-                f"whiten with k <= {rank}, or fit on more vectors than dimensions")
+        require(
+            k <= rank,
+            f"the covariance has only {rank} usable components of {len(values)} (the rest have ~zero variance): "
+            f"whiten with k <= {rank}, or fit on more vectors than dimensions",
+        )
         self.mean_ = np.asarray(mean, dtype=np.float64)
         self.variances_ = values[:k]
         self.matrix_ = vectors[:, :k] / np.sqrt(values[:k])
@@ -155,7 +158,7 @@ class RemoveTopPCs:
         _, vectors = _eigen(cov)
         require(self.n_components < vectors.shape[1], f"cannot remove {self.n_components} components from {vectors.shape[1]} dimensions")
         self.mean_ = np.asarray(mean, dtype=np.float64)
-        self.components_ = vectors[:, :self.n_components]
+        self.components_ = vectors[:, : self.n_components]
         return self
 
     def transform(self, x: np.ndarray) -> np.ndarray:
@@ -163,16 +166,28 @@ class RemoveTopPCs:
         return centered - (centered @ self.components_) @ self.components_.T
 
 
-def layer_variants(mean: np.ndarray, covariance: np.ndarray, clip_flags: np.ndarray, whiten_k: int | None = None) -> dict[str, list]:
-    """Per-layer transforms fitted on one sample's statistics: "raw" (identity), "clipped" (zero the
-    dimensions flagged in that layer: clip_flags (layers, width) bool), and "whitened" (from the layer's
-    mean and covariance (layers, width, width), leaving out zero-variance components)."""
-    require(mean.shape == clip_flags.shape and covariance.shape == (*mean.shape, mean.shape[1]), "mean (layers, width), flags and covariance (layers, width, width) must match")
-    width = mean.shape[1]
+def whitening_from_moments(mean: np.ndarray, covariance: np.ndarray, k: int | None = None) -> list[Whiten]:
+    """One Whiten per layer from per-layer means (layers, width) and covariances (layers, width, width), e.g. of
+    `LayerStats`, leaving out zero-variance components."""
+    require(covariance.shape == (*mean.shape, mean.shape[1]), "mean (layers, width) and covariance (layers, width, width) must match")
+    return [Whiten(k, drop_null=True).fit_moments(m, c) for m, c in zip(mean, covariance)]
+
+
+def whitening_from_vectors(vectors: np.ndarray, k: int | None = None) -> list[Whiten]:
+    """One Whiten per layer fitted on vectors (n, layers, width), leaving out zero-variance components."""
+    require(vectors.ndim == 3, f"vectors must be (n, layers, width), got shape {vectors.shape}")
+    return [Whiten(k, drop_null=True).fit(vectors[:, layer]) for layer in range(vectors.shape[1])]
+
+
+def layer_variants(clip_flags: np.ndarray, whitening: list[Whiten]) -> dict[str, list]:
+    """The three variants the chapters compare, per layer: "raw" (identity), "clipped" (zero the dimensions flagged
+    in that layer: clip_flags (layers, width) bool) and "whitened" (the given fitted Whiten of each layer)."""
+    require(len(clip_flags) == len(whitening), f"{len(clip_flags)} layers of clip flags but {len(whitening)} whitening transforms")
+    width = clip_flags.shape[1]
     return {
-        "raw": [Identity() for _ in mean],
+        "raw": [Identity() for _ in clip_flags],
         "clipped": [Clip(np.flatnonzero(flags), width) for flags in clip_flags],
-        "whitened": [Whiten(whiten_k, drop_null=True).fit_moments(m, c) for m, c in zip(mean, covariance)],
+        "whitened": list(whitening),
     }
 
 

@@ -1,4 +1,5 @@
-"""Streaming collectors for `extraction.extract`: per-layer statistics, seeded token samples, all tokens.
+"""Streaming collectors for `extraction.extract`, every one the book uses: per-layer statistics, seeded
+token samples, all tokens, sentence means, word (span) means, and per-position averages.
 
 All are exact and order-independent: statistics are sums, samples choose tokens by a hash of
 (seed, sentence index, position), and AllTokens sorts by (sentence, position), so the same inputs
@@ -7,14 +8,18 @@ and seed give the same result whatever the batch size.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
-from .errors import require
+from ..errors import require
 from .extraction import TokenBatch
+from .models import LoadedModel, embedding_layernorm
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 _COV_BLOCK = 96  # covariance cross-products are computed in row blocks of this many dimensions (fastest here)
+_KEY = 1 << 20  # positions per sentence in the span lookup key (far above any model's maximum length)
 
 
 def token_keys(seed: int, sentence_ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -26,6 +31,20 @@ def token_keys(seed: int, sentence_ids: np.ndarray, positions: np.ndarray) -> np
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB) & _MASK64
         x = x ^ (x >> np.uint64(31))
     return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def extreme_counts(values: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """For (layers, n, width) values: per layer and dimension, how many of the n vectors have their minimum
+    (first array) and maximum (second) there. The book's one implementation of this count."""
+    require(values.ndim == 3, f"values must be (layers, n, width), got shape {tuple(values.shape)}")
+    layers, _, width = values.shape
+    if isinstance(values, torch.Tensor) and values.device.type != "cpu":
+        lo, hi = values.argmin(dim=2).cpu().numpy(), values.argmax(dim=2).cpu().numpy()
+    else:  # NumPy's argmin/argmax are about twice as fast as torch's on CPU
+        array = values.numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+        lo, hi = array.argmin(axis=2), array.argmax(axis=2)
+    offsets = (np.arange(layers) * width)[:, None]
+    return tuple(np.bincount((idx + offsets).ravel(), minlength=layers * width).reshape(layers, width) for idx in (lo, hi))
 
 
 class LayerStats:
@@ -63,14 +82,9 @@ class LayerStats:
         self.count += n
         x = h - self._shift
         self._shifted_sum += x.sum(dim=1).double()
-        if h.device.type == "cpu":  # NumPy's argmin/argmax are about twice as fast as torch's on CPU
-            values = h.numpy()
-            lo, hi = values.argmin(axis=2), values.argmax(axis=2)
-        else:
-            lo, hi = h.argmin(dim=2).cpu().numpy(), h.argmax(dim=2).cpu().numpy()
-        offsets = (np.arange(n_layers) * width)[:, None]
-        self._argmin += np.bincount((lo + offsets).ravel(), minlength=n_layers * width).reshape(n_layers, width)
-        self._argmax += np.bincount((hi + offsets).ravel(), minlength=n_layers * width).reshape(n_layers, width)
+        lo, hi = extreme_counts(h)
+        self._argmin += lo
+        self._argmax += hi
         if self.with_covariance:  # upper block-triangle only (about 5/8 of the products); mirrored when read
             for start in range(0, width, _COV_BLOCK):
                 stop = start + _COV_BLOCK
@@ -106,8 +120,7 @@ class LayerStats:
         self._ready()
         require(self.with_covariance, "covariance was not collected: create LayerStats(covariance=True)")
         require(self.count > 1, "covariance needs at least two tokens")
-        require(layer is None or -self.n_layers <= layer < self.n_layers,
-                f"layer {layer} does not exist: this model has hidden states 0..{self.n_layers - 1}")
+        require(layer is None or -self.n_layers <= layer < self.n_layers, f"layer {layer} does not exist: this model has hidden states 0..{self.n_layers - 1}")
         s = self._shifted_sum if layer is None else self._shifted_sum[layer]
         m2 = self._m2 if layer is None else self._m2[layer]
         m2 = torch.triu(m2) + torch.triu(m2, diagonal=1).transpose(-1, -2)
@@ -279,3 +292,80 @@ class SentenceMeans:
         empty = np.flatnonzero(self._counts == 0)
         require(len(empty) == 0, f"{len(empty)} sentences have no tokens to pool (first: index {empty[:1].tolist()}); drop empty sentences first")
         return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
+
+
+class SpanMeans:
+    """Collector: for each sentence, the average of the vectors at the given positions, every layer.
+    result() is (n_sentences, n_layers + 1, width) float32, NaN where a sentence had no position."""
+
+    def __init__(self, positions: Sequence[np.ndarray]):
+        self.n = len(positions)
+        self._keys = np.sort(np.concatenate([i * _KEY + np.asarray(p, dtype=np.int64) for i, p in enumerate(positions)] or [np.zeros(0, np.int64)]))
+        self._counts = np.zeros(self.n, dtype=np.int64)
+        self._sums: torch.Tensor | None = None
+
+    def update(self, batch: TokenBatch) -> None:
+        keys = batch.sentence_ids.astype(np.int64) * _KEY + batch.positions
+        hit = np.flatnonzero(np.isin(keys, self._keys, assume_unique=False))
+        if len(hit) == 0:
+            return
+        h = batch.hidden[:, torch.from_numpy(hit).to(batch.hidden.device)].transpose(0, 1).cpu()
+        if self._sums is None:
+            self._sums = torch.zeros(self.n, h.shape[1], h.shape[2])
+        self._sums.index_add_(0, torch.from_numpy(batch.sentence_ids[hit]).long(), h)
+        self._counts += np.bincount(batch.sentence_ids[hit], minlength=self.n)
+
+    def result(self) -> np.ndarray:
+        require(self._sums is not None, "none of the requested positions was seen: are the positions right for this model?")
+        with np.errstate(invalid="ignore"):
+            return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
+
+
+class PositionProfile:
+    """Collector: per sequence position, the average vector at the embedding LayerNorm's input
+    (stage "input": token + position (+ segment) embeddings) and at the chosen hidden-state layers.
+
+    Registers a hook on the model; use as a context manager (or call close()) to remove it."""
+
+    def __init__(self, lm: LoadedModel, layers: tuple[int, ...] = (0, 1), max_positions: int = 128, include_special: bool = True):
+        require(max_positions > 0, "max_positions must be positive")
+        require(all(0 <= layer <= lm.n_layers for layer in layers), f"layers must be within 0..{lm.n_layers} for {lm.name}")
+        self.layers, self.max_positions, self.include_special = tuple(layers), max_positions, include_special
+        self.stages = ["input"] + [f"layer {layer}" for layer in layers]
+        self.sums = np.zeros((len(self.stages), max_positions, lm.width))
+        self.counts = np.zeros(max_positions, dtype=np.int64)
+        self._input: torch.Tensor | None = None
+        self._handle = embedding_layernorm(lm).register_forward_pre_hook(self._capture)
+
+    def _capture(self, module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        self._input = args[0].detach()
+
+    def update(self, batch: TokenBatch) -> None:
+        require(self._input is not None, "PositionProfile saw a batch but no embedding input: was the hook removed?")
+        keep = batch.positions < self.max_positions
+        if not self.include_special:
+            keep &= ~batch.special
+        pos, rows = batch.positions[keep], batch.rows[keep]
+        idx = torch.from_numpy(np.flatnonzero(keep)).to(batch.hidden.device)
+        stacks = [self._input[torch.from_numpy(rows).to(self._input.device), torch.from_numpy(pos).to(self._input.device)].float()]
+        stacks += [batch.hidden[layer].index_select(0, idx) for layer in self.layers]
+        for s, values in enumerate(stacks):
+            np.add.at(self.sums[s], pos, values.double().cpu().numpy())
+        self.counts += np.bincount(pos, minlength=self.max_positions)
+
+    def means(self, min_count: int = 20) -> np.ndarray:
+        """(stages, positions, width): average vector per stage for positions 0, 1, ... up to the last
+        one with at least min_count tokens (later positions are too rare to average)."""
+        enough = np.flatnonzero(self.counts >= min_count)
+        require(len(enough) > 0, f"no position has {min_count} tokens: use more sentences")
+        seen = int(enough.max()) + 1
+        return self.sums[:, :seen] / np.maximum(self.counts[:seen], 1)[None, :, None]
+
+    def close(self) -> None:
+        self._handle.remove()
+
+    def __enter__(self) -> PositionProfile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -7,7 +7,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr, ttest_ind
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-from .errors import require
+from ..errors import require
 
 
 def threshold_accuracies(scores: np.ndarray, labels: np.ndarray, thresholds: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .errors import require
+from ..errors import require
 from .models import LoadedModel
 
 TRIM_EVERY = 32  # batches between returning freed heap memory to the OS
@@ -78,10 +78,10 @@ class Encoded:
         return np.diff(self.offsets)
 
     def ids(self, i: int) -> np.ndarray:
-        return self.flat_ids[self.offsets[i]:self.offsets[i + 1]]
+        return self.flat_ids[self.offsets[i] : self.offsets[i + 1]]
 
     def special(self, i: int) -> np.ndarray:
-        return self.flat_special[self.offsets[i]:self.offsets[i + 1]]
+        return self.flat_special[self.offsets[i] : self.offsets[i + 1]]
 
 
 def encode(lm: LoadedModel, sentences: Sequence[str], chunk: int = 1000) -> Encoded:
@@ -92,8 +92,9 @@ def encode(lm: LoadedModel, sentences: Sequence[str], chunk: int = 1000) -> Enco
     require(all(isinstance(s, str) for s in sentences), "sentences must be strings")
     ids, special, lengths, truncated = [], [], [], 0
     for start in range(0, len(sentences), chunk):
-        enc = lm.tokenizer(list(sentences[start:start + chunk]), add_special_tokens=True, truncation=True,
-                           max_length=lm.max_length, return_special_tokens_mask=True)
+        enc = lm.tokenizer(
+            list(sentences[start : start + chunk]), add_special_tokens=True, truncation=True, max_length=lm.max_length, return_special_tokens_mask=True
+        )
         truncated += sum(bool(e.overflowing) for e in enc.encodings)
         for row, mask in zip(enc["input_ids"], enc["special_tokens_mask"]):
             ids.append(np.asarray(row, dtype=np.int32))
@@ -133,8 +134,9 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor,
     return ids, mask
 
 
-def iterate(lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, max_sentences: int = 64,
-            progress: bool = True, desc: str | None = None) -> Iterable[TokenBatch]:
+def iterate(
+    lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, max_sentences: int = 64, progress: bool = True, desc: str | None = None
+) -> Iterable[TokenBatch]:
     """Yield TokenBatch objects for the sentences, longest-last, padding removed."""
     enc = encode(lm, sentences)
     if enc.truncated:

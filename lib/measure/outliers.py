@@ -3,10 +3,12 @@ of a layer's average vector stand far from the rest (detected, never typed in)."
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
-from .errors import require
+from ..errors import require
 
 
 def extreme_dimensions(argmin_counts: np.ndarray, argmax_counts: np.ndarray, n_vectors: int) -> pd.DataFrame:
@@ -14,11 +16,15 @@ def extreme_dimensions(argmin_counts: np.ndarray, argmax_counts: np.ndarray, n_v
     require(argmin_counts.shape == argmax_counts.shape and n_vectors > 0, "counts must be (layers, width) and n_vectors > 0")
     rows = []
     for layer, (lo, hi) in enumerate(zip(argmin_counts, argmax_counts)):
-        rows.append({
-            "layer": layer,
-            "argmin_dim": int(lo.argmax()), "argmin_percent": 100.0 * lo.max() / n_vectors,
-            "argmax_dim": int(hi.argmax()), "argmax_percent": 100.0 * hi.max() / n_vectors,
-        })
+        rows.append(
+            {
+                "layer": layer,
+                "argmin_dim": int(lo.argmax()),
+                "argmin_percent": 100.0 * lo.max() / n_vectors,
+                "argmax_dim": int(hi.argmax()),
+                "argmax_percent": 100.0 * hi.max() / n_vectors,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -28,10 +34,12 @@ def pooled_extremes(argmin_counts: np.ndarray, argmax_counts: np.ndarray, n_vect
     lo, hi = argmin_counts[layers].sum(axis=0), argmax_counts[layers].sum(axis=0)
     total = n_vectors * argmin_counts[layers].shape[0]
     require(total > 0, "no layers selected")
-    return pd.DataFrame([
-        {"kind": "argmin", "dim": int(lo.argmax()), "percent": 100.0 * lo.max() / total, "n_vectors": total},
-        {"kind": "argmax", "dim": int(hi.argmax()), "percent": 100.0 * hi.max() / total, "n_vectors": total},
-    ])
+    return pd.DataFrame(
+        [
+            {"kind": "argmin", "dim": int(lo.argmax()), "percent": 100.0 * lo.max() / total, "n_vectors": total},
+            {"kind": "argmax", "dim": int(hi.argmax()), "percent": 100.0 * hi.max() / total, "n_vectors": total},
+        ]
+    )
 
 
 def robust_z(mean_vectors: np.ndarray) -> np.ndarray:
@@ -60,6 +68,12 @@ def layer_ranges(layers: np.ndarray) -> str:
     return ", ".join(parts)
 
 
+def descending_ranks(vector: np.ndarray, dims: np.ndarray) -> np.ndarray:
+    """Rank of vector[d] among all entries, 1 = largest value (ties share the better rank)."""
+    dims = np.asarray(dims, dtype=int)
+    return (vector[None, :] > vector[dims, None]).sum(axis=1) + 1
+
+
 def detect_outliers(mean_vectors: np.ndarray, z_threshold: float = 10.0, min_layer_share: float = 0.5) -> pd.DataFrame:
     """Outlier dimensions of a model.
 
@@ -77,11 +91,43 @@ def detect_outliers(mean_vectors: np.ndarray, z_threshold: float = 10.0, min_lay
         layers = np.flatnonzero(flags[:, d])
         contextual = int((layers >= 1).sum())
         peak = int(layers[np.argmax(np.abs(z[layers, d]))])
-        rows.append({
-            "dim": int(d), "sign": "+" if z[peak, d] > 0 else "-", "max_abs_z": float(abs(z[peak, d])),
-            "layers": layer_ranges(layers), "n_layers": contextual,
-            "model_outlier": n_contextual > 0 and contextual >= min_layer_share * n_contextual,
-        })
+        rows.append(
+            {
+                "dim": int(d),
+                "sign": "+" if z[peak, d] > 0 else "-",
+                "max_abs_z": float(abs(z[peak, d])),
+                "layers": layer_ranges(layers),
+                "n_layers": contextual,
+                "model_outlier": n_contextual > 0 and contextual >= min_layer_share * n_contextual,
+            }
+        )
     columns = ["dim", "sign", "max_abs_z", "layers", "n_layers", "model_outlier"]
     frame = pd.DataFrame(rows, columns=columns).astype({"model_outlier": bool})  # bool even when empty, so it can select rows
     return frame.sort_values(["model_outlier", "max_abs_z"], ascending=[False, False], ignore_index=True)
+
+
+@dataclass
+class OutlierReport:
+    """Chapter 02's analysis of one model's per-layer statistics (see `analyse`)."""
+
+    extremes: pd.DataFrame  # per layer: most frequent argmin/argmax dimension and its share
+    pooled: pd.DataFrame  # the same over all contextual layers together
+    detected: pd.DataFrame  # flagged dimensions, model-level outliers first
+    flags: np.ndarray  # (layers, width) bool: flagged in that layer
+
+    @property
+    def model_outliers(self) -> pd.DataFrame:
+        """Rows of the model-level outlier dimensions."""
+        return self.detected[self.detected["model_outlier"]]
+
+
+def analyse(
+    mean: np.ndarray, argmin_counts: np.ndarray, argmax_counts: np.ndarray, n_vectors: int, z_threshold: float, min_layer_share: float
+) -> OutlierReport:
+    """The outlier analysis of one model from its per-layer mean vectors and extreme counts (e.g. `LayerStats`)."""
+    return OutlierReport(
+        extreme_dimensions(argmin_counts, argmax_counts, n_vectors),
+        pooled_extremes(argmin_counts, argmax_counts, n_vectors),
+        detect_outliers(mean, z_threshold, min_layer_share),
+        flagged(mean, z_threshold),
+    )

@@ -11,8 +11,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .errors import require
-from .settings import device as pick_device
+from ..errors import require
+from ..measure.outliers import descending_ranks
+from ..settings import pick_device
 
 
 @dataclass
@@ -37,14 +38,25 @@ def _check(x: np.ndarray, y: np.ndarray, n_classes: int, what: str) -> None:
 def _accuracy(weight: torch.Tensor, bias: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, chunk: int = 65536) -> float:
     correct = 0
     for i in range(0, len(y), chunk):
-        logits = x[i:i + chunk] @ weight.T + (0 if bias is None else bias)
-        correct += int((logits.argmax(dim=1) == y[i:i + chunk]).sum())
+        logits = x[i : i + chunk] @ weight.T + (0 if bias is None else bias)
+        correct += int((logits.argmax(dim=1) == y[i : i + chunk]).sum())
     return correct / len(y)
 
 
-def train_probe(x: np.ndarray, y: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray, n_classes: int, epochs: int = 10,
-                batch_size: int = 128, lr: float = 1e-3, seed: int = 0, device: str = "auto", desc: str | None = None,
-                bias: bool = False) -> Probe:
+def train_probe(
+    x: np.ndarray,
+    y: np.ndarray,
+    x_dev: np.ndarray,
+    y_dev: np.ndarray,
+    n_classes: int,
+    epochs: int = 10,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    seed: int = 0,
+    device: str = "auto",
+    desc: str | None = None,
+    bias: bool = False,
+) -> Probe:
     """Train the probe on (x, y); keep the weights of the epoch with the best accuracy on (x_dev, y_dev).
 
     Weights start at zero (the problem is convex, so no random start is needed) and the batch order
@@ -52,19 +64,19 @@ def train_probe(x: np.ndarray, y: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarr
     _check(x, y, n_classes, "training set")
     _check(x_dev, y_dev, n_classes, "development set")
     require(epochs > 0 and batch_size > 0 and lr > 0, "epochs, batch_size and lr must be positive")
-    dev = pick_device(device)
-    xt, yt = torch.as_tensor(x, dtype=torch.float32, device=dev), torch.as_tensor(y, dtype=torch.long, device=dev)
-    xd, yd = torch.as_tensor(x_dev, dtype=torch.float32, device=dev), torch.as_tensor(y_dev, dtype=torch.long, device=dev)
-    weight = torch.zeros(n_classes, x.shape[1], device=dev, requires_grad=True)
-    offset = torch.zeros(n_classes, device=dev, requires_grad=True) if bias else None
+    torch_device = pick_device(device)
+    xt, yt = torch.as_tensor(x, dtype=torch.float32, device=torch_device), torch.as_tensor(y, dtype=torch.long, device=torch_device)
+    xd, yd = torch.as_tensor(x_dev, dtype=torch.float32, device=torch_device), torch.as_tensor(y_dev, dtype=torch.long, device=torch_device)
+    weight = torch.zeros(n_classes, x.shape[1], device=torch_device, requires_grad=True)
+    offset = torch.zeros(n_classes, device=torch_device, requires_grad=True) if bias else None
     optimizer = torch.optim.Adam([weight] + ([offset] if bias else []), lr=lr)
     generator = torch.Generator().manual_seed(seed)
     best, best_offset, best_epoch, history = weight.detach().clone(), None, 0, []
     bar = tqdm(range(1, epochs + 1), desc=desc or "probe", unit="epoch", leave=False)
     for epoch in bar:
-        order = torch.randperm(len(yt), generator=generator).to(dev)
+        order = torch.randperm(len(yt), generator=generator).to(torch_device)
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             loss = torch.nn.functional.cross_entropy(xt[idx] @ weight.T + (0 if offset is None else offset), yt[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -99,3 +111,19 @@ def contribution_by_position(contrib: np.ndarray, positions: np.ndarray, n_posit
     counts = np.bincount(positions[keep], minlength=n_positions)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / counts, np.nan)
+
+
+def contribution_summary(contrib: np.ndarray, positions: np.ndarray, dims: np.ndarray, n_positions: int) -> tuple[dict, np.ndarray, np.ndarray]:
+    """One layer's contributions (n, width) summarised for the outlier dimensions `dims`: a row with the mean over all
+    neurons, the top neuron and the top non-outlier neuron, each outlier dimension's mean and its rank (1 = largest);
+    the mean contribution of every neuron (width,); and a (n_positions, len(dims) + 1) map of the outlier dimensions'
+    mean contribution by position, the last column the largest non-outlier neuron's."""
+    dims = np.asarray(dims, dtype=int)
+    mean = contrib.mean(axis=0)
+    others = np.setdiff1d(np.arange(contrib.shape[1]), dims)
+    row = {"mean_all": mean.mean(), "top_dim": int(mean.argmax()), "top_other_dim": int(others[mean[others].argmax()]), "top_other": mean[others].max()}
+    for d, rank in zip(dims, descending_ranks(mean, dims)):
+        row[f"dim {d}"] = mean[d]
+        row[f"dim {d} rank"] = int(rank)
+    by_position = contribution_by_position(contrib, positions, n_positions)
+    return row, mean, np.concatenate([by_position[:, dims], np.nanmax(by_position[:, others], axis=1, keepdims=True)], axis=1)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import require
+from ..errors import require
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -1,18 +1,16 @@
-"""Words inside sentences: which subword tokens make up a word, and a collector that averages a
-word's subword vectors in every layer (used for WiC and self-similarity)."""
+"""Words inside sentences: which subword tokens make up a word, sampling words that recur across
+sentences, and a word's vector in every layer as the average of its subwords (WiC, self-similarity)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 
-from .errors import require
-from .extraction import TokenBatch, extract
+from ..errors import require
+from .collectors import SpanMeans
+from .extraction import extract
 from .models import LoadedModel
-
-_KEY = 1 << 20  # positions per sentence in the lookup key (far above any model's maximum length)
 
 
 def word_span(sentence: str, index: int) -> tuple[int, int]:
@@ -27,8 +25,9 @@ def subword_positions(lm: LoadedModel, sentences: Sequence[str], spans: Sequence
     """For each sentence, the token positions (as `extraction` numbers them: special tokens included)
     whose characters overlap the span. Empty when the word lies beyond the model's maximum length."""
     require(len(sentences) == len(spans), "one span per sentence")
-    enc = lm.tokenizer(list(sentences), add_special_tokens=True, truncation=True, max_length=lm.max_length,
-                       return_offsets_mapping=True, return_special_tokens_mask=True)
+    enc = lm.tokenizer(
+        list(sentences), add_special_tokens=True, truncation=True, max_length=lm.max_length, return_offsets_mapping=True, return_special_tokens_mask=True
+    )
     out = []
     for offsets, special, (start, end) in zip(enc["offset_mapping"], enc["special_tokens_mask"], spans):
         offsets = np.asarray(offsets).reshape(-1, 2)
@@ -37,38 +36,14 @@ def subword_positions(lm: LoadedModel, sentences: Sequence[str], spans: Sequence
     return out
 
 
-class SpanMeans:
-    """Collector: for each sentence, the average of the vectors at the given positions, every layer.
-    result() is (n_sentences, n_layers + 1, width) float32, NaN where a sentence had no position."""
-
-    def __init__(self, positions: Sequence[np.ndarray]):
-        self.n = len(positions)
-        self._keys = np.sort(np.concatenate([i * _KEY + np.asarray(p, dtype=np.int64) for i, p in enumerate(positions)] or [np.zeros(0, np.int64)]))
-        self._counts = np.zeros(self.n, dtype=np.int64)
-        self._sums: torch.Tensor | None = None
-
-    def update(self, batch: TokenBatch) -> None:
-        keys = batch.sentence_ids.astype(np.int64) * _KEY + batch.positions
-        hit = np.flatnonzero(np.isin(keys, self._keys, assume_unique=False))
-        if len(hit) == 0:
-            return
-        h = batch.hidden[:, torch.from_numpy(hit).to(batch.hidden.device)].transpose(0, 1).cpu()
-        if self._sums is None:
-            self._sums = torch.zeros(self.n, h.shape[1], h.shape[2])
-        self._sums.index_add_(0, torch.from_numpy(batch.sentence_ids[hit]).long(), h)
-        self._counts += np.bincount(batch.sentence_ids[hit], minlength=self.n)
-
-    def result(self) -> np.ndarray:
-        require(self._sums is not None, "none of the requested positions was seen: are the positions right for this model?")
-        with np.errstate(invalid="ignore"):
-            return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
-
-
 def word_occurrences(sentences: Sequence[str], n_words: int, per_word: int, min_sentences: int, seed: int) -> list[tuple[str, int, int]]:
     """Sample n_words alphabetic words that occur in at least min_sentences different sentences, and
     per_word of those sentences for each (first occurrence in each). Returns (word, sentence index,
     word index) triples, grouped by word; seeded."""
-    require(min(n_words, per_word, min_sentences) > 0 and per_word <= min_sentences, "n_words, per_word and min_sentences must be positive, per_word <= min_sentences")
+    require(
+        min(n_words, per_word, min_sentences) > 0 and per_word <= min_sentences,
+        "n_words, per_word and min_sentences must be positive, per_word <= min_sentences",
+    )
     seen: dict[str, dict[int, int]] = {}
     for s, sentence in enumerate(sentences):
         for w, word in enumerate(sentence.split(" ")):

@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -26,40 +24,43 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, get_linear_schedule_with_warmup
 
+from ..data.tasks import corpus_documents
+from ..encode.collectors import LayerStats
+from ..encode.extraction import TokenBatch
+from ..errors import require
+from ..io import write_atomic, write_folder_atomic
+from ..measure.outliers import robust_z
+from ..settings import cache_dir, pick_device
 from .bpe import train_tokenizer
-from .data import corpus_documents
-from .errors import require
-from .outliers import robust_z
-from .settings import cache_dir
-from .settings import device as pick_device
 
 IGNORE = -100  # label of tokens that are not predicted
 
 
 @dataclass(frozen=True)
 class PretrainConfig:
-    """Model size and optimisation settings of one run (the paper's values are in profiles/paper.yaml)."""
+    """Model size and optimisation settings of one run. No defaults: chapter 05's parameters cell is the one home of
+    the book's values (the paper's are in profiles/paper.yaml)."""
 
-    position_embeddings: bool = True
-    vocab_size: int = 8192  # byte-level BPE trained on the training split
-    valid_share: float = 0.02  # tail of every corpus document held out for validation
-    hidden_size: int = 256
-    layers: int = 4
-    heads: int = 4
-    intermediate_size: int = 1024
-    seq_len: int = 128  # tokens per block, <s> and </s> included
-    steps: int = 2000
-    batch_size: int = 32
-    lr: float = 5e-4
-    warmup: int = 200
-    weight_decay: float = 0.01
-    adam_betas: tuple[float, float] = (0.9, 0.98)
-    adam_eps: float = 1e-6
-    clip: float = 1.0
-    mask_prob: float = 0.15
-    dropout: float = 0.1
-    eval_every: int = 200
-    seed: int = 0
+    position_embeddings: bool
+    vocab_size: int  # byte-level BPE trained on the training split
+    valid_share: float  # tail of every corpus document held out for validation
+    hidden_size: int
+    layers: int
+    heads: int
+    intermediate_size: int
+    seq_len: int  # tokens per block, <s> and </s> included
+    steps: int
+    batch_size: int
+    lr: float
+    warmup: int
+    weight_decay: float
+    adam_betas: tuple[float, float]
+    adam_eps: float
+    clip: float
+    mask_prob: float
+    dropout: float
+    eval_every: int
+    seed: int
 
     def check(self) -> None:
         """One clear line for settings that cannot work."""
@@ -69,8 +70,9 @@ class PretrainConfig:
         require(self.hidden_size % self.heads == 0, f"hidden_size {self.hidden_size} must be divisible by heads {self.heads}")
         require(self.seq_len >= 8, f"seq_len must be at least 8 tokens, got {self.seq_len}")
         require(0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}")
-        require(self.lr > 0 and 0 <= self.warmup < self.steps,
-                f"need lr > 0 and 0 <= warmup < steps, got lr={self.lr}, warmup={self.warmup}, steps={self.steps}")
+        require(
+            self.lr > 0 and 0 <= self.warmup < self.steps, f"need lr > 0 and 0 <= warmup < steps, got lr={self.lr}, warmup={self.warmup}, steps={self.steps}"
+        )
 
     def key(self) -> str:
         """A short hash naming this configuration (checkpoints of other settings are never resumed)."""
@@ -123,10 +125,19 @@ def build_model(cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast) -> Robe
     table is zero and frozen; `config.position_embeddings` records which kind the model is."""
     torch.manual_seed(cfg.seed)
     config = RobertaConfig(
-        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
-        intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len + tokenizer.pad_token_id + 1, type_vocab_size=1,
-        hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.dropout, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, position_embeddings=cfg.position_embeddings,
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        num_hidden_layers=cfg.layers,
+        num_attention_heads=cfg.heads,
+        intermediate_size=cfg.intermediate_size,
+        max_position_embeddings=cfg.seq_len + tokenizer.pad_token_id + 1,
+        type_vocab_size=1,
+        hidden_dropout_prob=cfg.dropout,
+        attention_probs_dropout_prob=cfg.dropout,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        position_embeddings=cfg.position_embeddings,
     )
     model = RobertaForMaskedLM(config)
     if not cfg.position_embeddings:
@@ -171,51 +182,62 @@ def batch_indices(n_blocks: int, batch_size: int, seed: int, step: int) -> torch
     while len(out) < batch_size:
         epoch, offset = divmod(start + len(out), n_blocks)
         order = torch.randperm(n_blocks, generator=_generator(seed, epoch, 0))
-        out.extend(order[offset: offset + batch_size - len(out)].tolist())
+        out.extend(order[offset : offset + batch_size - len(out)].tolist())
     return torch.tensor(out)
 
 
 @torch.no_grad()
-def evaluate(model: RobertaForMaskedLM, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, cfg: PretrainConfig,
-             dev: torch.device, batch_size: int = 64) -> float:
+def evaluate(
+    model: RobertaForMaskedLM, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, cfg: PretrainConfig, device: torch.device, batch_size: int = 64
+) -> float:
     """Mean masked-LM loss on validation blocks, with one fixed masking (seeded), token-weighted."""
     model.eval()
     total, count = 0.0, 0
     for i in range(0, len(blocks), batch_size):
-        inputs, labels = mask_tokens(blocks[i:i + batch_size], tokenizer, cfg.mask_prob, _generator(cfg.seed, i, 1))
+        inputs, labels = mask_tokens(blocks[i : i + batch_size], tokenizer, cfg.mask_prob, _generator(cfg.seed, i, 1))
         n = int((labels != IGNORE).sum())
-        total += masked_lm_loss(model, inputs.to(dev), labels.to(dev)).item() * n
+        total += masked_lm_loss(model, inputs.to(device), labels.to(device)).item() * n
         count += n
     return total / count
 
 
 @torch.no_grad()
-def layer_extremes(model: RobertaForMaskedLM, blocks: torch.Tensor, dev: torch.device, batch_size: int = 64) -> pd.DataFrame:
+def layer_extremes(model: RobertaForMaskedLM, blocks: torch.Tensor, device: torch.device, batch_size: int = 64) -> pd.DataFrame:
     """Per layer of unmasked validation blocks: the dimension with the largest |mean| (and its robust z
     within the mean vector), and the dimension most often a vector's maximum (minimum), with its share."""
     model.eval()
-    sums, argmax, argmin, n = None, None, None, 0
+    stats = LayerStats(covariance=False)
     for i in range(0, len(blocks), batch_size):
-        hidden = torch.stack(model.roberta(input_ids=blocks[i:i + batch_size].to(dev), output_hidden_states=True).hidden_states)
-        hidden = hidden.flatten(1, 2).double()  # (layers + 1, tokens, width)
-        layers, tokens, width = hidden.shape
-        if sums is None:
-            sums = torch.zeros(layers, width, dtype=torch.float64)
-            argmax, argmin = np.zeros((layers, width), np.int64), np.zeros((layers, width), np.int64)
-        sums += hidden.sum(dim=1).cpu()
-        for layer in range(layers):
-            argmax[layer] += np.bincount(hidden[layer].argmax(dim=1).cpu().numpy(), minlength=width)
-            argmin[layer] += np.bincount(hidden[layer].argmin(dim=1).cpu().numpy(), minlength=width)
-        n += tokens
-    means = (sums / n).numpy()
+        ids = blocks[i : i + batch_size]
+        hidden = torch.stack(model.roberta(input_ids=ids.to(device), output_hidden_states=True).hidden_states).flatten(1, 2)
+        positions = torch.arange(ids.shape[1]).expand_as(ids)
+        rows = torch.arange(ids.shape[0]).unsqueeze(1).expand_as(ids)
+        stats.update(
+            TokenBatch(
+                hidden.float(),
+                ids.flatten().numpy(),
+                positions.flatten().numpy(),
+                (rows + i).flatten().numpy(),
+                np.zeros(ids.numel(), dtype=bool),
+                rows.flatten().numpy(),
+            )
+        )
+    means, argmax, argmin, n = stats.mean, stats.argmax_counts, stats.argmin_counts, stats.count
     z = robust_z(means)
     top = np.abs(means).argmax(axis=1)
-    rows = np.arange(len(means))
-    return pd.DataFrame({
-        "layer": rows, "top_dim": top, "top_mean": means[rows, top], "top_z": z[rows, top],
-        "argmax_dim": argmax.argmax(axis=1), "argmax_percent": 100.0 * argmax.max(axis=1) / n,
-        "argmin_dim": argmin.argmax(axis=1), "argmin_percent": 100.0 * argmin.max(axis=1) / n,
-    })
+    layers = np.arange(len(means))
+    return pd.DataFrame(
+        {
+            "layer": layers,
+            "top_dim": top,
+            "top_mean": means[layers, top],
+            "top_z": z[layers, top],
+            "argmax_dim": argmax.argmax(axis=1),
+            "argmax_percent": 100.0 * argmax.max(axis=1) / n,
+            "argmin_dim": argmin.argmax(axis=1),
+            "argmin_percent": 100.0 * argmin.max(axis=1) / n,
+        }
+    )
 
 
 def prepare_corpus(cfg: PretrainConfig) -> tuple[PreTrainedTokenizerFast, torch.Tensor, torch.Tensor]:
@@ -247,30 +269,31 @@ class Trained:
     config: PretrainConfig
 
 
-def _save_checkpoint(path: Path, state: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
-
-
-def train(cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, train_blocks: torch.Tensor, valid_blocks: torch.Tensor,
-          track_blocks: int = 64, device: str = "auto", checkpoint_dir: Path | None = None, desc: str = "pre-training",
-          on_step: Callable[[int], None] | None = None) -> Trained:
+def train(
+    cfg: PretrainConfig,
+    tokenizer: PreTrainedTokenizerFast,
+    train_blocks: torch.Tensor,
+    valid_blocks: torch.Tensor,
+    track_blocks: int = 64,
+    device: str = "auto",
+    checkpoint_dir: Path | None = None,
+    desc: str = "pre-training",
+    on_step: Callable[[int], None] | None = None,
+) -> Trained:
     """Pre-train from scratch, or resume from the last checkpoint of the same configuration.
 
     Every `eval_every` steps (and at the end): validation loss, perplexity and the outlier track on the
     first `track_blocks` validation blocks; then a checkpoint is written atomically to
     checkpoint_dir/<config key>/checkpoint.pt (default under the cache folder)."""
     cfg.check()
-    dev = pick_device(device)
-    model = build_model(cfg, tokenizer).to(dev)
+    torch_device = pick_device(device)
+    model = build_model(cfg, tokenizer).to(torch_device)
     optimizer = _optimizer(model, cfg)
     schedule = get_linear_schedule_with_warmup(optimizer, cfg.warmup, cfg.steps)
     path = (checkpoint_dir or cache_dir() / "pretrain") / cfg.key() / "checkpoint.pt"
     step, history, track = 0, [], []
     if path.exists():
-        state = torch.load(path, map_location=dev, weights_only=False)
+        state = torch.load(path, map_location=torch_device, weights_only=False)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
@@ -286,7 +309,7 @@ def train(cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, train_blocks:
         model.train()
         blocks = train_blocks[batch_indices(len(train_blocks), cfg.batch_size, cfg.seed, step)]
         inputs, labels = mask_tokens(blocks, tokenizer, cfg.mask_prob, _generator(cfg.seed, step, 2))
-        loss = masked_lm_loss(model, inputs.to(dev), labels.to(dev))
+        loss = masked_lm_loss(model, inputs.to(torch_device), labels.to(torch_device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
@@ -300,15 +323,33 @@ def train(cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, train_blocks:
         if on_step is not None:
             on_step(step)
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            valid = evaluate(model, valid_blocks, tokenizer, cfg, dev)
+            valid = evaluate(model, valid_blocks, tokenizer, cfg, torch_device)
             seconds = time.perf_counter() - clock
-            history.append({"step": step, "tokens_seen": step * tokens_per_step, "train_loss": running / since, "valid_loss": valid,
-                            "valid_perplexity": math.exp(valid), "lr": schedule.get_last_lr()[0], "seconds": seconds})
-            track.append(layer_extremes(model, valid_blocks[:track_blocks], dev).assign(step=step))
+            history.append(
+                {
+                    "step": step,
+                    "tokens_seen": step * tokens_per_step,
+                    "train_loss": running / since,
+                    "valid_loss": valid,
+                    "valid_perplexity": math.exp(valid),
+                    "lr": schedule.get_last_lr()[0],
+                    "seconds": seconds,
+                }
+            )
+            track.append(layer_extremes(model, valid_blocks[:track_blocks], torch_device).assign(step=step))
             bar.set_postfix(loss=f"{running / since:.3f}", valid_ppl=f"{math.exp(valid):.1f}")
             running, since, clock = 0.0, 0, time.perf_counter()
-            _save_checkpoint(path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
-                                    "rng": torch.get_rng_state(), "step": step, "history": history, "track": track, "config": asdict(cfg)})
+            state = {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "schedule": schedule.state_dict(),
+                "rng": torch.get_rng_state(),
+                "step": step,
+                "history": history,
+                "track": track,
+                "config": asdict(cfg),
+            }
+            write_atomic(path, lambda tmp, state=state: torch.save(state, tmp))
     bar.close()
     model.eval()
     return Trained(model, tokenizer, pd.DataFrame(history), pd.concat(track, ignore_index=True), cfg)
@@ -317,19 +358,14 @@ def train(cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, train_blocks:
 def save(run: Trained, folder: Path) -> Path:
     """Write model, tokenizer and training record (training.json) so `load_model(folder)` works; the folder
     is replaced only once everything is written."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging, old = folder.with_name(f".{folder.name}.tmp"), folder.with_name(f".{folder.name}.old")
-    for leftover in (staging, old):
-        shutil.rmtree(leftover, ignore_errors=True)
-    run.model.save_pretrained(staging)
-    run.tokenizer.save_pretrained(staging)
     record = {"config": asdict(run.config), "history": run.history.to_dict("records"), "track": run.track.to_dict("records")}
-    (staging / "training.json").write_text(json.dumps(record, indent=1, default=float))
-    if folder.exists():
-        folder.rename(old)
-    staging.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
-    return folder
+
+    def write(staging: Path) -> None:
+        run.model.save_pretrained(staging)
+        run.tokenizer.save_pretrained(staging)
+        (staging / "training.json").write_text(json.dumps(record, indent=1, default=float))
+
+    return write_folder_atomic(folder, write)
 
 
 def saved_run(folder: Path, cfg: PretrainConfig) -> tuple[pd.DataFrame, pd.DataFrame] | None:

@@ -1,0 +1,1 @@
+"""The book around the computations: the chapter `runner`, notebook helpers (`chapter`), `results` files, the papers' numbers (`paper`), `plotting`."""

@@ -1,0 +1,207 @@
+"""Execute the chapter sources with papermill under a parameter profile, for the book build.
+
+    python -m lib.book.runner --profile quick [--chapters 01_anisotropy,02_outlier_neurons] [-p NAME VALUE ...]
+
+The default edition is what the chapters' `parameters` cells say; a profile (`profiles/<name>.yaml`)
+lists only the values it changes, under `all` (for every chapter that declares the name) or under a
+chapter's name. Every value, from a profile or from `-p`, is checked against the chapters' cells
+(known name, same type as the cell's value) before anything runs.
+
+Each `notebooks/<chapter>.py` (jupytext percent format) is converted to a notebook, executed with
+its parameters, and written to `<output>/<chapter>.ipynb` only when it ran without error. A failing
+chapter is kept in `<output>/failed/` for inspection, and the command prints one line and exits
+with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jupytext
+import papermill
+import yaml
+
+from ..errors import BookError, cli, require
+from ..io import write_atomic
+from ..settings import REPO_ROOT
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+PROFILES = REPO_ROOT / "profiles"
+OUTPUT = REPO_ROOT / "book" / "chapters"
+KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
+SHARED = "all"  # profile section whose values go to every chapter that declares them
+
+
+def chapters() -> list[str]:
+    """Chapter names, in book order (file names sort by their number)."""
+    return sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+
+
+@cache
+def declared_parameters(chapter: str) -> dict[str, Any]:
+    """The names and values assigned in a chapter's `parameters` cell, in order: the chapter's defaults."""
+    source = NOTEBOOKS / f"{chapter}.py"
+    require(source.is_file(), f"no chapter {chapter!r}; chapters are: {', '.join(chapters())}")
+    cells = [c for c in jupytext.read(source).cells if "parameters" in c.metadata.get("tags", [])]
+    require(len(cells) == 1, f"{source.name} must have exactly one cell tagged `parameters`")
+    values = {}
+    for node in ast.parse(cells[0].source).body:
+        require(
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name),
+            f"{source.name}: the parameters cell may only assign literal values to names (line {node.lineno})",
+        )
+        values[node.targets[0].id] = ast.literal_eval(node.value)
+    return values
+
+
+_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+
+
+def checked_value(chapter: str, name: str, value: Any) -> Any:
+    """value for a chapter's parameter, if the chapter declares it with a value of the same kind (an int for a float
+    is taken; a string that reads as a number is taken for a number); otherwise one clear line."""
+    declared = declared_parameters(chapter)
+    require(name in declared, f"{chapter} has no parameter {name!r}; its parameters are: {', '.join(declared)}")
+    default = declared[name]
+    kind = type(default)
+    if default is None or isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
+        return value
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind in (int, float) and isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+        if number is not None and (kind is float or number.is_integer()):
+            return kind(number)
+    raise BookError(f"{chapter}: parameter {name} must be {_KINDS.get(kind, kind.__name__)} like its default {default!r}, got {value!r}")
+
+
+def load_profile(profile: str) -> dict[str, dict[str, Any]]:
+    """A profile's sections (`all` and chapter names), each checked: known chapters, declared names, right types."""
+    path = PROFILES / f"{profile}.yaml"
+    known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
+    require(path.is_file(), f"unknown profile {profile!r}; choose one of {', '.join(known)} (files in {PROFILES})")
+    try:
+        spec = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise BookError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
+    require(isinstance(spec, dict), f"{path} must be a mapping of chapter names (or `{SHARED}`) to parameters")
+    for section, values in spec.items():
+        require(section == SHARED or section in chapters(), f"{path.name}: {section!r} is not a chapter (chapters: {', '.join(chapters())}) nor `{SHARED}`")
+        require(isinstance(values, dict) or values is None, f"{path.name}: {section} must map parameter names to values")
+        spec[section] = values or {}
+    for name, value in spec.get(SHARED, {}).items():
+        declaring = [c for c in chapters() if name in declared_parameters(c)]
+        require(declaring, f"{path.name}: `{SHARED}` sets {name!r}, which no chapter declares")
+        for chapter in declaring:
+            checked_value(chapter, name, value)
+    for section, values in spec.items():
+        if section != SHARED:
+            for name, value in values.items():
+                checked_value(section, name, value)
+    return spec
+
+
+def profile_parameters(profile: str, chapter: str) -> dict[str, Any]:
+    """The values a profile changes for a chapter (its `all` values the chapter declares, then its own), plus the profile name."""
+    spec = load_profile(profile)
+    declared = declared_parameters(chapter)
+    shared = {k: v for k, v in spec.get(SHARED, {}).items() if k in declared}
+    return {**shared, **spec.get(chapter, {}), "profile": profile}
+
+
+def plan(profile: str, names: list[str], overrides: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(chapter, parameters) for each chapter to run, every value checked. An override goes to the chapters that
+    declare it; one that none of them declares is an error."""
+    for name in names:
+        require(name in chapters(), f"no chapter {name!r}; chapters are: {', '.join(chapters())}")
+    for key in overrides:
+        if not any(key in declared_parameters(c) for c in names):
+            listing = "; ".join(f"{c}: {', '.join(declared_parameters(c))}" for c in names)
+            raise BookError(f"unknown parameter {key!r} for {', '.join(names)}; parameters are: {listing}")
+    out = []
+    for chapter in names:
+        own = {k: checked_value(chapter, k, v) for k, v in overrides.items() if k in declared_parameters(chapter)}
+        out.append((chapter, {**profile_parameters(profile, chapter), **own}))
+    return out
+
+
+def run_chapter(chapter: str, parameters: dict[str, Any], output_dir: Path = OUTPUT) -> Path:
+    """Execute one chapter; on success the executed notebook replaces output_dir/<chapter>.ipynb."""
+    source = NOTEBOOKS / f"{chapter}.py"
+    require(source.is_file(), f"no chapter {chapter!r}; chapters are: {', '.join(chapters())}")
+    notebook = jupytext.read(source)
+    notebook.metadata["kernelspec"] = KERNEL
+    output_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{chapter}-") as tmp:
+        executed_in, executed_out = Path(tmp) / "input.ipynb", Path(tmp) / f"{chapter}.ipynb"
+        jupytext.write(notebook, executed_in)
+        try:
+            papermill.execute_notebook(
+                str(executed_in),
+                str(executed_out),
+                parameters=parameters,
+                kernel_name=KERNEL["name"],
+                cwd=str(output_dir),
+                log_output=True,
+                progress_bar=False,
+                # CRITICAL: a kernel stopped after a failed cell logs "KeyboardInterrupt caught" at ERROR level
+                # on the shared stderr, which would add a second line to the one-line error
+                extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
+            )
+        except papermill.PapermillExecutionError as err:
+            failed = output_dir / "failed" / executed_out.name
+            write_atomic(failed, lambda p: shutil.copyfile(executed_out, p))
+            raise BookError(f"chapter {chapter} failed: {err.ename}: {err.evalue} (executed notebook kept in {failed})") from None
+        return write_atomic(output_dir / f"{chapter}.ipynb", lambda p: shutil.copyfile(executed_out, p))
+
+
+@cli
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lib.book.runner", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
+    parser.add_argument("--chapters", default="", help="comma-separated chapter names (default: all)")
+    parser.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="set a parameter of the chapters that declare it (VALUE is read as YAML)",
+    )
+    parser.add_argument("--output", type=Path, default=OUTPUT, help=f"folder for executed notebooks (default {OUTPUT})")
+    args = parser.parse_args(argv)
+    names = [c.strip() for c in args.chapters.split(",") if c.strip()] or chapters()
+    overrides = {}
+    for name, value in args.parameter:
+        try:
+            overrides[name] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise BookError(f"-p {name}: {value!r} is not a YAML value; quote strings and write mappings as '{{a: 1, b: 2}}'") from None
+    plans = plan(args.profile, names, overrides)  # every value checked before anything runs
+    for var in ("BOOK_DATA_DIR", "BOOK_CACHE_DIR", "BOOK_RESULTS_DIR", "BOOK_MODELS_DIR"):
+        if os.environ.get(var):  # the kernels run in the output folder: make relative settings absolute
+            os.environ[var] = str(Path(os.environ[var]).expanduser().resolve())
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    for name, parameters in plans:
+        start = time.time()
+        print(f"== {name} ({args.profile}): {parameters}", flush=True)
+        path = run_chapter(name, parameters, args.output.resolve())
+        print(f"== {name}: done in {time.time() - start:.0f} s -> {path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Measures on vectors and weights: `outliers`, `geometry`, `isotropy`, `positional`, `transforms`, `vocabulary`, `metrics`."""
