@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env test book chapters html data benchmark clean
+.PHONY: env lint test book chapters html data benchmark clean
 
 env: $(STAMP)
 
@@ -17,7 +17,11 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 	touch $@
 
-test: env
+lint: env
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
 	$(PY) -m pytest
 
 chapters: env

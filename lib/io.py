@@ -23,14 +23,7 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
     os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; a built book's images must be readable by a web server
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return _install(Path(tmp), path, write, 0o666)  # mkstemp makes 0600 files; a built book's images must be readable by a web server
 
 
 def write_folder_atomic(folder: Path, write: Callable[[Path], None]) -> Path:
@@ -38,23 +31,31 @@ def write_folder_atomic(folder: Path, write: Callable[[Path], None]) -> Path:
     An error leaves folder as it was and no temporary folder behind."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    os.chmod(staging, 0o777 & ~_umask())
-    old = staging.with_name(staging.name + ".old")
+    return _install(Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.")), folder, write, 0o777)
+
+
+def _install(tmp: Path, target: Path, write: Callable[[Path], None], mode: int) -> Path:
+    """write(tmp), give it the permissions a new file or folder gets, and move it to target (a folder target is first
+    moved aside: a rename cannot replace a folder that has content); on any error target stays as it was."""
+    old = tmp.with_name(tmp.name + ".old")
     try:
-        write(staging)
-        if folder.exists():
-            folder.rename(old)
+        write(tmp)
+        os.chmod(tmp, mode & ~_umask())
+        if tmp.is_dir() and target.exists():
+            target.rename(old)
         try:
-            staging.rename(folder)
+            os.replace(tmp, target)
         except OSError:
             if old.exists():
-                old.rename(folder)
+                old.rename(target)
             raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
-    return folder
+        for leftover in (tmp, old):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            elif leftover.exists():
+                leftover.unlink()
+    return target
 
 
 def sha256(path: Path, chunk: int = 1 << 22) -> str:

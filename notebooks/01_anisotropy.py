@@ -60,7 +60,7 @@ sentences = ch.sst2_sentences(n_sentences, seed)
 ch.positive_int("n_pairs", n_pairs)
 ch.positive_int("pca_tokens", pca_tokens)
 require(2 * n_pairs <= n_sentences, f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; n_sentences is {n_sentences}")
-parameters = dict(n_sentences=n_sentences, n_pairs=n_pairs, pca_tokens=pca_tokens, pca_layer=pca_layer, seed=seed, dtype=dtype)
+parameters = ch.parameters("01_anisotropy", globals())
 
 # %% [markdown]
 # ## Random token pairs, layer by layer

@@ -56,7 +56,7 @@ ch.positive_number("z_threshold", z_threshold)
 ch.share("min_layer_share", min_layer_share)
 specs, results = ch.begin("02_outlier_neurons", profile, models)
 sentences = ch.sst2_sentences(n_sentences, seed)
-parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, seed=seed, dtype=dtype)
+parameters = ch.parameters("02_outlier_neurons", globals())
 
 # %%
 stats, reports, facts = {}, {}, {}
@@ -120,18 +120,15 @@ for name, report in reports.items():
 
 # %%
 paper_dims = paper.table("luo2021", "outlier_dims").rename(columns={"paper_kind": "kind"})
-comparison = paper.beside(
-    pd.concat([r.pooled for r in reports.values()], ignore_index=True), paper_dims[["model", "kind", "paper_dim", "paper_percent"]], on=["kind"]
-)
-ch.show(
-    comparison[["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"]],
-    "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model "
-    "(– where the paper did not study the model)",
-    precision=2,
-)
-ch.show(
-    paper_dims[["model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"]],
+ch.show_beside_paper(
+    pd.concat([r.pooled for r in reports.values()], ignore_index=True),
+    paper_dims,
+    ["kind"],
+    ["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"],
+    "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model",
+    ["model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"],
     "Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences",
+    precision=2,
 )
 
 # %% tags=["hide-input"]

@@ -58,7 +58,7 @@ ch.share("min_layer_share", min_layer_share)
 ch.positive_int("max_positions", max_positions)
 specs, results = ch.begin("03_positional_origin", profile, models)
 sentences = ch.sst2_sentences(n_sentences, seed)
-parameters = dict(n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share, max_positions=max_positions, seed=seed, dtype=dtype)
+parameters = ch.parameters("03_positional_origin", globals())
 
 # %%
 found = {}

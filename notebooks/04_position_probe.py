@@ -80,19 +80,7 @@ splits = {
     "dev": sample_sentences("sst2", "dev", n_dev, seed),
     "test": sample_sentences("sst2", "test", n_test, seed),
 }
-parameters = dict(
-    n_train=n_train,
-    n_dev=n_dev,
-    n_test=n_test,
-    max_positions=max_positions,
-    epochs=epochs,
-    batch_size=batch_size,
-    lr=lr,
-    z_threshold=z_threshold,
-    min_layer_share=min_layer_share,
-    seed=seed,
-    dtype=dtype,
-)
+parameters = ch.parameters("04_position_probe", globals())
 
 # %%
 accuracy, contribution, heatmaps, found = {}, {}, {}, {}

@@ -114,7 +114,7 @@ for cfg in configs.values():
     cfg.check()
 plotting.style()
 results = Results("05_pretraining", profile)
-parameters = dict(settings, names=names, track_blocks=track_blocks, n_sentences=n_sentences, z_threshold=z_threshold, min_layer_share=min_layer_share)
+parameters = ch.parameters("05_pretraining", globals())
 
 # %% [markdown]
 # ## Corpus and tokenizer

@@ -71,17 +71,7 @@ occurrences = words.word_occurrences(train, n_words, per_word, min_sentences=10,
 word_sentences = [train[s] for _, s, _ in occurrences]
 word_groups = np.repeat(np.arange(n_words), per_word)
 print(f"measure {len(measure):,} and fit {len(fit):,} sentences; self-similarity: {n_words} words x {per_word} sentences")
-parameters = dict(
-    n_sentences=n_sentences,
-    n_pairs=n_pairs,
-    n_fit=n_fit,
-    n_words=n_words,
-    per_word=per_word,
-    pca_tokens=pca_tokens,
-    z_threshold=z_threshold,
-    seed=seed,
-    dtype=dtype,
-)
+parameters = ch.parameters("06_clipping_whitening", globals())
 
 # %%
 aniso, selfsim, views, view_positions, view_special, facts = {}, {}, {}, {}, {}, {}

@@ -55,7 +55,7 @@ train, dev = subsample(wic("train"), n_pairs, seed), wic("dev")
 thresholds = np.round(np.arange(1, 10) / 10, 1)
 baseline = {split: 100 * frame["same_sense"].mean() for split, frame in (("train", train), ("dev", dev))}
 print(f"WiC: {len(train):,} training pairs, {len(dev):,} development pairs; models: {', '.join(specs)}")
-parameters = dict(n_pairs=n_pairs, z_threshold=z_threshold, seed=seed, dtype=dtype)
+parameters = ch.parameters("07_wic", globals())
 
 
 def pair_vectors(lm, frame, collectors=(), desc=""):
@@ -127,17 +127,14 @@ ch.show(
 )
 paper_wic = paper.table("luo2021", "wic").rename(columns={"paper_variant": "variant"})
 paper_wic["variant"] = paper_wic["variant"].map({"raw": "raw", "clip": "clipped", "whiten": "whitened", "baseline": "baseline"})
-ch.show(
-    paper.beside(best, paper_wic, on=["variant"])[
-        ["model", "variant", "layer", "threshold", "train_accuracy", "paper_layer", "paper_threshold", "paper_accuracy_percent"]
-    ],
-    "Ours beside the paper's value for the same model (– where the paper did not study the model)",
-    precision=1,
-)
-ch.show(
-    paper_wic[["model", "variant", "paper_layer", "paper_threshold", "paper_accuracy_percent", "paper_source"]],
+ch.show_beside_paper(
+    best,
+    paper_wic,
+    ["variant"],
+    ["model", "variant", "layer", "threshold", "train_accuracy", "paper_layer", "paper_threshold", "paper_accuracy_percent"],
+    "Ours beside the paper's value for the same model",
+    ["model", "variant", "paper_layer", "paper_threshold", "paper_accuracy_percent", "paper_source"],
     "Luo et al. (2021) Table 1 and Luo's thesis Table 4.1 (paper): WiC training set",
-    precision=1,
 )
 
 # %% [markdown]

@@ -65,7 +65,7 @@ ch.show(
     pd.DataFrame([{"data set": STS_LABELS[n], "pairs": len(f), "subsets": ", ".join(sorted(f["subset"].unique()))} for n, f in pairs.items()]),
     "Scored sentence pairs used",
 )
-parameters = dict(datasets=names, max_pairs=max_pairs, z_threshold=z_threshold, seed=seed, dtype=dtype)
+parameters = ch.parameters("08_sts", globals())
 
 # %% [markdown]
 # ## Baseline: average GloVe (50-d)

@@ -78,19 +78,7 @@ ch.show(
     ),
     "Examples used per task (samples; see the parameters)",
 )
-parameters = dict(
-    tasks=names,
-    n_train=n_train,
-    n_dev=n_dev,
-    n_test=n_test,
-    batch_size=batch_size,
-    epochs=epochs,
-    lr=lr,
-    bias=bias,
-    z_threshold=z_threshold,
-    seed=seed,
-    dtype=dtype,
-)
+parameters = ch.parameters("09_supervised", globals())
 
 # %%
 scores = {}
@@ -169,17 +157,14 @@ for spec, part in summary.groupby("spec", sort=False):
 ch.show(summary.drop(columns="spec"), "Ours: test accuracy (%) on the samples above", precision=1)
 paper_sup = paper.table("luo2021", "supervised").rename(columns={"paper_task": "task"})
 paper_sup["variant"] = paper_sup["paper_variant"].map({"raw": "raw", "clip": "clipped"})
-ch.show(
-    paper.beside(summary, paper_sup[["model", "task", "variant", "paper_accuracy_percent", "paper_layer"]], on=["task", "variant"])[
-        ["model", "task", "variant", "best_test", "best_test_layer", "paper_accuracy_percent", "paper_layer"]
-    ],
-    "Ours beside the paper's value for the same model (– where the paper did not study the model)",
-    precision=1,
-)
-ch.show(
-    paper_sup[["model", "task", "variant", "paper_accuracy_percent", "paper_layer", "paper_source"]],
+ch.show_beside_paper(
+    summary,
+    paper_sup,
+    ["task", "variant"],
+    ["model", "task", "variant", "best_test", "best_test_layer", "paper_accuracy_percent", "paper_layer"],
+    "Ours beside the paper's value for the same model",
+    ["model", "task", "variant", "paper_accuracy_percent", "paper_layer", "paper_source"],
     "Luo et al. (2021) Table 3 (paper): BERT-base and RoBERTa-base, full training sets",
-    precision=1,
 )
 
 # %%

@@ -54,7 +54,7 @@ shift_values = [float(s) for s in shift_texts]
 ch.positive_int("toy_points", toy_points)
 ch.positive_int("plane_points", plane_points)
 require(isinstance(check_rows, int) and check_rows >= 0, f"check_rows must be 0 (all) or a positive integer, got {check_rows!r}")
-parameters = dict(shifts=shift_values, toy_points=toy_points, plane_points=plane_points, check_rows=check_rows, seed=seed)
+parameters = ch.parameters("10_common_direction", globals())
 
 # %% [markdown]
 # ## A shifted sphere

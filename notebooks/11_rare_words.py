@@ -49,7 +49,7 @@ ch.positive_int("bin_size", bin_size)
 documents = corpus_documents(tuple(ch.names(collections, "collections", ("brown", "gutenberg"))))
 words = vocabulary.word_counts(documents)
 print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
-parameters = dict(collections=collections, bin_size=bin_size, seed=seed)
+parameters = ch.parameters("11_rare_words", globals())
 marks = [0.3, 0.5, 0.98]
 
 # %%

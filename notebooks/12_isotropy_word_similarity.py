@@ -50,7 +50,7 @@ from lib.measure import isotropy, metrics, transforms, vocabulary
 specs, results = ch.begin("12_isotropy_word_similarity", profile, models)
 benchmarks = {name: word_similarity(name) for name in WORD_SIMILARITY}
 ch.show(pd.DataFrame([{"benchmark": WORD_SIMILARITY[n], "pairs": len(f)} for n, f in benchmarks.items()]), "Word-similarity benchmarks (pairs in the release)")
-parameters = dict(seed=seed)
+parameters = ch.parameters("12_isotropy_word_similarity", globals())
 
 # %%
 iso_rows, sim_rows = [], []

@@ -94,18 +94,7 @@ base = finetune.FinetuneConfig(
     flow_hidden=flow_hidden,
 )
 base.check()
-parameters = dict(
-    tasks=tasks,
-    methods=methods,
-    seeds=seeds,
-    n_train=n_train,
-    n_dev=n_dev,
-    epochs=epochs,
-    epochs_small=epochs_small,
-    **{k: v for k, v in base.__dict__.items() if k not in ("method", "epochs", "seed")},
-    seed=seed,
-    dtype=dtype,
-)
+parameters = ch.parameters("13_isotropy_calibration", globals())
 
 
 splits = {task: glue_samples(task, n_train, n_dev, seed) for task in task_list}

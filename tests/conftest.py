@@ -26,6 +26,9 @@ from transformers import (  # noqa: E402
 from lib.encode.models import LoadedModel, load_model, minilm_path, wrap  # noqa: E402
 from lib.settings import data_dir  # noqa: E402
 
+if os.environ.get("BOOK_TORCH_THREADS"):  # the suite must pass with 1 and with 2 threads: `BOOK_TORCH_THREADS=1 make test`
+    torch.set_num_threads(int(os.environ["BOOK_TORCH_THREADS"]))
+
 SENTENCES = [
     "a gripping , funny film .",
     "not worth the price of admission",

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from lib.book import runner
-from lib.book.runner import chapters, declared_parameters, load_profile, plan, profile_parameters
+from lib.book.runner import load_profile, plan, profile_parameters
+from lib.book.sources import chapters, declared_parameters
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 

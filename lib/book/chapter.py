@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pandas as pd
 from IPython.display import Markdown, display
@@ -10,8 +10,9 @@ from IPython.display import Markdown, display
 from ..data.tasks import sample_sentences
 from ..encode.models import check_available
 from ..errors import require
-from . import plotting
+from . import paper, plotting
 from .results import Results
+from .sources import declared_parameters
 
 
 def names(value: object, what: str, allowed: Iterable[str] | None = None) -> list[str]:
@@ -24,6 +25,13 @@ def names(value: object, what: str, allowed: Iterable[str] | None = None) -> lis
         unknown = [item for item in items if item not in known]
         require(not unknown, f"{what}: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(known)}")
     return items
+
+
+def parameters(chapter: str, namespace: Mapping[str, object]) -> dict[str, object]:
+    """This run's values of the chapter's parameters (the names its parameters cell declares), as its results record
+    them; the profile, the model list and the device are left out (results are filed by profile and model, and the
+    device does not change a result)."""
+    return {name: namespace[name] for name in declared_parameters(chapter) if name not in ("profile", "models", "device")}
 
 
 def parse_models(models: str) -> list[str]:
@@ -70,6 +78,14 @@ def show(frame: pd.DataFrame, caption: str, precision: int = 3) -> None:
     """Display a table with a caption and without the index."""
     styled = frame.style.set_caption(caption).format(precision=precision, na_rep="–").hide(axis="index")
     display(styled.set_table_styles([{"selector": "th, td", "props": "padding: 2px 12px; text-align: left;"}]))
+
+
+def show_beside_paper(
+    ours: pd.DataFrame, theirs: pd.DataFrame, on: list[str], columns: list[str], caption: str, paper_columns: list[str], paper_caption: str, precision: int = 1
+) -> None:
+    """Our table with the paper's columns for the same model (`paper.beside`), then the paper's own table."""
+    show(paper.beside(ours, theirs, on)[columns], f"{caption} (– where the paper did not study the model)", precision)
+    show(theirs[paper_columns], paper_caption, precision)
 
 
 def say(text: str) -> None:

@@ -16,14 +16,12 @@ with status 2.
 from __future__ import annotations
 
 import argparse
-import ast
 import logging
 import os
 import shutil
 import sys
 import tempfile
 import time
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -34,34 +32,12 @@ import yaml
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT
+from .sources import NOTEBOOKS, chapters, declared_parameters
 
-NOTEBOOKS = REPO_ROOT / "notebooks"
 PROFILES = REPO_ROOT / "profiles"
 OUTPUT = REPO_ROOT / "book" / "chapters"
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 SHARED = "all"  # profile section whose values go to every chapter that declares them
-
-
-def chapters() -> list[str]:
-    """Chapter names, in book order (file names sort by their number)."""
-    return sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
-
-
-@cache
-def declared_parameters(chapter: str) -> dict[str, Any]:
-    """The names and values assigned in a chapter's `parameters` cell, in order: the chapter's defaults."""
-    source = NOTEBOOKS / f"{chapter}.py"
-    require(source.is_file(), f"no chapter {chapter!r}; chapters are: {', '.join(chapters())}")
-    cells = [c for c in jupytext.read(source).cells if "parameters" in c.metadata.get("tags", [])]
-    require(len(cells) == 1, f"{source.name} must have exactly one cell tagged `parameters`")
-    values = {}
-    for node in ast.parse(cells[0].source).body:
-        require(
-            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name),
-            f"{source.name}: the parameters cell may only assign literal values to names (line {node.lineno})",
-        )
-        values[node.targets[0].id] = ast.literal_eval(node.value)
-    return values
 
 
 _KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}

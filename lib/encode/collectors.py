@@ -266,59 +266,64 @@ class AllTokens:
         return np.concatenate([part[0][layer] for part in self._parts]).astype(np.float32)[self._sorted()]
 
 
-class SentenceMeans:
+class _GroupMeans:
+    """Running sums of chosen tokens' vectors (every layer) per group (a sentence), and how many were added."""
+
+    def __init__(self, n_groups: int):
+        self.n_groups = n_groups
+        self._sums: torch.Tensor | None = None
+        self._counts = np.zeros(n_groups, dtype=np.int64)
+
+    def _add(self, batch: TokenBatch, tokens: np.ndarray) -> None:
+        """Add the batch's tokens at the given indices to their sentences."""
+        if len(tokens) == 0:
+            return
+        h = batch.hidden[:, torch.from_numpy(tokens).to(batch.hidden.device)].transpose(0, 1).cpu()
+        if self._sums is None:
+            self._sums = torch.zeros(self.n_groups, h.shape[1], h.shape[2])
+        self._sums.index_add_(0, torch.from_numpy(batch.sentence_ids[tokens]).long(), h)
+        self._counts += np.bincount(batch.sentence_ids[tokens], minlength=self.n_groups)
+
+    def _means(self) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
+
+
+class SentenceMeans(_GroupMeans):
     """Mean-pooled sentence vectors in every layer: (n_sentences, n_layers + 1, width) float32.
     Special tokens are included by default, as in the mean pooling the sentence-transformers models use."""
 
     def __init__(self, n_sentences: int, include_special: bool = True):
         require(n_sentences > 0, "SentenceMeans needs the number of sentences")
-        self.n_sentences, self.include_special = n_sentences, include_special
-        self._sums: torch.Tensor | None = None
-        self._counts = np.zeros(n_sentences, dtype=np.int64)
+        super().__init__(n_sentences)
+        self.include_special = include_special
 
     def update(self, batch: TokenBatch) -> None:
-        keep = np.ones(len(batch.positions), dtype=bool) if self.include_special else ~batch.special
-        if not keep.any():
-            return
-        h = batch.hidden[:, torch.from_numpy(np.flatnonzero(keep)).to(batch.hidden.device)].transpose(0, 1).cpu()
-        if self._sums is None:
-            self._sums = torch.zeros(self.n_sentences, h.shape[1], h.shape[2])
-        self._sums.index_add_(0, torch.from_numpy(batch.sentence_ids[keep]).long(), h)
-        self._counts += np.bincount(batch.sentence_ids[keep], minlength=self.n_sentences)
+        self._add(batch, np.flatnonzero(np.ones(len(batch.positions), dtype=bool) if self.include_special else ~batch.special))
 
     def result(self) -> np.ndarray:
         """Mean vectors; a sentence without tokens is an error (it cannot be pooled)."""
         require(self._sums is not None, "no tokens were collected: the sentences are empty")
         empty = np.flatnonzero(self._counts == 0)
         require(len(empty) == 0, f"{len(empty)} sentences have no tokens to pool (first: index {empty[:1].tolist()}); drop empty sentences first")
-        return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
+        return self._means()
 
 
-class SpanMeans:
+class SpanMeans(_GroupMeans):
     """Collector: for each sentence, the average of the vectors at the given positions, every layer.
     result() is (n_sentences, n_layers + 1, width) float32, NaN where a sentence had no position."""
 
     def __init__(self, positions: Sequence[np.ndarray]):
-        self.n = len(positions)
+        super().__init__(len(positions))
         self._keys = np.sort(np.concatenate([i * _KEY + np.asarray(p, dtype=np.int64) for i, p in enumerate(positions)] or [np.zeros(0, np.int64)]))
-        self._counts = np.zeros(self.n, dtype=np.int64)
-        self._sums: torch.Tensor | None = None
 
     def update(self, batch: TokenBatch) -> None:
         keys = batch.sentence_ids.astype(np.int64) * _KEY + batch.positions
-        hit = np.flatnonzero(np.isin(keys, self._keys, assume_unique=False))
-        if len(hit) == 0:
-            return
-        h = batch.hidden[:, torch.from_numpy(hit).to(batch.hidden.device)].transpose(0, 1).cpu()
-        if self._sums is None:
-            self._sums = torch.zeros(self.n, h.shape[1], h.shape[2])
-        self._sums.index_add_(0, torch.from_numpy(batch.sentence_ids[hit]).long(), h)
-        self._counts += np.bincount(batch.sentence_ids[hit], minlength=self.n)
+        self._add(batch, np.flatnonzero(np.isin(keys, self._keys, assume_unique=False)))
 
     def result(self) -> np.ndarray:
         require(self._sums is not None, "none of the requested positions was seen: are the positions right for this model?")
-        with np.errstate(invalid="ignore"):
-            return (self._sums / torch.from_numpy(self._counts).float()[:, None, None]).numpy()
+        return self._means()
 
 
 class PositionProfile:

@@ -1,0 +1,36 @@
+"""The chapter sources (`notebooks/NN_name.py`, jupytext percent format) and their papermill `parameters` cells."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from typing import Any
+
+import jupytext
+
+from ..errors import require
+from ..settings import REPO_ROOT
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+
+
+def chapters() -> list[str]:
+    """Chapter names, in book order (file names sort by their number)."""
+    return sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+
+
+@cache
+def declared_parameters(chapter: str) -> dict[str, Any]:
+    """The names and values assigned in a chapter's `parameters` cell, in order: the chapter's defaults."""
+    source = NOTEBOOKS / f"{chapter}.py"
+    require(source.is_file(), f"no chapter {chapter!r}; chapters are: {', '.join(chapters())}")
+    cells = [c for c in jupytext.read(source).cells if "parameters" in c.metadata.get("tags", [])]
+    require(len(cells) == 1, f"{source.name} must have exactly one cell tagged `parameters`")
+    values = {}
+    for node in ast.parse(cells[0].source).body:
+        require(
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name),
+            f"{source.name}: the parameters cell may only assign literal values to names (line {node.lineno})",
+        )
+        values[node.targets[0].id] = ast.literal_eval(node.value)
+    return values

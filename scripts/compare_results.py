@@ -1,0 +1,68 @@
+"""Compare two results trees table by table, e.g. before and after a refactor that must not change any number.
+
+    python scripts/compare_results.py OLD_RESULTS NEW_RESULTS [--profile quick]
+
+Every CSV under either tree is listed as `identical` (same bytes), `missing` on one side, or `differs`, with the
+columns that differ and the largest absolute difference of each numeric one. Columns that hold wall-clock times
+(they differ between any two runs) are reported apart. Exits with status 1 when a non-timing column differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+TIMING = {"seconds", "training_minutes", "seconds_per_epoch", "time_ratio"}
+
+
+def differing_columns(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, str]:
+    """Column -> how it differs (largest absolute difference for numbers)."""
+    out = {}
+    for column in sorted(set(old.columns) | set(new.columns)):
+        if column not in old or column not in new:
+            out[column] = "only on one side"
+            continue
+        a, b = old[column], new[column]
+        if a.equals(b):
+            continue
+        if pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b):
+            out[column] = f"max |diff| {float((a.astype(float) - b.astype(float)).abs().max()):.3g}"
+        else:
+            out[column] = f"{int((a.astype(str) != b.astype(str)).sum())} cells differ"
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path)
+    parser.add_argument("new", type=Path)
+    parser.add_argument("--profile", default="", help="compare only results/<profile>/")
+    args = parser.parse_args()
+    old_root, new_root = args.old / args.profile, args.new / args.profile
+    names = sorted({p.relative_to(old_root) for p in old_root.rglob("*.csv")} | {p.relative_to(new_root) for p in new_root.rglob("*.csv")})
+    counts, failed = {"identical": 0, "timing only": 0, "differs": 0, "missing": 0}, False
+    for name in names:
+        a, b = old_root / name, new_root / name
+        if not a.exists() or not b.exists():
+            counts["missing"] += 1
+            failed = True
+            print(f"missing   {name} (only in {'new' if b.exists() else 'old'})")
+            continue
+        if a.read_bytes() == b.read_bytes():
+            counts["identical"] += 1
+            continue
+        diff = differing_columns(pd.read_csv(a), pd.read_csv(b))
+        real = {c: d for c, d in diff.items() if c not in TIMING}
+        kind = "differs" if real or not diff else "timing only"
+        counts[kind] += 1
+        failed |= kind == "differs"
+        print(f"{kind:9s} {name}: " + ("; ".join(f"{c}: {d}" for c, d in diff.items()) or "same values, different text"))
+    print(f"{len(names)} tables: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
