@@ -186,3 +186,16 @@ def test_missing_data_directory_stops_the_chapter(tmp_path):
 def test_unknown_profile(tmp_path):
     done = run(tmp_path, "--profile", "huge")
     assert_clean_failure(tmp_path, done, "unknown profile 'huge'; choose one of default, paper, quick")
+
+
+def test_comma_separated_parameters_and_recorded_values():
+    import lib.book.chapter as ch
+
+    assert ch.names(" sst2, rte ,", "tasks", ["sst2", "rte", "cola"]) == ["sst2", "rte"]
+    with pytest.raises(BookError, match="tasks: unknown 'qqp'; choose from sst2, rte"):
+        ch.names("sst2,qqp", "tasks", ["sst2", "rte"])
+    with pytest.raises(BookError, match="tasks is empty"):
+        ch.names(" , ", "tasks")
+    namespace = {**declared_parameters("02_outlier_neurons"), "n_sentences": 7, "unrelated": 1}
+    recorded = ch.parameters("02_outlier_neurons", namespace)
+    assert recorded["n_sentences"] == 7 and not {"profile", "models", "device", "unrelated"} & set(recorded)

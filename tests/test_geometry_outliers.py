@@ -75,3 +75,16 @@ def test_layer_ranges():
 def test_detect_outliers_rejects_bad_parameters():
     with pytest.raises(BookError, match="min_layer_share"):
         outliers.detect_outliers(np.zeros((3, 4)), min_layer_share=0)
+
+
+def test_analyse_gathers_chapter_02s_tables():
+    mean = np.random.default_rng(0).normal(size=(4, 30))
+    mean[1:, 7] += 40.0  # a model-level outlier in every contextual layer
+    lo = np.zeros((4, 30), dtype=int)
+    hi = np.zeros((4, 30), dtype=int)
+    lo[:, 3], hi[:, 7] = 90, 100
+    report = outliers.analyse(mean, lo, hi, 100, z_threshold=10.0, min_layer_share=0.5)
+    assert report.model_outliers["dim"].tolist() == [7] and report.flags[1:, 7].all() and not report.flags[0, 7]
+    assert report.extremes["argmax_dim"].tolist() == [7] * 4 and report.extremes["argmin_percent"].tolist() == [90.0] * 4
+    pooled = report.pooled.set_index("kind")
+    assert pooled.loc["argmax", "dim"] == 7 and pooled.loc["argmax", "n_vectors"] == 300

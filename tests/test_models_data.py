@@ -6,6 +6,7 @@ import os
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -180,3 +181,18 @@ def test_word_similarity_and_corpus_loaders(shared_data):
     assert len(docs) == 500 and "/AT" not in docs[0] and docs[0].startswith("The Fulton County Grand Jury")
     with pytest.raises(BookError, match="no corpus files"):
         tasks.corpus_documents(("wikipedia",))
+
+
+def test_one_sampling_policy_for_rows_and_tables():
+    rng = np.random.default_rng(0)
+    assert sorted(tasks.draw(rng, 5, 99).tolist()) == [0, 1, 2, 3, 4]  # more than there is: all of it
+    assert len(set(tasks.draw(np.random.default_rng(0), 100, 10).tolist())) == 10
+    frame = pd.DataFrame({"x": range(20)})
+    assert tasks.subsample(frame, 20, seed=0) is frame and tasks.subsample(frame, 500, seed=0) is frame
+    part = tasks.subsample(frame, 5, seed=0)
+    assert len(part) == 5 and part.index.tolist() == list(range(5)) and part.equals(tasks.subsample(frame, 5, seed=0))
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(BookError, match="positive integer"):
+            tasks.subsample(frame, bad, seed=0)
+        with pytest.raises(BookError, match="positive integer"):
+            tasks.draw(rng, 10, bad)

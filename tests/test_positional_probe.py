@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy.stats import rankdata
 
-from lib.encode.collectors import AllTokens, PositionProfile
+from lib.encode.collectors import AllTokens, PositionProfile, extreme_counts
 from lib.encode.extraction import extract
 from lib.errors import BookError
 from lib.measure import positional
@@ -170,3 +170,37 @@ def test_classifier_with_bias_learns_what_a_bias_free_probe_cannot():
     assert with_bias.bias is not None and without.bias is None
     assert with_bias.accuracy(x, y) > 0.97 > without.accuracy(x, y) - 0.1
     assert with_bias.accuracy(x, y) > without.accuracy(x, y)
+
+
+def test_extreme_share_counts_rows_as_layer_stats_counts_vectors():
+    matrix = np.random.default_rng(0).normal(size=(50, 8))
+    matrix[:30, 5] += 10.0
+    share = positional.extreme_share(matrix)
+    assert share["argmax_dim"] == 5 and share["argmax_percent"] >= 60.0 and share["n_rows"] == 50
+    lo, hi = extreme_counts(matrix[None])
+    np.testing.assert_array_equal(hi[0], np.bincount(matrix.argmax(axis=1), minlength=8))
+    np.testing.assert_array_equal(lo[0], np.bincount(matrix.argmin(axis=1), minlength=8))
+    assert share["argmin_percent"] == 100.0 * lo[0].max() / 50
+
+
+def test_position_view_lists_every_usable_position_with_its_table_row():
+    lm = tiny_model("roberta")
+    view = positional.position_view(lm, z_threshold=10.0)
+    offset = view.tables.position_offset
+    assert offset == lm.tokenizer.pad_token_id + 1 and len(view.rows) == lm.max_length
+    assert view.rows["position"].tolist() == list(range(lm.max_length)) and (view.rows["table_row"] == view.rows["position"] + offset).all()
+    chosen = view.example_rows()
+    assert chosen[:3] == [0, 1, 2] and len(set(chosen)) == len(chosen)
+    np.testing.assert_array_equal(view.matrix([0, 3]), view.tables.position[[offset, offset + 3]])
+
+
+def test_contribution_summary_ranks_and_maps_the_outlier_dimensions():
+    contrib = np.abs(np.random.default_rng(1).normal(size=(40, 6)))
+    contrib[:, 2] += 5.0
+    positions = np.arange(40) % 4
+    row, mean, heat = probe.contribution_summary(contrib, positions, np.array([2, 4]), n_positions=4)
+    assert row["top_dim"] == 2 and row["dim 2 rank"] == 1 and row["dim 4 rank"] == int((mean > mean[4]).sum() + 1)
+    others = [0, 1, 3, 5]
+    assert row["top_other_dim"] == others[int(mean[others].argmax())] and row["mean_all"] == pytest.approx(mean.mean())
+    by_position = probe.contribution_by_position(contrib, positions, 4)
+    np.testing.assert_allclose(heat, np.column_stack([by_position[:, 2], by_position[:, 4], by_position[:, others].max(axis=1)]))

@@ -201,3 +201,21 @@ def test_unigram_perplexity_by_hand(tokenizer):
     p = counts / counts.sum()
     expected = np.exp(-np.mean(np.log(p[[10, 11, 12]])))
     assert pretrain.unigram_perplexity(train, valid, tokenizer) == pytest.approx(expected, rel=1e-9)
+
+
+def test_outlier_track_equals_a_direct_count_of_the_hidden_states(tokenizer, blocks):
+    """The track now goes through LayerStats (the book's one count of extremes): same dimensions and shares as
+    counting the hidden states directly, means equal to float32 accuracy."""
+    model = pretrain.build_model(pretrain.PretrainConfig(**TINY), tokenizer).eval()
+    track = pretrain.layer_extremes(model, blocks[:12], torch.device("cpu"), batch_size=5)
+    with torch.no_grad():
+        parts = [torch.stack(model.roberta(input_ids=blocks[i : min(i + 5, 12)], output_hidden_states=True).hidden_states).flatten(1, 2) for i in (0, 5, 10)]
+    hidden = torch.cat(parts, dim=1).double().numpy()  # (layers + 1, tokens, width)
+    means = hidden.mean(axis=1)
+    top = np.abs(means).argmax(axis=1)
+    assert track["top_dim"].tolist() == top.tolist()
+    np.testing.assert_allclose(track["top_mean"], means[np.arange(len(means)), top], rtol=1e-5, atol=1e-7)
+    for kind, pick in (("argmax", hidden.argmax(axis=2)), ("argmin", hidden.argmin(axis=2))):
+        counts = np.stack([np.bincount(p, minlength=hidden.shape[2]) for p in pick])
+        assert track[f"{kind}_dim"].tolist() == counts.argmax(axis=1).tolist()
+        np.testing.assert_array_equal(track[f"{kind}_percent"], 100.0 * counts.max(axis=1) / hidden.shape[1])

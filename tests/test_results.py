@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -15,7 +16,7 @@ import pytest  # noqa: E402
 
 from lib.book.results import Results  # noqa: E402
 from lib.errors import BookError  # noqa: E402
-from lib.io import write_atomic  # noqa: E402
+from lib.io import sha256, write_atomic, write_folder_atomic  # noqa: E402
 
 
 def test_tables_and_meta(tmp_path):
@@ -62,3 +63,25 @@ def test_failed_write_leaves_nothing(tmp_path):
 def test_profile_names_are_checked(tmp_path):
     with pytest.raises(BookError, match="profile name"):
         Results("01", "../escape", root=tmp_path)
+
+
+def test_folder_is_swapped_in_whole_or_left_as_it_was(tmp_path):
+    target = tmp_path / "model"
+    write_folder_atomic(target, lambda f: (f / "a.txt").write_text("first"))
+    assert (target / "a.txt").read_text() == "first"
+
+    def half_then_fail(folder):
+        (folder / "a.txt").write_text("second")
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        write_folder_atomic(target, half_then_fail)
+    assert (target / "a.txt").read_text() == "first" and [p.name for p in tmp_path.iterdir()] == ["model"]
+    write_folder_atomic(target, lambda f: (f / "b.txt").write_text("third"))
+    assert sorted(p.name for p in target.iterdir()) == ["b.txt"] and [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+def test_sha256_of_a_file(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"abc" * 1000)
+    assert sha256(path) == hashlib.sha256(b"abc" * 1000).hexdigest() == sha256(path, chunk=7)
