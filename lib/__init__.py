@@ -7,7 +7,8 @@ data/      registry (checksummed files, download CLI), tasks (per-task readers, 
 encode/    models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
 measure/   outliers, geometry, isotropy, positional, transforms, vocabulary, metrics
 train/     probe, bpe, pretrain, finetune, calibration
-book/      runner (papermill), chapter (notebook helpers), results, paper (the papers' numbers), plotting
+book/      sources (chapter files and their parameters cells), runner (papermill), chapter (notebook helpers),
+           results, paper (the papers' numbers beside ours), plotting
 """
 
 __version__ = "0.2.0"
