@@ -130,12 +130,12 @@ def test_probe_learns_positions_on_a_toy_set_and_is_deterministic():
     x, y = _toy(3000, 0)
     xd, yd = _toy(500, 1)
     xt, yt = _toy(500, 2)
-    trained = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, lr=1e-2, device="cpu")
+    trained = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, batch_size=128, lr=1e-2, device="cpu")
     assert probe.accuracy(trained.weight, xt, yt) > 0.95
     assert trained.dev_accuracy[trained.best_epoch - 1] == max(trained.dev_accuracy)
-    again = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, lr=1e-2, device="cpu")
+    again = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, batch_size=128, lr=1e-2, device="cpu")
     assert np.array_equal(trained.weight, again.weight)
-    chance = probe.train_probe(x, np.random.default_rng(5).permutation(y), xd, yd, n_classes=20, epochs=5, lr=1e-2, device="cpu")
+    chance = probe.train_probe(x, np.random.default_rng(5).permutation(y), xd, yd, n_classes=20, epochs=5, batch_size=128, lr=1e-2, device="cpu")
     assert probe.accuracy(chance.weight, xt, yt) < 0.2  # shuffled labels: nothing to learn
 
 
@@ -150,7 +150,15 @@ def test_probe_decodes_positions_from_a_tiny_bert():
         extract(lm, sentences, [tokens], progress=False)
         data[split] = tokens
     trained = probe.train_probe(
-        data["train"].layer(0), data["train"].positions, data["test"].layer(0), data["test"].positions, n_classes=64, epochs=10, lr=1e-2, device="cpu"
+        data["train"].layer(0),
+        data["train"].positions,
+        data["test"].layer(0),
+        data["test"].positions,
+        n_classes=64,
+        epochs=10,
+        batch_size=128,
+        lr=1e-2,
+        device="cpu",
     )
     assert probe.accuracy(trained.weight, data["test"].layer(0), data["test"].positions) > 0.9
 
@@ -158,15 +166,15 @@ def test_probe_decodes_positions_from_a_tiny_bert():
 def test_probe_rejects_positions_beyond_its_classes():
     x, y = _toy(50, 0)
     with pytest.raises(BookError, match="labels must lie in 0..9"):
-        probe.train_probe(x, y, x, y, n_classes=10, epochs=1, device="cpu")
+        probe.train_probe(x, y, x, y, n_classes=10, epochs=1, batch_size=128, lr=1e-2, device="cpu")
 
 
 def test_classifier_with_bias_learns_what_a_bias_free_probe_cannot():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2000, 4)).astype(np.float32)
     y = (x[:, 0] > 1.0).astype(int)  # a threshold away from the origin needs a bias
-    with_bias = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, lr=5e-2, device="cpu", bias=True)
-    without = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, lr=5e-2, device="cpu")
+    with_bias = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, batch_size=128, lr=5e-2, device="cpu", bias=True)
+    without = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, batch_size=128, lr=5e-2, device="cpu")
     assert with_bias.bias is not None and without.bias is None
     assert with_bias.accuracy(x, y) > 0.97 > without.accuracy(x, y) - 0.1
     assert with_bias.accuracy(x, y) > without.accuracy(x, y)

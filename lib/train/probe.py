@@ -49,9 +49,10 @@ def train_probe(
     x_dev: np.ndarray,
     y_dev: np.ndarray,
     n_classes: int,
-    epochs: int = 10,
-    batch_size: int = 128,
-    lr: float = 1e-3,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
     seed: int = 0,
     device: str = "auto",
     desc: str | None = None,
@@ -60,7 +61,8 @@ def train_probe(
     """Train the probe on (x, y); keep the weights of the epoch with the best accuracy on (x_dev, y_dev).
 
     Weights start at zero (the problem is convex, so no random start is needed) and the batch order
-    comes from a generator seeded with `seed`: the same inputs give the same probe."""
+    comes from a generator seeded with `seed`: the same inputs give the same probe. epochs, batch_size and lr
+    have no defaults here: chapters 04 and 09 set them in their parameters cells."""
     _check(x, y, n_classes, "training set")
     _check(x_dev, y_dev, n_classes, "development set")
     require(epochs > 0 and batch_size > 0 and lr > 0, "epochs, batch_size and lr must be positive")
