@@ -34,7 +34,7 @@ book: chapters
 	$(MAKE) html
 
 data: env
-	$(PY) -m lib.data download
+	$(PY) -m lib.datasets download
 
 benchmark: env
 	$(PY) scripts/benchmark_extraction.py

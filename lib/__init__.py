@@ -3,7 +3,7 @@
 errors     BookError and the one-line command-line wrapper
 settings   where data, cache, results and models live; device and dtype
 io         atomic file and folder writes, SHA-256 of files
-data/      registry (checksummed files, download CLI), tasks (per-task readers, sampling), glove
+datasets/  registry (checksummed files, download CLI), tasks (per-task readers, sampling), glove
 encode/    models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
 measure/   outliers, geometry, isotropy, positional, transforms, vocabulary, metrics
 train/     probe, bpe, pretrain, finetune, calibration

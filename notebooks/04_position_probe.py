@@ -60,7 +60,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data.tasks import sample_sentences
+from lib.datasets.tasks import sample_sentences
 from lib.encode.collectors import AllTokens, LayerStats
 from lib.encode.extraction import extract
 from lib.encode.models import load_model

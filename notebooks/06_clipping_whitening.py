@@ -52,7 +52,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data.registry import load
+from lib.datasets.registry import load
 from lib.encode import words
 from lib.encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
 from lib.encode.extraction import extract

@@ -44,7 +44,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data.tasks import subsample, wic
+from lib.datasets.tasks import subsample, wic
 from lib.encode import words
 from lib.encode.collectors import LayerStats
 from lib.encode.models import load_model

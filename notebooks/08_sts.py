@@ -48,8 +48,8 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data import glove
-from lib.data.tasks import STS_LABELS, STS_SETS, sts_pairs, subsample
+from lib.datasets import glove
+from lib.datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, subsample
 from lib.encode.collectors import LayerStats, SentenceMeans
 from lib.encode.extraction import extract
 from lib.encode.models import load_model

@@ -55,7 +55,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data.tasks import CLASSIFICATION_TASKS, classification_splits
+from lib.datasets.tasks import CLASSIFICATION_TASKS, classification_splits
 from lib.encode.collectors import LayerStats, SentenceMeans
 from lib.encode.extraction import extract
 from lib.encode.models import load_model

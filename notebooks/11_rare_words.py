@@ -40,7 +40,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data.tasks import corpus_documents
+from lib.datasets.tasks import corpus_documents
 from lib.encode.models import load_model
 from lib.measure import vocabulary
 

@@ -43,7 +43,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data.tasks import WORD_SIMILARITY, word_similarity
+from lib.datasets.tasks import WORD_SIMILARITY, word_similarity
 from lib.encode.models import load_model
 from lib.measure import isotropy, metrics, transforms, vocabulary
 

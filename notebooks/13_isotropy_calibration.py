@@ -68,7 +68,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.data.tasks import GLUE_TASKS, glue_samples
+from lib.datasets.tasks import GLUE_TASKS, glue_samples
 from lib.encode.models import load_model
 from lib.measure import isotropy
 from lib.train import calibration, finetune

@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from lib.data.tasks import sample_sentences
+from lib.datasets.tasks import sample_sentences
 from lib.encode.collectors import LayerStats, TokenReservoir
 from lib.encode.extraction import batches, encode, extract, pad_batch
 from lib.encode.models import load_model
@@ -51,7 +51,7 @@ def peak_memory_mb(model: str, n: int) -> float:
     """Max RSS of a fresh process that loads the model and extracts n sentences with all statistics."""
     code = (
         "import resource, sys; from scripts.benchmark_extraction import with_statistics; "
-        "from lib.encode.models import load_model; from lib.data.tasks import sample_sentences; "
+        "from lib.encode.models import load_model; from lib.datasets.tasks import sample_sentences; "
         f"lm = load_model({model!r}); with_statistics(lm, sample_sentences('sst2', 'train', {n}, 0)); "
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lib.data import tasks
+from lib.datasets import tasks
 from lib.errors import BookError
 from lib.measure.metrics import glue_score, welch_p
 from lib.train import finetune

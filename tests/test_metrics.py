@@ -31,7 +31,7 @@ def test_spearman_matches_pearson_of_ranks_including_ties():
 
 
 def test_glove_sentence_vectors_average_known_words():
-    from lib.data import glove
+    from lib.datasets import glove
 
     index, matrix = glove.vectors()
     assert matrix.shape == (400000, 50) and index["the"] == 0

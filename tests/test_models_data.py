@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lib.data import registry, tasks
+from lib.datasets import registry, tasks
 from lib.encode import models
 from lib.encode.collectors import LayerStats
 from lib.encode.extraction import extract
@@ -140,7 +140,7 @@ def test_data_check_command_reports_a_corrupted_file_in_one_line(shared_data, tm
     with open(tmp_path / "sst2" / "sentiment-test", "a") as f:
         f.write("an extra line\t1\n")
     done = subprocess.run(
-        [sys.executable, "-m", "lib.data", "check", "sst2"], capture_output=True, text=True, env={**os.environ, "BOOK_DATA_DIR": str(tmp_path)}
+        [sys.executable, "-m", "lib.datasets", "check", "sst2"], capture_output=True, text=True, env={**os.environ, "BOOK_DATA_DIR": str(tmp_path)}
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "sst2 test" in done.stderr and "re-fetch it from https://" in done.stderr

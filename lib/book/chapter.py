@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ..data.tasks import sample_sentences
+from ..datasets.tasks import sample_sentences
 from ..encode.models import check_available
 from ..errors import require
 from . import paper, plotting

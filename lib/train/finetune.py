@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..data.tasks import GLUE_TASKS
+from ..datasets.tasks import GLUE_TASKS
 from ..encode.models import LoadedModel, load_model
 from ..errors import require
 from ..io import write_atomic

@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, get_linear_schedule_with_warmup
 
-from ..data.tasks import corpus_documents
+from ..datasets.tasks import corpus_documents
 from ..encode.collectors import LayerStats
 from ..encode.extraction import TokenBatch
 from ..errors import require

@@ -1,7 +1,7 @@
 """The registry of data sets: checksummed files under the data directory, their raw readers, and downloads.
 
 The data directory comes from $BOOK_DATA_DIR (default `data/`). Each data set lists the files it
-reads with their SHA-256 and where they are published; `python -m lib.data download NAME` (or
+reads with their SHA-256 and where they are published; `python -m lib.datasets download NAME` (or
 `make data`) fetches them for users who are online. Adding a data set is one `DataSet` entry and,
 if its format is new, one small reader; `tasks` turns the raw tables into what chapters use.
 """
@@ -80,7 +80,7 @@ _PINNED = dict(reversed(line.split()) for line in (Path(__file__).with_name("che
 
 
 def _file(path: str, url: str, archive: bool = False) -> DataFile:
-    """A data file with the checksum pinned in lib/data/checksums.sha256."""
+    """A data file with the checksum pinned in lib/datasets/checksums.sha256."""
     return DataFile(path, _PINNED[path], url, archive)
 
 
@@ -104,6 +104,7 @@ def _sts_year(name: str) -> DataSet:
         files[f"{subset}.gs"] = _file(f"sts/{folder}/STS.gs.{subset}.txt", url, archive=True)
     return DataSet(name, f"STS 20{name[3:]} test subsets ({', '.join(subsets)}), SentEval layout", "see the release's readme", files, _read_lines)
 
+
 REGISTRY: dict[str, DataSet] = {
     "sst2": DataSet(
         name="sst2",
@@ -123,24 +124,30 @@ REGISTRY: dict[str, DataSet] = {
         name="imdb",
         description="IMDB movie reviews (Maas et al. 2011): 20,000 of the 25,000 training reviews, all 25,000 test reviews, as tsv.gz",
         licence="research use",
-        files={split: _file(f"imdb/{split}.tsv.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", archive=True)
-               for split in ("train", "test")},
+        files={
+            split: _file(f"imdb/{split}.tsv.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", archive=True) for split in ("train", "test")
+        },
         reader=_read_tsv,
     ),
     "wic": DataSet(
         name="wic",
         description="Word-in-Context (Pilehvar & Camacho-Collados 2019), official release",
         licence="CC BY-NC 4.0",
-        files={f"{split}.{part}": _file(f"wic/{split}/{split}.{part}.txt", "https://pilehvar.github.io/wic/package/WiC_dataset.zip", archive=True)
-               for split in ("train", "dev") for part in ("data", "gold")},
+        files={
+            f"{split}.{part}": _file(f"wic/{split}/{split}.{part}.txt", "https://pilehvar.github.io/wic/package/WiC_dataset.zip", archive=True)
+            for split in ("train", "dev")
+            for part in ("data", "gold")
+        },
         reader=_read_lines,
     ),
     "stsb": DataSet(
         name="stsb",
         description="STS Benchmark (Cer et al. 2017)",
         licence="CC BY-SA 4.0 (scores)",
-        files={split: _file(f"sts/STSBenchmark/sts-{split}.csv", "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz", archive=True)
-               for split in ("train", "dev", "test")},
+        files={
+            split: _file(f"sts/STSBenchmark/sts-{split}.csv", "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz", archive=True)
+            for split in ("train", "dev", "test")
+        },
         reader=_read_lines,
     ),
     "sick": DataSet(
@@ -151,29 +158,53 @@ REGISTRY: dict[str, DataSet] = {
         reader=_read_tsv,
     ),
     **{name: _sts_year(name) for name in _STS_ARCHIVES},
-    **{name: DataSet(name, description, "free for research", {"all": _file(f"wordsim/{path}", url, archive=True)}, _read_lines)
-       for name, (path, url, description) in {
-           "simlex": ("SimLex-999.txt", "https://fh295.github.io/SimLex-999.zip", "SimLex-999 (Hill et al. 2015)"),
-           "men": ("MEN_dataset_lemma_form_full", "https://staff.fnwi.uva.nl/e.bruni/resources/MEN", "MEN (Bruni et al. 2014), lemma form"),
-           "ws353_sim": ("wordsim_similarity_goldstandard.txt", "http://alfonseca.org/pubs/ws353simrel.tar.gz", "WordSim353 similarity (Agirre et al. 2009)"),
-           "ws353_rel": ("wordsim_relatedness_goldstandard.txt", "http://alfonseca.org/pubs/ws353simrel.tar.gz", "WordSim353 relatedness (Agirre et al. 2009)"),
-           "rw": ("rw.txt", "https://nlp.stanford.edu/~lmthang/morphoNLM/rw.zip", "Stanford Rare Words (Luong et al. 2013)"),
-       }.items()},
-    **{task.lower(): DataSet(task.lower(), f"{task} (GLUE)", "see the GLUE task's licence",
-                             {split: _file(f"glue/{task}/{split}.tsv", f"https://dl.fbaipublicfiles.com/glue/data/{task}.zip", archive=True)
-                              for split in ("train", "dev")}, reader)
-       for task, reader in (("CoLA", lambda p: pd.read_csv(p, sep="\t", quoting=3, header=None, names=["source", "label", "original", "sentence"])),
-                            ("RTE", _read_tsv), ("WNLI", _read_tsv))},
-    "mrpc": DataSet("mrpc", "MRPC (Dolan & Brockett 2005), original MSR train/test files", "see the MSR release",
-                    {split: _file(f"glue/MRPC/msr_paraphrase_{split}.txt", "https://www.microsoft.com/en-us/download/details.aspx?id=52398", archive=True)
-                     for split in ("train", "test")},
-                    lambda p: pd.read_csv(p, sep="\t", quoting=3, dtype=str, keep_default_na=False, encoding="utf-8-sig")),
+    **{
+        name: DataSet(name, description, "free for research", {"all": _file(f"wordsim/{path}", url, archive=True)}, _read_lines)
+        for name, (path, url, description) in {
+            "simlex": ("SimLex-999.txt", "https://fh295.github.io/SimLex-999.zip", "SimLex-999 (Hill et al. 2015)"),
+            "men": ("MEN_dataset_lemma_form_full", "https://staff.fnwi.uva.nl/e.bruni/resources/MEN", "MEN (Bruni et al. 2014), lemma form"),
+            "ws353_sim": ("wordsim_similarity_goldstandard.txt", "http://alfonseca.org/pubs/ws353simrel.tar.gz", "WordSim353 similarity (Agirre et al. 2009)"),
+            "ws353_rel": (
+                "wordsim_relatedness_goldstandard.txt",
+                "http://alfonseca.org/pubs/ws353simrel.tar.gz",
+                "WordSim353 relatedness (Agirre et al. 2009)",
+            ),
+            "rw": ("rw.txt", "https://nlp.stanford.edu/~lmthang/morphoNLM/rw.zip", "Stanford Rare Words (Luong et al. 2013)"),
+        }.items()
+    },
+    **{
+        task.lower(): DataSet(
+            task.lower(),
+            f"{task} (GLUE)",
+            "see the GLUE task's licence",
+            {split: _file(f"glue/{task}/{split}.tsv", f"https://dl.fbaipublicfiles.com/glue/data/{task}.zip", archive=True) for split in ("train", "dev")},
+            reader,
+        )
+        for task, reader in (
+            ("CoLA", lambda p: pd.read_csv(p, sep="\t", quoting=3, header=None, names=["source", "label", "original", "sentence"])),
+            ("RTE", _read_tsv),
+            ("WNLI", _read_tsv),
+        )
+    },
+    "mrpc": DataSet(
+        "mrpc",
+        "MRPC (Dolan & Brockett 2005), original MSR train/test files",
+        "see the MSR release",
+        {
+            split: _file(f"glue/MRPC/msr_paraphrase_{split}.txt", "https://www.microsoft.com/en-us/download/details.aspx?id=52398", archive=True)
+            for split in ("train", "test")
+        },
+        lambda p: pd.read_csv(p, sep="\t", quoting=3, dtype=str, keep_default_na=False, encoding="utf-8-sig"),
+    ),
     "corpus": DataSet(
         name="corpus",
         description="pre-training text: the Brown corpus (POS tags stripped on reading) and 17 Gutenberg books",
         licence="Brown: research use; Gutenberg: public domain",
-        files={p.removeprefix("corpus/").removesuffix(".txt"): _file(p, "https://www.nltk.org/nltk_data/", archive=True)
-               for p in sorted(_PINNED) if p.startswith("corpus/")},
+        files={
+            p.removeprefix("corpus/").removesuffix(".txt"): _file(p, "https://www.nltk.org/nltk_data/", archive=True)
+            for p in sorted(_PINNED)
+            if p.startswith("corpus/")
+        },
         reader=_read_lines,
     ),
 }
@@ -199,7 +230,11 @@ def verified_path(name: str, split: str) -> Path:
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     if _verified.get(key) != spec.sha256:
         digest = sha256(path)
-        require(digest == spec.sha256, f"{name} {split}: {path} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; the file is corrupted or a different release: re-fetch it from {spec.url}")
+        require(
+            digest == spec.sha256,
+            f"{name} {split}: {path} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; "
+            f"the file is corrupted or a different release: re-fetch it from {spec.url}",
+        )
         _verified[key] = digest
     return path
 
@@ -213,7 +248,10 @@ def _download(spec: DataFile, label: str, tmp: Path) -> None:
     """Fetch spec.url to tmp and check its checksum."""
     urllib.request.urlretrieve(spec.url, tmp)
     digest = sha256(tmp)
-    require(digest == spec.sha256, f"{label}: downloaded {spec.url} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; the published file changed: please report it")
+    require(
+        digest == spec.sha256,
+        f"{label}: downloaded {spec.url} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; the published file changed: please report it",
+    )
 
 
 def download(name: str, root: Path | None = None) -> list[Path]:
@@ -225,8 +263,11 @@ def download(name: str, root: Path | None = None) -> list[Path]:
         if target.is_file() and sha256(target) == spec.sha256:
             done.append(target)
             continue
-        require(not spec.archive, f"{name} {split}: {spec.path} is published inside the archive {spec.url}; download and unpack it "
-                f"so that {target} exists (the README of the data folder gives the layout), then run `python -m lib.data check {name}`")
+        require(
+            not spec.archive,
+            f"{name} {split}: {spec.path} is published inside the archive {spec.url}; download and unpack it "
+            f"so that {target} exists (the README of the data folder gives the layout), then run `python -m lib.datasets check {name}`",
+        )
         try:
             write_atomic(target, partial(_download, spec, f"{name} {split}"))
         except OSError as err:
@@ -237,7 +278,7 @@ def download(name: str, root: Path | None = None) -> list[Path]:
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.data", description="Check or download the book's data sets.")
+    parser = argparse.ArgumentParser(prog="python -m lib.datasets", description="Check or download the book's data sets.")
     parser.add_argument("action", choices=["check", "download"])
     parser.add_argument("names", nargs="*", help="data sets (default: all)")
     args = parser.parse_args(argv)

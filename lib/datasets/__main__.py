@@ -1,0 +1,5 @@
+"""`python -m lib.datasets check|download [NAME ...]`: verify or fetch the data sets."""
+
+from .registry import main
+
+main()
