@@ -14,16 +14,20 @@ from ..errors import require
 from .registry import dataset, load
 
 
+def _check_size(n: object) -> None:
+    require(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0, f"a sample size must be a positive integer, got {n!r}")
+
+
 def draw(rng: np.random.Generator, n_rows: int, n: int) -> np.ndarray:
     """Row indices of a sample of min(n, n_rows) rows without replacement, in the drawn order (the module's policy)."""
-    require(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0, f"a sample size must be a positive integer, got {n!r}")
+    _check_size(n)
     return rng.choice(n_rows, size=min(n, n_rows), replace=False)
 
 
 def subsample(frame: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     """n rows of a table (the table as it is, if it has no more), in the drawn order, renumbered. Uses pandas' seeded
     sampling, which chapters 07 and 08 have always used; the policy is the module's."""
-    require(isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0, f"a sample size must be a positive integer, got {n!r}")
+    _check_size(n)
     return frame if n >= len(frame) else frame.sample(n=n, random_state=seed).reset_index(drop=True)
 
 
@@ -106,7 +110,8 @@ def classification_splits(task: str, n_train: int, n_dev: int, n_test: int, seed
         reviews = {
             split: load("imdb", split).assign(sentence=lambda f: f["text"], label=lambda f: (f["label"] == "pos").astype(int)) for split in ("train", "test")
         }
-        require(n_dev > 0, f"a sample size must be a positive integer, got {n_dev!r}")
+        _check_size(n_train)
+        _check_size(n_dev)
         both = sample(reviews["train"], n_train + n_dev)
         parts = {"train": both.iloc[:n_train], "dev": both.iloc[n_train:], "test": sample(reviews["test"], n_test)}
     else:
