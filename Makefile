@@ -1,12 +1,14 @@
 # Two commands rebuild everything from a fresh clone:  make test  and  make book
-# PROFILE=quick|default|paper picks the chapter parameters (profiles/<name>.yaml).
+# PROFILE=quick|default|paper picks the chapter parameters (profiles/<name>.yaml); each profile is its own edition
+# in _build/<PROFILE>/ (html/index.html). Chapters whose inputs did not change are reused, not executed again.
+# make publish: the same, then checks _build/<PROFILE>/html is ready to upload (BOOK_BASEURL, BOOK_REPOSITORY).
 PROFILE ?= default
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env lint test book chapters html data benchmark clean
+.PHONY: env lint test book chapters html publish data benchmark clean
 
 env: $(STAMP)
 
@@ -28,10 +30,13 @@ chapters: env
 	$(PY) -m lib.book.runner --profile $(PROFILE)
 
 html: env
-	$(VENV)/bin/jupyter-book build . --builder html -W -n --keep-going
+	$(PY) -m lib.book.edition --profile $(PROFILE)
 
 book: chapters
 	$(MAKE) html
+
+publish: chapters
+	$(PY) -m lib.book.edition --profile $(PROFILE) --publish
 
 data: env
 	$(PY) -m lib.datasets download
@@ -39,5 +44,5 @@ data: env
 benchmark: env
 	$(PY) scripts/benchmark_extraction.py
 
-clean:
-	rm -rf _build book/chapters
+clean:  # every edition (executed chapters, cache entries, HTML); results/ and models/ stay
+	rm -rf _build

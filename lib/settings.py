@@ -39,6 +39,11 @@ def models_dir() -> Path:
     return _path_from_env("BOOK_MODELS_DIR", REPO_ROOT / "models").resolve()
 
 
+def build_dir() -> Path:
+    """Editions (executed notebooks, cache entries, HTML), one folder per profile: $BOOK_BUILD_DIR, default `_build/`."""
+    return _path_from_env("BOOK_BUILD_DIR", REPO_ROOT / "_build").resolve()
+
+
 def pick_device(name: str = "auto") -> torch.device:
     """`auto` picks CUDA when present, else CPU; `cpu`/`cuda`/`cuda:1` are taken as given."""
     if name == "auto":

@@ -20,9 +20,15 @@ from lib.settings import REPO_ROOT
 
 
 def run(tmp_path, *args, env_extra=None):
-    env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "results"), "BOOK_MODELS_DIR": str(tmp_path / "models"), **(env_extra or {})}
+    env = {
+        **os.environ,
+        "BOOK_RESULTS_DIR": str(tmp_path / "results"),
+        "BOOK_MODELS_DIR": str(tmp_path / "models"),
+        "BOOK_BUILD_DIR": str(tmp_path / "build"),
+        **(env_extra or {}),
+    }
     return subprocess.run(
-        [sys.executable, "-m", "lib.book.runner", "--output", str(tmp_path / "chapters"), *args],
+        [sys.executable, "-m", "lib.book.runner", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -86,7 +92,7 @@ def test_unknown_parameter_stops_the_command_with_one_line(tmp_path):
     done = run(tmp_path, "--profile", "quick", "--chapters", "02_outlier_neurons", "-p", "n_sentnces", "5")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "unknown parameter 'n_sentnces'" in lines[0] and "n_sentences" in lines[0], done.stderr
-    assert not (tmp_path / "chapters").exists() and "== 02" not in done.stdout
+    assert not (tmp_path / "build").exists() and "== 02" not in done.stdout
 
 
 @pytest.mark.slow
@@ -94,7 +100,7 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     done = run(tmp_path, "--profile", "quick")
     assert done.returncode == 0, done.stderr[-2000:]
     for chapter in chapters():
-        assert (tmp_path / "chapters" / f"{chapter}.ipynb").is_file()
+        assert (tmp_path / "build" / "quick" / "notebooks" / f"{chapter}.ipynb").is_file()
     results = tmp_path / "results" / "quick"
     table = pd.read_csv(results / "minilm" / "01_anisotropy" / "anisotropy_by_layer.csv")
     assert table["layer"].tolist() == list(range(7)) and table["mean_cosine"].between(-1, 1).all()
@@ -142,7 +148,8 @@ def assert_clean_failure(tmp_path, done, expected):
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
     assert not (tmp_path / "results").exists()
-    assert not (tmp_path / "chapters" / "01_anisotropy.ipynb").exists()
+    assert not (tmp_path / "build" / "quick" / "notebooks" / "01_anisotropy.ipynb").exists()
+    assert not (tmp_path / "build" / "quick" / "cache").exists()
 
 
 @pytest.mark.parametrize(
@@ -175,7 +182,7 @@ def test_bad_parameters_of_later_chapters(tmp_path, shared_data, chapter, args, 
     done = run(tmp_path, "--profile", "quick", "--chapters", chapter, *args)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr[-2000:]
-    assert not (tmp_path / "results").exists() and not (tmp_path / "chapters" / f"{chapter}.ipynb").exists()
+    assert not (tmp_path / "results").exists() and not (tmp_path / "build" / "quick" / "notebooks" / f"{chapter}.ipynb").exists()
 
 
 def test_missing_data_directory_stops_the_chapter(tmp_path):

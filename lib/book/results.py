@@ -19,6 +19,7 @@ import pandas as pd
 from .. import __version__
 from ..errors import require
 from ..io import write_atomic
+from ..provenance import record
 from ..settings import results_dir
 
 
@@ -65,6 +66,7 @@ class Results:
         )
         meta["tables"][slug(name)] = {"file": path.name, "columns": list(map(str, frame.columns)), "rows": len(frame)}
         write_atomic(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2, default=_json_default)))
+        record("output", path, f"{self.profile}/{slug(model)}/{self.chapter}/{path.name}")
         return path
 
     def figure_path(self, name: str, ext: str = "png") -> Path:
@@ -73,4 +75,5 @@ class Results:
     def figure(self, fig, name: str) -> None:
         """Save a matplotlib figure as PNG (for the book) and PDF (for print)."""
         for ext in ("pdf", "png"):
-            write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=150, bbox_inches="tight"))
+            path = write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=150, bbox_inches="tight"))
+            record("output", path, f"{self.profile}/figures/{self.chapter}/{path.name}")

@@ -7,10 +7,12 @@ lists only the values it changes, under `all` (for every chapter that declares t
 chapter's name. Every value, from a profile or from `-p`, is checked against the chapters' cells
 (known name, same type as the cell's value) before anything runs.
 
-Each `notebooks/<chapter>.py` (jupytext percent format) is converted to a notebook, executed with
-its parameters, and written to `<output>/<chapter>.ipynb` only when it ran without error. A failing
-chapter is kept in `<output>/failed/` for inspection, and the command prints one line and exits
-with status 2.
+Each profile has its own edition (`lib.book.edition`: `_build/<profile>/…`). A chapter whose source, imported lib code,
+parameters, packages, data and model files are unchanged since its last run is reused (`lib.book.cache`); the others
+are converted from `notebooks/<chapter>.py` (jupytext percent format), executed with their parameters, and written to
+`_build/<profile>/notebooks/<chapter>.ipynb` only when they ran without error, then their cache entry. An interrupted
+run therefore resumes with the chapters still to do. A failing chapter is kept in `notebooks/failed/` for
+inspection, and the command prints one line and exits with status 2. `--force` executes every chapter named.
 """
 
 from __future__ import annotations
@@ -26,16 +28,19 @@ from pathlib import Path
 from typing import Any
 
 import jupytext
+import nbformat
 import papermill
 import yaml
 
+from .. import provenance
 from ..errors import BookError, cli, require
-from ..io import write_atomic
+from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT
-from .sources import NOTEBOOKS, chapters, declared_parameters
+from . import cache
+from .edition import Edition, commit, now
+from .sources import chapters, declared_parameters, source_file
 
 PROFILES = REPO_ROOT / "profiles"
-OUTPUT = REPO_ROOT / "book" / "chapters"
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 SHARED = "all"  # profile section whose values go to every chapter that declares them
 
@@ -114,23 +119,35 @@ def plan(profile: str, names: list[str], overrides: dict[str, Any]) -> list[tupl
     return out
 
 
-def run_chapter(chapter: str, parameters: dict[str, Any], output_dir: Path = OUTPUT) -> Path:
-    """Execute one chapter; on success the executed notebook replaces output_dir/<chapter>.ipynb."""
-    source = NOTEBOOKS / f"{chapter}.py"
-    require(source.is_file(), f"no chapter {chapter!r}; chapters are: {', '.join(chapters())}")
-    notebook = jupytext.read(source)
+def _slowest_cells(notebook: Path, n: int = 3) -> list[dict[str, Any]]:
+    """The n code cells that took longest (papermill records each cell's duration), with their first line."""
+    cells = []
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        seconds = cell.get("metadata", {}).get("papermill", {}).get("duration")
+        if cell.cell_type == "code" and seconds is not None:
+            lines = [line for line in cell.source.splitlines() if line.strip()]
+            cells.append({"seconds": round(float(seconds), 1), "first_line": lines[0] if lines else ""})
+    return sorted(cells, key=lambda c: -c["seconds"])[:n]
+
+
+def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any]) -> cache.Entry:
+    """Execute one chapter; on success its executed notebook, then its cache entry (with the key made of parts),
+    replace the edition's old ones."""
+    notebook = jupytext.read(source_file(chapter))
     notebook.metadata["kernelspec"] = KERNEL
-    output_dir.mkdir(parents=True, exist_ok=True)
+    edition.notebooks.mkdir(parents=True, exist_ok=True)
+    started, start = now(), time.time()
     with tempfile.TemporaryDirectory(prefix=f"{chapter}-") as tmp:
-        executed_in, executed_out = Path(tmp) / "input.ipynb", Path(tmp) / f"{chapter}.ipynb"
+        executed_in, executed_out, log = Path(tmp) / "input.ipynb", Path(tmp) / f"{chapter}.ipynb", Path(tmp) / "provenance.jsonl"
         jupytext.write(notebook, executed_in)
+        os.environ[provenance.ENV] = str(log)  # the kernel inherits it: lib records what the chapter reads and writes
         try:
             papermill.execute_notebook(
                 str(executed_in),
                 str(executed_out),
                 parameters=parameters,
                 kernel_name=KERNEL["name"],
-                cwd=str(output_dir),
+                cwd=str(edition.notebooks),
                 log_output=True,
                 progress_bar=False,
                 # CRITICAL: a kernel stopped after a failed cell logs "KeyboardInterrupt caught" at ERROR level
@@ -138,10 +155,43 @@ def run_chapter(chapter: str, parameters: dict[str, Any], output_dir: Path = OUT
                 extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
             )
         except papermill.PapermillExecutionError as err:
-            failed = output_dir / "failed" / executed_out.name
+            failed = edition.notebooks / "failed" / executed_out.name
             write_atomic(failed, lambda p: shutil.copyfile(executed_out, p))
             raise BookError(f"chapter {chapter} failed: {err.ename}: {err.evalue} (executed notebook kept in {failed})") from None
-        return write_atomic(output_dir / f"{chapter}.ipynb", lambda p: shutil.copyfile(executed_out, p))
+        finally:
+            os.environ.pop(provenance.ENV, None)
+        records = cache.with_digests(provenance.read(log))
+        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "slowest_cells": _slowest_cells(executed_out), **commit()}
+        path = write_atomic(edition.notebook(chapter), lambda p: shutil.copyfile(executed_out, p))
+    entry = cache.Entry(
+        chapter=chapter,
+        key=cache.key(parts),
+        parts=parts,
+        notebook=sha256(path),
+        inputs=[r for r in records if r["kind"] != "output"],
+        outputs=[r for r in records if r["kind"] == "output"],
+        facts=facts,
+    )
+    entry.save(edition.entry(chapter))  # after the notebook: an interrupted run leaves no entry that vouches for it
+    return entry
+
+
+def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False) -> Edition:
+    """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each."""
+    edition = Edition(profile)
+    for name, parameters in plans:
+        start = time.time()
+        parts = cache.key_parts(source_file(name), parameters)
+        reason = "forced" if force else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
+        if reason is None:
+            edition.set_status(name, "reused", "", time.time() - start)
+            print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
+            continue
+        print(f"== {name} ({profile}): executing, {reason}; parameters {parameters}", flush=True)
+        entry = run_chapter(name, parameters, edition, parts)
+        edition.set_status(name, "executed", reason, entry.facts["seconds"])
+        print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
+    return edition
 
 
 @cli
@@ -158,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
         metavar=("NAME", "VALUE"),
         help="set a parameter of the chapters that declare it (VALUE is read as YAML)",
     )
-    parser.add_argument("--output", type=Path, default=OUTPUT, help=f"folder for executed notebooks (default {OUTPUT})")
+    parser.add_argument("--force", action="store_true", help="execute the chapters even where nothing they depend on changed")
     args = parser.parse_args(argv)
     names = [c.strip() for c in args.chapters.split(",") if c.strip()] or chapters()
     overrides = {}
@@ -172,11 +222,8 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get(var):  # the kernels run in the output folder: make relative settings absolute
             os.environ[var] = str(Path(os.environ[var]).expanduser().resolve())
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-    for name, parameters in plans:
-        start = time.time()
-        print(f"== {name} ({args.profile}): {parameters}", flush=True)
-        path = run_chapter(name, parameters, args.output.resolve())
-        print(f"== {name}: done in {time.time() - start:.0f} s -> {path}", flush=True)
+    edition = build(args.profile, plans, force=args.force)
+    print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jupytext
@@ -19,11 +20,17 @@ def chapters() -> list[str]:
     return sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.py"))
 
 
+def source_file(chapter: str) -> Path:
+    """A chapter's source, `notebooks/<chapter>.py`; one line naming the chapters when there is none."""
+    source = NOTEBOOKS / f"{chapter}.py"
+    require(source.is_file(), f"no chapter {chapter!r}; chapters are: {', '.join(chapters())}")
+    return source
+
+
 @cache
 def declared_parameters(chapter: str) -> dict[str, Any]:
     """The names and values assigned in a chapter's `parameters` cell, in order: the chapter's defaults."""
-    source = NOTEBOOKS / f"{chapter}.py"
-    require(source.is_file(), f"no chapter {chapter!r}; chapters are: {', '.join(chapters())}")
+    source = source_file(chapter)
     cells = [c for c in jupytext.read(source).cells if "parameters" in c.metadata.get("tags", [])]
     require(len(cells) == 1, f"{source.name} must have exactly one cell tagged `parameters`")
     values = {}

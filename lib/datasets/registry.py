@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..errors import BookError, cli, require
 from ..io import sha256, write_atomic
+from ..provenance import record
 from ..settings import data_dir
 
 
@@ -236,6 +237,7 @@ def verified_path(name: str, split: str) -> Path:
             f"the file is corrupted or a different release: re-fetch it from {spec.url}",
         )
         _verified[key] = digest
+    record("data", path, spec.path)
     return path
 
 

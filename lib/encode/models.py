@@ -22,6 +22,7 @@ from transformers.utils import logging as hf_logging
 
 from ..errors import BookError, require
 from ..io import sha256, write_folder_atomic
+from ..provenance import record
 from ..settings import cache_dir, models_dir, pick_device, torch_dtype
 
 EMBEDDED = {
@@ -143,6 +144,7 @@ def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> Loade
     spec = spec.strip()
     torch_device = pick_device(device)
     where, name = check_available(spec)
+    record("model", where, spec)
     tokenizer = AutoTokenizer.from_pretrained(where)
     hf_logging.disable_progress_bar()
     level = hf_logging.get_verbosity()

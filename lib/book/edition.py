@@ -1,0 +1,328 @@
+"""One edition of the book per profile: where it lives, how its book source is staged, built and published.
+
+    _build/<profile>/notebooks/<chapter>.ipynb   executed chapters (a failed one is kept in notebooks/failed/)
+    _build/<profile>/cache/<chapter>.json        what the chapter's last execution depended on (`lib.book.cache`)
+    _build/<profile>/build.json                  what the last runs did with each chapter (executed or reused, why)
+    _build/<profile>/source/                     the staged book source, generated: edit `book/` and `notebooks/`
+    _build/<profile>/html/                       the edition (open html/index.html, or upload the folder)
+
+Staging copies the hand-written pages, adds to each executed chapter a short note (profile, parameters that differ
+from the chapter's defaults, commit, link to the build report) and writes the build report page. Files are rewritten
+only when their content changes, so Sphinx rebuilds only the pages that changed.
+
+    python -m lib.book.edition --profile quick            # stage and build the HTML
+    python -m lib.book.edition --profile default --publish  # the same, then check the site is ready to upload
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from ..errors import BookError, cli, require
+from ..io import write_atomic
+from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
+from .cache import Entry
+from .sources import chapters, declared_parameters, source_file
+
+REPORT = "book/build_report"
+_PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Edition:
+    """The folders of one profile's edition; two profiles never share a path."""
+
+    profile: str
+
+    def __post_init__(self) -> None:
+        require(bool(_PROFILE_NAME.fullmatch(self.profile)), f"profile name {self.profile!r} must be letters, digits, '.', '_' or '-'")
+
+    @property
+    def root(self) -> Path:
+        return build_dir() / self.profile
+
+    @property
+    def notebooks(self) -> Path:
+        return self.root / "notebooks"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    @property
+    def source(self) -> Path:
+        return self.root / "source"
+
+    @property
+    def html(self) -> Path:
+        return self.root / "html"
+
+    @property
+    def status_file(self) -> Path:
+        return self.root / "build.json"
+
+    def notebook(self, chapter: str) -> Path:
+        return self.notebooks / f"{chapter}.ipynb"
+
+    def entry(self, chapter: str) -> Path:
+        return self.cache / f"{chapter}.json"
+
+    def statuses(self) -> dict[str, dict[str, Any]]:
+        """What the last runs did with each chapter: status (executed/reused), reason, seconds, at."""
+        try:
+            return json.loads(self.status_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def set_status(self, chapter: str, status: str, reason: str, seconds: float) -> None:
+        statuses = self.statuses()
+        statuses[chapter] = {"status": status, "reason": reason, "seconds": round(seconds, 1), "at": now()}
+        write_atomic(self.status_file, lambda p: p.write_text(json.dumps(statuses, indent=1, sort_keys=True)))
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def commit() -> dict[str, Any]:
+    """The checkout's commit and whether it has uncommitted changes (`unknown` outside a git checkout)."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": "unknown", "dirty": False}
+    return {"commit": sha, "dirty": bool(dirty.strip())}
+
+
+def _commit_text(facts: dict[str, Any]) -> str:
+    sha = facts.get("commit", "unknown")
+    return f"`{sha[:10]}`" + (" with uncommitted changes" if facts.get("dirty") else "")
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write text unless the file already holds it (an unchanged file keeps its time, so Sphinx skips it)."""
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def changed_parameters(chapter: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of a run that differ from the chapter's parameters cell (the profile name left out)."""
+    declared = declared_parameters(chapter)
+    return {k: v for k, v in parameters.items() if k != "profile" and declared.get(k) != v}
+
+
+def _hide_paths(text: str) -> str:
+    """A text with this machine's folders replaced by their setting's name, for pages that are published."""
+    folders = [
+        (results_dir(), "$BOOK_RESULTS_DIR"),
+        (models_dir(), "$BOOK_MODELS_DIR"),
+        (cache_dir(), "$BOOK_CACHE_DIR"),
+        (data_dir(), "$BOOK_DATA_DIR"),
+        (Path(sys.prefix), "<python>"),
+        (Path(sys.base_prefix), "<python>"),
+        (REPO_ROOT, "<repository>"),
+    ]
+    for folder, name in sorted(folders, key=lambda f: -len(str(f[0]))):  # the longest first: the venv is inside the repository
+        text = text.replace(str(folder), name)
+    return text
+
+
+def chapter_note(chapter: str, entry: Entry, profile: str) -> str:
+    """The note at the top of an executed chapter: how this page was made."""
+    facts = entry.facts
+    changed = changed_parameters(chapter, entry.parts["parameters"])
+    settings = ", ".join(f"`{k} = {v!r}`" for k, v in changed.items()) if changed else "none (the chapter's own defaults)"
+    return (
+        ":::{admonition} How this page was made\n:class: note\n"
+        f"Edition **{profile}**, executed {facts['finished'][:16].replace('T', ' ')} UTC in {_duration(facts['seconds'])} "
+        f"at commit {_commit_text(facts)}. Parameters changed from the chapter's defaults: {settings}. "
+        f"The data files and model weights it read, with their checksums, are listed in the "
+        f"{{ref}}`build report <build-{chapter}>`.\n:::\n"
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = float(seconds)
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def _title(chapter: str) -> str:
+    for line in source_file(chapter).read_text(encoding="utf-8").splitlines():
+        if line.startswith("# # "):
+            return line[4:].strip()
+    return chapter
+
+
+def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str) -> str:
+    """The executed notebook with the note after its title."""
+    nb = nbformat.read(notebook, as_version=4)
+    note = chapter_note(chapter, entry, profile)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
+            title, _, rest = cell.source.lstrip().partition("\n")
+            cell.source = f"{title}\n\n{note}\n{rest.lstrip()}"
+            break
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(note))
+    return _hide_paths(nbformat.writes(nb))
+
+
+def _placeholder(chapter: str, profile: str) -> str:
+    return (
+        f"# {_title(chapter)}\n\n:::{{admonition}} Not executed in this edition\n:class: warning\n"
+        f"This chapter has not been executed for the **{profile}** edition yet. Run\n"
+        f"`python -m lib.book.runner --profile {profile} --chapters {chapter}` (or `make book PROFILE={profile}`).\n:::\n"
+    )
+
+
+def _config(profile: str) -> str:
+    """The book's `_config.yml` for one edition: its title, base URL and repository buttons."""
+    config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text(encoding="utf-8"))
+    if profile != "default":
+        config["title"] = f"{config['title']} ({profile} edition)"
+    html = config.setdefault("html", {})
+    html["baseurl"] = os.environ.get("BOOK_BASEURL", html.get("baseurl", ""))
+    repository = config.setdefault("repository", {})
+    repository["url"] = os.environ.get("BOOK_REPOSITORY", repository.get("url", "")).rstrip("/")
+    html["use_repository_button"] = html["use_issues_button"] = bool(repository["url"])
+    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+
+
+def stage(edition: Edition) -> Path:
+    """Write the edition's book source: config, table of contents, hand-written pages, chapters, build report."""
+    source = edition.source
+    _write_if_changed(source / "_config.yml", _config(edition.profile))
+    _write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    for page in sorted((REPO_ROOT / "book").rglob("*")):
+        relative = page.relative_to(REPO_ROOT)
+        if page.is_file() and relative.parts[1] != "chapters":
+            _write_if_changed(source / relative, page.read_text(encoding="utf-8"))
+    entries = {}
+    for chapter in chapters():
+        entry = Entry.load(edition.entry(chapter))
+        notebook = edition.notebook(chapter)
+        staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
+        if entry is not None and notebook.is_file():
+            entries[chapter] = entry
+            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile))
+            placeholder.unlink(missing_ok=True)
+        else:
+            _write_if_changed(placeholder, _placeholder(chapter, edition.profile))
+            staged.unlink(missing_ok=True)
+    _write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
+    return source
+
+
+def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
+    """The build report page: per chapter, how long it took, whether this build reused it, what it read."""
+    statuses = edition.statuses()
+    lines = [
+        f"# Build report: the {edition.profile} edition\n",
+        "Every chapter of this edition was executed by the code of the commit named beside it; a chapter is executed "
+        "again only when its source, the library code it imports, its parameters, the packages, or the data and model "
+        "files it read have changed (see *How to re-run this book*). Times are wall-clock seconds on the machine that "
+        "built the edition.\n",
+        "## Chapters\n",
+        "| chapter | this build | wall time | executed (UTC) | commit |",
+        "|---|---|---|---|---|",
+    ]
+    total, dirty = 0.0, False
+    for chapter in chapters():
+        entry, status = entries.get(chapter), statuses.get(chapter, {})
+        if entry is None:
+            lines.append(f"| {chapter} | not executed | – | – | – |")
+            continue
+        facts = entry.facts
+        total += float(facts["seconds"])
+        dirty = dirty or bool(facts.get("dirty"))
+        how = status.get("status", "–") + (f" ({status['reason']})" if status.get("status") == "executed" else "")
+        sha = f"`{facts.get('commit', 'unknown')[:10]}`" + ("\\*" if facts.get("dirty") else "")
+        when = facts["finished"][:16].replace("T", " ")
+        lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {_table_text(how)} | {_duration(facts['seconds'])} | {when} | {sha} |")
+    if dirty:
+        lines.append("\n\\* executed from a checkout with uncommitted changes to tracked files.")
+    lines += [f"\nExecuting every chapter once took {_duration(total)} in all (the sum of the times above).\n"]
+    lines += ["## Where the time goes\n", "The slowest code cells of each chapter, as papermill timed them, by their first line.\n"]
+    lines += ["| chapter | seconds | cell |", "|---|---|---|"]
+    for chapter, entry in entries.items():
+        for cell in entry.facts.get("slowest_cells", []):
+            lines.append(f"| {chapter} | {cell['seconds']:.0f} | `{_table_text(cell['first_line'])[:70]}` |")
+    for chapter, entry in entries.items():
+        lines += [f"\n({'build-' + chapter})=", f"## {chapter}\n"]
+        params = entry.parts["parameters"]
+        declared = declared_parameters(chapter)
+        lines += ["| parameter | value | chapter default |", "|---|---|---|"]
+        lines += [f"| `{k}` | `{_table_text(repr(v))}` | `{_table_text(repr(declared.get(k)))}` |" for k, v in params.items()]
+        reads = [i for i in entry.inputs if i["kind"] in ("data", "model")]
+        if reads:
+            lines += ["\n| read | what | SHA-256 |", "|---|---|---|"]
+            lines += [f"| {i['kind']} | `{_table_text(_hide_paths(i['label']))}` | `{i['sha256'][:16]}…` |" for i in reads]
+        lines += [f"\nWrote {len(entry.outputs)} result files (tables and figures) under `$BOOK_RESULTS_DIR/{edition.profile}/`."]
+    if entries:
+        environment = next(iter(entries.values())).parts["environment"]
+        lines += ["\n## Software\n", "| package | version |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in environment.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _table_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")[:120]
+
+
+def build_html(edition: Edition) -> Path:
+    """Stage the edition and build its HTML with Jupyter Book's Sphinx configuration (incremental: unchanged pages are
+    not rebuilt); strict, so a warning or a broken reference fails the build."""
+    source = stage(edition)
+    bin_dir = Path(sys.executable).parent
+    subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(
+        [str(bin_dir / "sphinx-build"), "-b", "html", "-W", "-n", "--keep-going", "-q", "-d", str(edition.root / "doctrees"), str(source), str(edition.html)],
+        cwd=source,
+    )
+    if done.returncode != 0:
+        raise BookError(f"the {edition.profile} edition's HTML build failed (messages above); the staged source is in {source}")
+    return edition.html / "index.html"
+
+
+def publish(edition: Edition) -> Path:
+    """Check that the built site is ready to upload (relative links, no path of this machine in any page) and add
+    the marker GitHub Pages wants for folders that start with an underscore."""
+    html = edition.html
+    require((html / "index.html").is_file(), f"no {edition.profile} edition in {html}; run `make book PROFILE={edition.profile}` first")
+    leaks = [str(REPO_ROOT), str(Path.home())]
+    for page in sorted(html.rglob("*.html")):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        for leak in leaks:
+            require(leak not in text, f"{page.relative_to(html)} contains the local path {leak}; the site would expose this machine's folders")
+        require("file://" not in text, f"{page.relative_to(html)} links to a local file (file://); links must be relative")
+    (html / ".nojekyll").touch()
+    return html
+
+
+@cli
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lib.book.edition", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
+    parser.add_argument("--publish", action="store_true", help="after building, check the site is ready to upload")
+    args = parser.parse_args(argv)
+    edition = Edition(args.profile)
+    index = build_html(edition)
+    print(f"{edition.profile} edition: {index}")
+    if args.publish:
+        print(f"ready to upload: {publish(edition)} (base URL {os.environ.get('BOOK_BASEURL') or 'not set: set BOOK_BASEURL'})")
+
+
+if __name__ == "__main__":
+    main()

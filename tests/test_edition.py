@@ -1,0 +1,304 @@
+"""Editions: cache keys, reuse and resumption of chapter runs, staging of the book source, publishing checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from lib import provenance
+from lib.book import cache, edition, runner, sources
+from lib.book.cache import Entry
+from lib.book.edition import Edition
+from lib.errors import BookError
+from lib.settings import REPO_ROOT
+
+
+def _package(root: Path) -> Path:
+    """A small `lib` package: a imports b (relatively), c stands alone, pkg/d imports a."""
+    files = {
+        "lib/__init__.py": '"""root"""\n',
+        "lib/a.py": "from .b import helper\n",
+        "lib/b.py": "def helper():\n    return 1\n",
+        "lib/c.py": "x = 1\n",
+        "lib/pkg/__init__.py": "",
+        "lib/pkg/d.py": "from ..a import helper\n",
+    }
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_lib_dependencies_follow_imports_only(tmp_path):
+    root = _package(tmp_path)
+    deps = lambda source: {str(p.relative_to(root)) for p in cache.lib_dependencies(source, root)}
+    assert deps("import lib.a\n") == {"lib/__init__.py", "lib/a.py", "lib/b.py"}
+    assert deps("from lib.pkg import d\nimport numpy\n") == {"lib/__init__.py", "lib/pkg/__init__.py", "lib/pkg/d.py", "lib/a.py", "lib/b.py"}
+    assert deps("from lib import c\n") == {"lib/__init__.py", "lib/c.py"}
+    # the real chapters: fine-tuning code reaches chapter 13 but not chapter 01
+    real = lambda chapter: {p.name for p in cache.lib_dependencies(sources.source_file(chapter).read_text())}
+    assert "finetune.py" in real("13_isotropy_calibration") and "finetune.py" not in real("01_anisotropy")
+    assert "pretrain.py" in real("05_pretraining") and "runner.py" not in real("05_pretraining")
+
+
+def test_key_changes_with_each_dependency_and_not_otherwise(tmp_path):
+    root = _package(tmp_path)
+    source = root / "chapter.py"
+    source.write_text("# %% [markdown]\n# # Title\n\n# %%\nimport lib.a\n")
+    base = cache.key(cache.key_parts(source, {"n": 1}, root))
+    assert cache.key(cache.key_parts(source, {"n": 1}, root)) == base  # deterministic
+    (root / "lib/c.py").write_text("x = 2\n")  # a module the chapter does not import
+    assert cache.key(cache.key_parts(source, {"n": 1}, root)) == base
+    assert cache.key(cache.key_parts(source, {"n": 2}, root)) != base  # a parameter
+    (root / "lib/b.py").write_text("def helper():\n    return 2\n")  # imported through lib.a
+    changed_lib = cache.key(cache.key_parts(source, {"n": 1}, root))
+    assert changed_lib != base
+    source.write_text(source.read_text().replace("# # Title", "# # Another title"))  # prose only
+    assert cache.key(cache.key_parts(source, {"n": 1}, root)) not in (base, changed_lib)
+    parts = cache.key_parts(source, {"n": 1}, root)
+    parts["environment"] = {**parts["environment"], "torch": "0.0"}  # another package version
+    assert cache.key(parts) != cache.key(cache.key_parts(source, {"n": 1}, root))
+
+
+def _entry(tmp_path: Path, parts: dict, notebook: Path, inputs: list[dict], outputs: list[dict]) -> Entry:
+    return Entry("01_x", cache.key(parts), parts, cache.digest(str(notebook)), cache.with_digests(inputs), cache.with_digests(outputs), {"seconds": 1})
+
+
+def test_stale_names_what_changed(tmp_path):
+    root = _package(tmp_path)
+    source, notebook, data, result = root / "ch.py", tmp_path / "ch.ipynb", tmp_path / "data.txt", tmp_path / "table.csv"
+    source.write_text("import lib.a\n")
+    for path, text in [(notebook, "{}"), (data, "a\n"), (result, "x\n")]:
+        path.write_text(text)
+    parts = cache.key_parts(source, {"n": 1}, root)
+    reads, writes = [{"kind": "data", "path": str(data), "label": "data.txt"}], [{"kind": "output", "path": str(result), "label": "table.csv"}]
+    entry = _entry(tmp_path, parts, notebook, reads, writes)
+    assert cache.stale(entry, parts, notebook) is None
+    assert cache.stale(None, parts, notebook) == "no earlier run"
+    assert cache.stale(entry, cache.key_parts(source, {"n": 2}, root), notebook) == "changed: parameters n"
+    (root / "lib/b.py").write_text("y = 3\n")
+    assert cache.stale(entry, cache.key_parts(source, {"n": 1}, root), notebook) == "changed: lib lib/b.py"
+    data.write_text("b\n")
+    assert cache.stale(entry, parts, notebook) == "data data.txt changed"
+    data.write_text("a\n")
+    assert cache.stale(entry, parts, notebook) is None  # content, not time, decides
+    result.unlink()
+    assert cache.stale(entry, parts, notebook) == "output table.csv missing"
+    result.write_text("x\n")
+    notebook.write_text('{"cells": []')  # a partial notebook
+    assert cache.stale(entry, parts, notebook) == "executed notebook missing or changed"
+
+
+def test_digest_of_folders_and_names(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    first = cache.digest(str(folder))
+    (folder / "weights.bin").write_bytes(b"\0\1")
+    assert cache.digest(str(folder)) != first
+    assert cache.digest("bert-base-uncased") == "name:bert-base-uncased"  # a hub id is its own digest
+    assert cache.digest(str(tmp_path / "gone")) is None
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"version": 1, "chapter": "x"}', '{"version": 99}', "[]", '"text"'])
+def test_corrupt_or_partial_entries_are_ignored(tmp_path, text):
+    path = tmp_path / "entry.json"
+    path.write_text(text)
+    assert Entry.load(path) is None
+    assert cache.stale(Entry.load(path), {}, tmp_path / "nb.ipynb") == "no earlier run"
+
+
+def test_entries_round_trip(tmp_path):
+    entry = Entry("01_x", "k", {"source": "s"}, "n", [], [], {"seconds": 2.5})
+    entry.save(tmp_path / "e.json")
+    assert Entry.load(tmp_path / "e.json") == entry
+    assert [p.name for p in tmp_path.iterdir()] == ["e.json"]  # no temporary file left
+
+
+def test_profiles_never_share_a_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path))
+    paths = {}
+    for profile in ("quick", "default", "paper", "quick-2"):
+        ed = Edition(profile)
+        mine = [ed.notebooks, ed.cache, ed.source, ed.html, ed.status_file, ed.notebook("01_anisotropy"), ed.entry("01_anisotropy")]
+        for other, theirs in paths.items():
+            assert not any(a == b or b in a.parents or a in b.parents for a in mine for b in theirs), (profile, other)
+        paths[profile] = mine
+    with pytest.raises(BookError, match="profile name '../x' must be"):
+        Edition("../x")
+
+
+def test_provenance_records_only_inside_a_build(tmp_path, monkeypatch):
+    monkeypatch.delenv(provenance.ENV, raising=False)
+    provenance.record("data", tmp_path)  # outside a build: nothing, no error
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv(provenance.ENV, str(log))
+    provenance.record("data", tmp_path / "a.txt", "a")
+    provenance.record("data", tmp_path / "a.txt", "a")
+    provenance.record("model", "bert-base-uncased")
+    with open(log, "a") as f:
+        f.write('{"kind": "out')  # a kernel killed mid-line
+    assert provenance.read(log) == [
+        {"kind": "data", "path": str(tmp_path / "a.txt"), "label": "a"},
+        {"kind": "model", "path": "bert-base-uncased", "label": "bert-base-uncased"},
+    ]
+
+
+CHAPTER = """# %% [markdown]
+# # Tiny chapter {n}
+#
+# Prose of chapter {n}.
+
+# %% tags=["parameters"]
+profile = "default"
+n = 3
+
+# %%
+from pathlib import Path
+
+import pandas as pd
+
+from lib import provenance
+from lib.book.results import Results
+
+data = Path({data!r})
+provenance.record("data", data, "tiny/data.txt")
+if Path({fail!r}).exists():
+    raise RuntimeError("asked to fail")
+Results("{name}", profile).table(pd.DataFrame({{"n": [n], "lines": [len(data.read_text().splitlines())]}}), "t", "m", {{"n": n}})
+"""
+
+
+@pytest.fixture
+def tiny_book(tmp_path, monkeypatch):
+    """Two tiny chapters in a notebooks folder of their own, built into tmp_path/build."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    data, fail = tmp_path / "data.txt", tmp_path / "fail-02"
+    data.write_text("one\ntwo\n")
+    for n in (1, 2):
+        name = f"0{n}_tiny"
+        fail_flag = str(fail) if n == 2 else str(tmp_path / "never")
+        (folder / f"{name}.py").write_text(CHAPTER.format(n=n, data=str(data), fail=fail_flag, name=name))
+    monkeypatch.setattr(sources, "NOTEBOOKS", folder)
+    sources.declared_parameters.cache_clear()
+    monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "results"))
+    yield folder, data, fail
+    sources.declared_parameters.cache_clear()
+
+
+def _build(force=False):
+    return runner.build("quick", [(c, {"profile": "quick"}) for c in sources.chapters()], force=force)
+
+
+def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys):
+    folder, data, fail = tiny_book
+    fail.touch()
+    with pytest.raises(BookError, match="chapter 02_tiny failed: RuntimeError: asked to fail"):
+        _build()  # interrupted half-way: chapter 01 is done
+    ed = Edition("quick")
+    assert ed.notebook("01_tiny").is_file() and not ed.notebook("02_tiny").exists() and not ed.entry("02_tiny").exists()
+    fail.unlink()
+    capsys.readouterr()
+    _build()
+    out = capsys.readouterr().out
+    assert "01_tiny: reused" in out and "02_tiny (quick): executing, no earlier run" in out
+    _build()
+    assert capsys.readouterr().out.count("reused") == 2
+    statuses = ed.statuses()
+    assert statuses["01_tiny"]["status"] == statuses["02_tiny"]["status"] == "reused"
+    # prose of one chapter: only that chapter runs
+    source = folder / "02_tiny.py"
+    source.write_text(source.read_text().replace("Prose of chapter 2.", "Better prose of chapter 2."))
+    _build()
+    out = capsys.readouterr().out
+    assert "01_tiny: reused" in out and "02_tiny (quick): executing, changed: source" in out
+    # a data file both read: both run, and say why
+    data.write_text("one\ntwo\nthree\n")
+    _build()
+    out = capsys.readouterr().out
+    assert out.count("executing, data tiny/data.txt changed") == 2
+    table = Path(os.environ["BOOK_RESULTS_DIR"]) / "quick" / "m" / "01_tiny" / "t.csv"
+    assert table.read_text().splitlines()[1] == "3,3"
+    # a deleted result is re-created
+    table.unlink()
+    _build()
+    out = capsys.readouterr().out
+    assert "01_tiny (quick): executing, output quick/m/01_tiny/t.csv missing" in out and "02_tiny: reused" in out and table.is_file()
+    entry = Entry.load(ed.entry("01_tiny"))
+    assert [i["label"] for i in entry.inputs] == ["tiny/data.txt"] and entry.facts["seconds"] > 0 and entry.facts["slowest_cells"]
+
+
+def test_staged_pages_carry_their_provenance(tiny_book):
+    folder, data, fail = tiny_book
+    _build()
+    ed = Edition("quick")
+    source = edition.stage(ed)
+    page = nbformat.read(source / "book" / "chapters" / "01_tiny.ipynb", as_version=4)
+    first = page.cells[0].source
+    assert first.startswith("# Tiny chapter 1\n\n:::{admonition} How this page was made")
+    assert "Edition **quick**" in first and "{ref}`build report <build-01_tiny>`" in first and "Prose of chapter 1." in first
+    assert "`n = 3`" not in first  # not changed from the cell's default
+    report = (source / "book" / "build_report.md").read_text()
+    assert "(build-01_tiny)=" in report and "tiny/data.txt" in report and str(data) not in report
+    assert "| 01_tiny" in report or "{ref}`01_tiny <build-01_tiny>`" in report
+    # a second staging with nothing changed rewrites nothing (Sphinx then rebuilds nothing)
+    times = {p: p.stat().st_mtime_ns for p in source.rglob("*") if p.is_file()}
+    edition.stage(ed)
+    assert {p: p.stat().st_mtime_ns for p in source.rglob("*") if p.is_file()} == times
+    # a chapter never executed gets a placeholder page, not a missing file
+    shutil.copy(folder / "02_tiny.py", folder / "03_tiny.py")
+    edition.stage(ed)
+    assert "has not been executed for the **quick** edition" in (source / "book" / "chapters" / "03_tiny.md").read_text()
+
+
+def test_changed_parameters_show_on_the_page():
+    assert edition.changed_parameters("02_outlier_neurons", {"profile": "quick", "n_sentences": 400, "seed": 0}) == {"n_sentences": 400}
+
+
+def test_edition_config_from_settings(monkeypatch):
+    monkeypatch.setenv("BOOK_REPOSITORY", "https://github.com/owner/book/")
+    monkeypatch.setenv("BOOK_BASEURL", "https://owner.github.io/book/")
+    config = yaml.safe_load(edition._config("quick"))
+    assert config["repository"]["url"] == "https://github.com/owner/book"
+    assert config["html"]["use_repository_button"] and config["html"]["use_issues_button"]
+    assert config["html"]["baseurl"] == "https://owner.github.io/book/" and config["title"].endswith("(quick edition)")
+    monkeypatch.delenv("BOOK_REPOSITORY")
+    config = yaml.safe_load(edition._config("default"))
+    assert not config["html"]["use_repository_button"] and "edition" not in config["title"]
+
+
+def test_publish_refuses_pages_with_local_paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path))
+    ed = Edition("default")
+    ed.html.mkdir(parents=True)
+    (ed.html / "index.html").write_text('<a href="chapters/01.html">1</a>')
+    assert edition.publish(ed) == ed.html and (ed.html / ".nojekyll").is_file()
+    (ed.html / "bad.html").write_text(f"<p>{REPO_ROOT}/results/x.csv</p>")
+    with pytest.raises(BookError, match="bad.html contains the local path"):
+        edition.publish(ed)
+    assert edition._hide_paths(f"{REPO_ROOT}/results/quick/t.csv") == "$BOOK_RESULTS_DIR/quick/t.csv"
+
+
+def test_pages_workflow_is_valid():
+    """The GitHub Pages workflow parses, builds the quick edition on pull requests and the default edition on main,
+    and calls only make targets that exist."""
+    workflow = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "book.yml").read_text())
+    triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1 reads the key `on` as true
+    assert "pull_request" in triggers and triggers["push"]["branches"] == ["main"]
+    jobs = workflow["jobs"]
+    assert {"build", "deploy"} <= set(jobs) and jobs["deploy"]["needs"] == "build"
+    assert jobs["deploy"]["environment"]["name"] == "github-pages" and "pull_request" in jobs["deploy"]["if"]
+    assert workflow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    steps = " ".join(json.dumps(step) for step in jobs["build"]["steps"])
+    targets = {line.split(":")[0] for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line and not line[0].isspace() and ":" in line}
+    for target in ("test", "publish"):
+        assert f"make {target}" in steps and target in targets
+    assert "actions/cache" in steps and "actions/upload-pages-artifact" in steps and "_build/${{ env.PROFILE }}/html" in steps
