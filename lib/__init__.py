@@ -3,11 +3,13 @@
 errors     BookError and the one-line command-line wrapper
 settings   where data, cache, results and models live; device and dtype
 io         atomic file and folder writes, SHA-256 of files
+provenance what a chapter run read and wrote, recorded for the book build
 datasets/  registry (checksummed files, download CLI), tasks (per-task readers, sampling), glove
 encode/    models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
 measure/   outliers, geometry, isotropy, positional, transforms, vocabulary, metrics
 train/     probe, bpe, pretrain, finetune, calibration
-book/      sources (chapter files and their parameters cells), runner (papermill), chapter (notebook helpers),
+book/      sources (chapter files and their parameters cells), runner (papermill), cache (when a chapter is reused),
+           edition (one per profile: staging, build report, HTML, publish), chapter (notebook helpers),
            results, paper (the papers' numbers beside ours), plotting
 """
 

@@ -94,6 +94,29 @@ def test_twenty_step_fine_tune_reduces_the_loss_and_learns_the_task():
     assert 0 < out.i1 <= 1 and out.i2 >= 0 and out.seconds_per_epoch > 0
 
 
+def test_predictions_scored_longest_first_come_back_in_the_rows_order():
+    """Scoring in length-sorted batches gives each row the prediction it gets scored alone (padding is masked)."""
+    lm = tiny_model("bert")
+    frame = pd.DataFrame({"text1": GOOD + BAD + ["a long and winding sentence about a film that is neither good nor bad at all"], "text2": "", "label": 0.0})
+    model = finetune.SequenceModel(lm.model, lm.width, 1)
+    batched = finetune.predict(model, lm.tokenizer, frame, 64, lm.device, regression=True)
+    alone = np.array([finetune.predict(model, lm.tokenizer, frame.iloc[[i]], 64, lm.device, regression=True)[0] for i in range(len(frame))])
+    assert np.abs(batched - alone).max() < 1e-4 and np.unique(np.round(alone, 3)).size > 5  # float32 sums in another order
+    classes = finetune.predict(finetune.SequenceModel(lm.model, lm.width, 3), lm.tokenizer, frame, 64, lm.device, regression=False)
+    assert classes.dtype == np.int64 and set(classes) <= {0, 1, 2}
+
+
+def test_training_batches_group_similar_lengths():
+    lm = tiny_model("bert")
+    frame = toy(20)
+    lengths = finetune.token_lengths(lm.tokenizer, frame, 64)
+    assert lengths.tolist() == [len(lm.tokenizer(t)["input_ids"]) for t in frame["text1"]]
+    order = lambda seed: finetune.get_length_grouped_indices(lengths.tolist(), 10, finetune.LENGTH_GROUP, torch.Generator().manual_seed(seed))
+    assert sorted(order(0)) == list(range(len(frame))) and order(0) == order(0) and order(0) != order(1)
+    padded = lambda o: sum(lengths[o[i : i + 10]].max() * 10 for i in range(0, len(o), 10))
+    assert padded(np.array(order(0))) < padded(np.random.default_rng(0).permutation(len(frame)))
+
+
 @pytest.mark.parametrize("method", ["cosreg", "spectrum-pol", "spectrum-exp", "flow"])
 def test_each_calibration_runs_and_its_loss_goes_down(method):
     lm = tiny_model("bert")
