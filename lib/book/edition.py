@@ -133,6 +133,7 @@ def _hide_paths(text: str) -> str:
         (Path(sys.prefix), "<python>"),
         (Path(sys.base_prefix), "<python>"),
         (REPO_ROOT, "<repository>"),
+        (Path.home(), "~"),
     ]
     for folder, name in sorted(folders, key=lambda f: -len(str(f[0]))):  # the longest first: the venv is inside the repository
         text = text.replace(str(folder), name)
@@ -302,7 +303,7 @@ def publish(edition: Edition) -> Path:
     html = edition.html
     require((html / "index.html").is_file(), f"no {edition.profile} edition in {html}; run `make book PROFILE={edition.profile}` first")
     leaks = [str(REPO_ROOT), str(Path.home())]
-    for page in sorted(html.rglob("*.html")):
+    for page in sorted(p for p in html.rglob("*") if p.suffix in (".html", ".ipynb", ".md", ".txt")):  # pages and their downloads
         text = page.read_text(encoding="utf-8", errors="replace")
         for leak in leaks:
             require(leak not in text, f"{page.relative_to(html)} contains the local path {leak}; the site would expose this machine's folders")
