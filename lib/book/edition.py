@@ -154,6 +154,21 @@ def chapter_note(chapter: str, entry: Entry, profile: str) -> str:
     )
 
 
+def edition_note(profile: str) -> str:
+    """The line on the front page that says which edition this is."""
+    described = {
+        "default": "the published edition: the offline models at the chapters' own sample sizes",
+        "quick": "tiny samples that check every chapter runs; its numbers are noisy and not for reading",
+        "paper": "the papers' models and sample sizes",
+    }
+    what = described.get(profile, f"parameters from `profiles/{profile}.yaml`")
+    return (
+        f":::{{admonition}} The {profile} edition\n:class: note\nThis is the **{profile}** edition of the book ({what}). "
+        "Each chapter says when and how it was executed; the {doc}`build report <build_report>` lists times, parameters "
+        "and the checksums of every data file and model it read.\n:::\n"
+    )
+
+
 def _duration(seconds: float) -> str:
     seconds = float(seconds)
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
@@ -206,10 +221,15 @@ def stage(edition: Edition) -> Path:
     source = edition.source
     _write_if_changed(source / "_config.yml", _config(edition.profile))
     _write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    root_page = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
     for page in sorted((REPO_ROOT / "book").rglob("*")):
         relative = page.relative_to(REPO_ROOT)
         if page.is_file() and relative.parts[1] != "chapters":
-            _write_if_changed(source / relative, page.read_text(encoding="utf-8"))
+            text = page.read_text(encoding="utf-8")
+            if relative.with_suffix("").as_posix() == root_page:
+                title, _, rest = text.partition("\n")
+                text = f"{title}\n\n{edition_note(edition.profile)}\n{rest.lstrip()}"
+            _write_if_changed(source / relative, text)
     entries = {}
     for chapter in chapters():
         entry = Entry.load(edition.entry(chapter))
