@@ -55,6 +55,8 @@ def test_key_changes_with_each_dependency_and_not_otherwise(tmp_path):
     assert cache.key(cache.key_parts(source, {"n": 1}, root)) == base  # deterministic
     (root / "lib/c.py").write_text("x = 2\n")  # a module the chapter does not import
     assert cache.key(cache.key_parts(source, {"n": 1}, root)) == base
+    (root / "lib/b.py").write_text('"""Docstring."""\n\n\ndef helper():  # a comment\n    """Says one."""\n    return 1\n')  # not code
+    assert cache.key(cache.key_parts(source, {"n": 1}, root)) == base
     assert cache.key(cache.key_parts(source, {"n": 2}, root)) != base  # a parameter
     (root / "lib/b.py").write_text("def helper():\n    return 2\n")  # imported through lib.a
     changed_lib = cache.key(cache.key_parts(source, {"n": 1}, root))
@@ -212,6 +214,9 @@ def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys
     assert "01_tiny: reused" in out and "02_tiny (quick): executing, no earlier run" in out
     _build()
     assert capsys.readouterr().out.count("reused") == 2
+    runner.build("quick", [("01_tiny", {"profile": "quick", "n": 4})], dry_run=True)  # says why, runs nothing
+    assert capsys.readouterr().out == "== 01_tiny: would be executed, changed: parameters n\n"
+    assert "n" not in Entry.load(ed.entry("01_tiny")).parts["parameters"]  # the cell's value: nothing was overridden
     statuses = ed.statuses()
     assert statuses["01_tiny"]["status"] == statuses["02_tiny"]["status"] == "reused"
     # prose of one chapter: only that chapter runs

@@ -2,8 +2,9 @@
 
 A chapter is executed again when any of these changed since its last run:
 - its source (`notebooks/<chapter>.py`);
-- a `lib` module it imports, directly or through other `lib` modules (read from the import statements, so
-  touching `lib/train/finetune.py` re-executes only the chapters whose imports reach it);
+- the code of a `lib` module it imports, directly or through other `lib` modules (read from the import statements,
+  so changing `lib/train/finetune.py` re-executes only the chapters whose imports reach it; comments, docstrings
+  and formatting are not code: editing them re-executes nothing);
 - its parameters, after the profile and any `-p` override;
 - the versions of Python and of the packages that compute or draw results, and whether CUDA is present;
 - the content of a data file or model folder it read in its last run (recorded by `lib.provenance`);
@@ -95,6 +96,18 @@ def lib_dependencies(source: str, root: Path = REPO_ROOT) -> list[Path]:
     return sorted(found)
 
 
+def code_digest(text: str) -> str:
+    """SHA-256 of a Python file's code: its syntax tree without docstrings, so comments, docstrings and layout do not
+    count."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            if isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+
+
 def environment() -> dict[str, str]:
     """Python and package versions, and the kind of device, that a chapter's numbers depend on."""
     versions = {"python": platform.python_version(), "cuda": str(torch.cuda.is_available())}
@@ -112,7 +125,7 @@ def key_parts(source: Path, parameters: dict[str, Any], root: Path = REPO_ROOT) 
     text = source.read_text(encoding="utf-8")
     return {
         "source": hashlib.sha256(text.encode()).hexdigest(),
-        "lib": {str(p.relative_to(root)): sha256(p) for p in lib_dependencies(text, root)},
+        "lib": {str(p.relative_to(root)): code_digest(p.read_text(encoding="utf-8")) for p in lib_dependencies(text, root)},
         "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=str)),
         "environment": environment(),
     }

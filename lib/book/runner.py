@@ -176,13 +176,17 @@ def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, part
     return entry
 
 
-def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False) -> Edition:
-    """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each."""
+def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False, dry_run: bool = False) -> Edition:
+    """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each.
+    With dry_run, only say what would be executed and why."""
     edition = Edition(profile)
     for name, parameters in plans:
         start = time.time()
         parts = cache.key_parts(source_file(name), parameters)
         reason = "forced" if force else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
+        if dry_run:
+            print(f"== {name}: {'would be reused' if reason is None else 'would be executed, ' + reason}", flush=True)
+            continue
         if reason is None:
             edition.set_status(name, "reused", "", time.time() - start)
             print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
@@ -209,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
         help="set a parameter of the chapters that declare it (VALUE is read as YAML)",
     )
     parser.add_argument("--force", action="store_true", help="execute the chapters even where nothing they depend on changed")
+    parser.add_argument("--plan", action="store_true", help="only say which chapters would be executed, and why")
     args = parser.parse_args(argv)
     names = [c.strip() for c in args.chapters.split(",") if c.strip()] or chapters()
     overrides = {}
@@ -222,8 +227,9 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get(var):  # the kernels run in the output folder: make relative settings absolute
             os.environ[var] = str(Path(os.environ[var]).expanduser().resolve())
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-    edition = build(args.profile, plans, force=args.force)
-    print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
+    edition = build(args.profile, plans, force=args.force, dry_run=args.plan)
+    if not args.plan:
+        print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 
 if __name__ == "__main__":
