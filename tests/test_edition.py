@@ -47,7 +47,7 @@ def test_lib_dependencies_follow_imports_only(tmp_path):
     assert "pretrain.py" in real("05_pretraining") and "runner.py" not in real("05_pretraining")
 
 
-def test_key_changes_with_each_dependency_and_not_otherwise(tmp_path):
+def test_key_changes_with_each_dependency_and_not_otherwise(tmp_path, monkeypatch):
     root = _package(tmp_path)
     source = root / "chapter.py"
     source.write_text("# %% [markdown]\n# # Title\n\n# %%\nimport lib.a\n")
@@ -66,6 +66,9 @@ def test_key_changes_with_each_dependency_and_not_otherwise(tmp_path):
     parts = cache.key_parts(source, {"n": 1}, root)
     parts["environment"] = {**parts["environment"], "torch": "0.0"}  # another package version
     assert cache.key(parts) != cache.key(cache.key_parts(source, {"n": 1}, root))
+    current = cache.key(cache.key_parts(source, {"n": 1}, root))
+    monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "elsewhere"))  # results go to a new folder: fill it
+    assert cache.key(cache.key_parts(source, {"n": 1}, root)) != current
 
 
 def _entry(tmp_path: Path, parts: dict, notebook: Path, inputs: list[dict], outputs: list[dict]) -> Entry:

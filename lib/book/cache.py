@@ -7,10 +7,11 @@ A chapter is executed again when any of these changed since its last run:
   and formatting are not code: editing them re-executes nothing);
 - its parameters, after the profile and any `-p` override;
 - the versions of Python and of the packages that compute or draw results, and whether CUDA is present;
+- the folders results and models are written to ($BOOK_RESULTS_DIR, $BOOK_MODELS_DIR): a new one is filled;
 - the content of a data file or model folder it read in its last run (recorded by `lib.provenance`);
 - a result file it wrote (deleted or changed results are re-created).
 
-The first four make the chapter's *key*; the last two are compared with the *entry* written after its last run.
+The first five make the chapter's *key*; the last two are compared with the *entry* written after its last run.
 An entry is a JSON file written atomically after the executed notebook; a missing, unreadable or inconsistent entry,
 or a notebook whose checksum differs from the one the entry recorded, means "execute".
 """
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 
 from ..io import sha256, write_atomic
-from ..settings import REPO_ROOT
+from ..settings import REPO_ROOT, models_dir, results_dir
 
 PACKAGES = (
     "torch",
@@ -128,6 +129,7 @@ def key_parts(source: Path, parameters: dict[str, Any], root: Path = REPO_ROOT) 
         "lib": {str(p.relative_to(root)): code_digest(p.read_text(encoding="utf-8")) for p in lib_dependencies(text, root)},
         "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=str)),
         "environment": environment(),
+        "folders": {"results": str(results_dir()), "models": str(models_dir())},
     }
 
 
