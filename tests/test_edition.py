@@ -86,9 +86,9 @@ def test_stale_names_what_changed(tmp_path):
     entry = _entry(tmp_path, parts, notebook, reads, writes)
     assert cache.stale(entry, parts, notebook) is None
     assert cache.stale(None, parts, notebook) == "no earlier run"
-    assert cache.stale(entry, cache.key_parts(source, {"n": 2}, root), notebook) == "changed: parameters n"
+    assert cache.stale(entry, cache.key_parts(source, {"n": 2}, root), notebook) == "changed: parameter n"
     (root / "lib/b.py").write_text("y = 3\n")
-    assert cache.stale(entry, cache.key_parts(source, {"n": 1}, root), notebook) == "changed: lib lib/b.py"
+    assert cache.stale(entry, cache.key_parts(source, {"n": 1}, root), notebook) == "changed: lib/b.py"
     data.write_text("b\n")
     assert cache.stale(entry, parts, notebook) == "data data.txt changed"
     data.write_text("a\n")
@@ -210,6 +210,7 @@ def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys
         _build()  # interrupted half-way: chapter 01 is done
     ed = Edition("quick")
     assert ed.notebook("01_tiny").is_file() and not ed.notebook("02_tiny").exists() and not ed.entry("02_tiny").exists()
+    assert ed.statuses()["02_tiny"]["status"] == "failed" and (ed.notebooks / "failed" / "02_tiny.ipynb").is_file()
     fail.unlink()
     capsys.readouterr()
     _build()
@@ -218,7 +219,7 @@ def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys
     _build()
     assert capsys.readouterr().out.count("reused") == 2
     runner.build("quick", [("01_tiny", {"profile": "quick", "n": 4})], dry_run=True)  # says why, runs nothing
-    assert capsys.readouterr().out == "== 01_tiny: would be executed, changed: parameters n\n"
+    assert capsys.readouterr().out == "== 01_tiny: would be executed, changed: parameter n\n"
     assert "n" not in Entry.load(ed.entry("01_tiny")).parts["parameters"]  # the cell's value: nothing was overridden
     statuses = ed.statuses()
     assert statuses["01_tiny"]["status"] == statuses["02_tiny"]["status"] == "reused"

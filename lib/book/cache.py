@@ -196,13 +196,19 @@ def with_digests(records: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{**r, "sha256": digest(r["path"]) or "missing"} for r in records]
 
 
-def _changed(old: Any, new: Any, prefix: str) -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        out = []
-        for name in sorted(set(old) | set(new)):
-            out += _changed(old.get(name), new.get(name), f"{prefix}{name}" if not prefix else f"{prefix} {name}")
-        return out
-    return [] if old == new else [prefix]
+_LABELS = {"source": "source", "lib": "", "parameters": "parameter ", "environment": "package ", "folders": "folder "}
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two sets of key parts, named for a reader: `source`, `lib/io.py`, `parameter n`, …"""
+    out = []
+    for part in sorted(set(old) | set(new)):
+        a, b = old.get(part), new.get(part)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{_LABELS.get(part, part + ' ')}{name}" for name in sorted(set(a) | set(b)) if a.get(name) != b.get(name)]
+        elif a != b:
+            out.append(part)
+    return out
 
 
 def stale(entry: Entry | None, parts: dict[str, Any], notebook: Path) -> str | None:
@@ -212,7 +218,7 @@ def stale(entry: Entry | None, parts: dict[str, Any], notebook: Path) -> str | N
     if not notebook.is_file() or _file_digest(notebook) != entry.notebook:
         return "executed notebook missing or changed"
     if entry.key != key(parts):
-        changed = _changed(entry.parts, parts, "")
+        changed = _changed(entry.parts, parts)
         return "changed: " + ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
     for item in entry.inputs + entry.outputs:
         now = digest(item["path"])

@@ -263,12 +263,12 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
     for chapter in chapters():
         entry, status = entries.get(chapter), statuses.get(chapter, {})
         if entry is None:
-            lines.append(f"| {chapter} | not executed | – | – | – |")
+            lines.append(f"| {chapter} | {'failed' if status.get('status') == 'failed' else 'not executed'} | – | – | – |")
             continue
         facts = entry.facts
         total += float(facts["seconds"])
         dirty = dirty or bool(facts.get("dirty"))
-        how = status.get("status", "–") + (f" ({status['reason']})" if status.get("status") == "executed" else "")
+        how = status.get("status", "–") + (f" ({status['reason']})" if status.get("status") in ("executed", "failed") else "")
         sha = f"`{facts.get('commit', 'unknown')[:10]}`" + ("\\*" if facts.get("dirty") else "")
         when = facts["finished"][:16].replace("T", " ")
         lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {_table_text(how)} | {_duration(facts['seconds'])} | {when} | {sha} |")

@@ -192,7 +192,11 @@ def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = F
             print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
             continue
         print(f"== {name} ({profile}): executing, {reason}; parameters {parameters}", flush=True)
-        entry = run_chapter(name, parameters, edition, parts)
+        try:
+            entry = run_chapter(name, parameters, edition, parts)
+        except BookError:
+            edition.set_status(name, "failed", reason, time.time() - start)
+            raise
         edition.set_status(name, "executed", reason, entry.facts["seconds"])
         print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
     return edition
