@@ -174,6 +174,20 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
+def slowest_cells(notebook: Path, n: int = 3) -> list[dict[str, Any]]:
+    """The n code cells of an executed notebook that took longest (papermill records each cell's duration), each with
+    the heading of its section and its first line."""
+    cells, section = [], ""
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        lines = [line for line in cell.source.splitlines() if line.strip()]
+        if cell.cell_type == "markdown":
+            section = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), section)
+        seconds = cell.get("metadata", {}).get("papermill", {}).get("duration")
+        if cell.cell_type == "code" and seconds is not None:
+            cells.append({"seconds": float(seconds), "section": section, "first_line": lines[0] if lines else ""})
+    return sorted(cells, key=lambda c: -c["seconds"])[:n]
+
+
 def _title(chapter: str) -> str:
     for line in source_file(chapter).read_text(encoding="utf-8").splitlines():
         if line.startswith("# # "):
@@ -275,11 +289,11 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
     if dirty:
         lines.append("\n\\* executed from a checkout with uncommitted changes to tracked files.")
     lines += [f"\nExecuting every chapter once took {_duration(total)} in all (the sum of the times above).\n"]
-    lines += ["## Where the time goes\n", "The slowest code cells of each chapter, as papermill timed them, by their first line.\n"]
-    lines += ["| chapter | seconds | cell |", "|---|---|---|"]
-    for chapter, entry in entries.items():
-        for cell in entry.facts.get("slowest_cells", []):
-            lines.append(f"| {chapter} | {cell['seconds']:.0f} | `{_table_text(cell['first_line'])[:70]}` |")
+    lines += ["## Where the time goes\n", "The slowest code cells of each chapter as papermill timed them, by section and first line.\n"]
+    lines += ["| chapter | seconds | section | cell |", "|---|---|---|---|"]
+    for chapter in entries:
+        for cell in slowest_cells(edition.notebook(chapter)):
+            lines.append(f"| {chapter} | {cell['seconds']:.0f} | {_table_text(cell['section'])} | `{_table_text(cell['first_line'])[:60]}` |")
     for chapter, entry in entries.items():
         lines += [f"\n({'build-' + chapter})=", f"## {chapter}\n"]
         params = entry.parts["parameters"]

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import jupytext
-import nbformat
 import papermill
 import yaml
 
@@ -119,17 +118,6 @@ def plan(profile: str, names: list[str], overrides: dict[str, Any]) -> list[tupl
     return out
 
 
-def _slowest_cells(notebook: Path, n: int = 3) -> list[dict[str, Any]]:
-    """The n code cells that took longest (papermill records each cell's duration), with their first line."""
-    cells = []
-    for cell in nbformat.read(notebook, as_version=4).cells:
-        seconds = cell.get("metadata", {}).get("papermill", {}).get("duration")
-        if cell.cell_type == "code" and seconds is not None:
-            lines = [line for line in cell.source.splitlines() if line.strip()]
-            cells.append({"seconds": round(float(seconds), 1), "first_line": lines[0] if lines else ""})
-    return sorted(cells, key=lambda c: -c["seconds"])[:n]
-
-
 def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any]) -> cache.Entry:
     """Execute one chapter; on success its executed notebook, then its cache entry (with the key made of parts),
     replace the edition's old ones."""
@@ -161,7 +149,7 @@ def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, part
         finally:
             os.environ.pop(provenance.ENV, None)
         records = cache.with_digests(provenance.read(log))
-        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "slowest_cells": _slowest_cells(executed_out), **commit()}
+        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), **commit()}
         path = write_atomic(edition.notebook(chapter), lambda p: shutil.copyfile(executed_out, p))
     entry = cache.Entry(
         chapter=chapter,
