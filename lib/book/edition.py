@@ -270,36 +270,41 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         "files it read have changed (see *How to re-run this book*). Times are wall-clock seconds on the machine that "
         "built the edition.\n",
         "## Chapters\n",
-        "| chapter | this build | wall time | executed (UTC) | commit |",
+        "| chapter | last build | wall time | executed (UTC) | commit |",
         "|---|---|---|---|---|",
     ]
-    total, dirty = 0.0, False
+    total, dirty, reasons, slow = 0.0, False, [], ["| chapter | slowest cell | in section |", "|---|---|---|"]
     for chapter in chapters():
         entry, status = entries.get(chapter), statuses.get(chapter, {})
+        if status.get("status") in ("executed", "failed"):
+            reasons.append(f"{chapter} ({status['status']}: {status['reason']})")
         if entry is None:
             lines.append(f"| {chapter} | {'failed' if status.get('status') == 'failed' else 'not executed'} | – | – | – |")
             continue
         facts = entry.facts
         total += float(facts["seconds"])
         dirty = dirty or bool(facts.get("dirty"))
-        how = status.get("status", "–") + (f" ({status['reason']})" if status.get("status") in ("executed", "failed") else "")
-        sha = f"`{facts.get('commit', 'unknown')[:10]}`" + ("\\*" if facts.get("dirty") else "")
-        when = facts["finished"][:16].replace("T", " ")
-        lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {_table_text(how)} | {_duration(facts['seconds'])} | {when} | {sha} |")
+        sha = f"`{facts.get('commit', 'unknown')[:7]}`" + ("\\*" if facts.get("dirty") else "")
+        when = facts["finished"][5:16].replace("T", " ")
+        slowest = (slowest_cells(edition.notebook(chapter), 1) or [{"seconds": 0.0, "section": ""}])[0]
+        lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {status.get('status', '–')} | {_duration(facts['seconds'])} | {when} | {sha} |")
+        slow.append(f"| {chapter} | {_duration(slowest['seconds'])} | {_table_text(slowest['section'])} |")
+    lines.append(f"\nExecuting every chapter once took {_duration(total)} in all (the sum of the wall times above).")
+    if reasons:
+        lines.append("Executed by the last build, and why: " + "; ".join(reasons) + ".")
     if dirty:
         lines.append("\n\\* executed from a checkout with uncommitted changes to tracked files.")
-    lines += [f"\nExecuting every chapter once took {_duration(total)} in all (the sum of the times above).\n"]
-    lines += ["## Where the time goes\n", "The slowest code cells of each chapter as papermill timed them, by section and first line.\n"]
-    lines += ["| chapter | seconds | section | cell |", "|---|---|---|---|"]
-    for chapter in entries:
-        for cell in slowest_cells(edition.notebook(chapter)):
-            lines.append(f"| {chapter} | {cell['seconds']:.0f} | {_table_text(cell['section'])} | `{_table_text(cell['first_line'])[:60]}` |")
+    lines += ["\n## Where the time goes\n", "The code cell of each chapter that took longest (papermill times every cell), and the section it belongs to.\n"]
+    lines += slow
     for chapter, entry in entries.items():
         lines += [f"\n({'build-' + chapter})=", f"## {chapter}\n"]
-        params = entry.parts["parameters"]
-        declared = declared_parameters(chapter)
-        lines += ["| parameter | value | chapter default |", "|---|---|---|"]
-        lines += [f"| `{k}` | `{_table_text(repr(v))}` | `{_table_text(repr(declared.get(k)))}` |" for k, v in params.items()]
+        values = {**declared_parameters(chapter), **entry.parts["parameters"]}
+        changed = changed_parameters(chapter, entry.parts["parameters"])
+        lines += ["| parameter | value in this edition | chapter default |", "|---|---|---|"]
+        lines += [
+            f"| `{k}` | `{_table_text(repr(v))}`{' (changed)' if k in changed else ''} | `{_table_text(repr(declared_parameters(chapter).get(k)))}` |"
+            for k, v in values.items()
+        ]
         reads = [i for i in entry.inputs if i["kind"] in ("data", "model")]
         if reads:
             lines += ["\n| read | what | SHA-256 |", "|---|---|---|"]
