@@ -4,6 +4,7 @@ errors     BookError and the one-line command-line wrapper
 settings   where data, cache, results and models live; device and dtype
 io         atomic file and folder writes, SHA-256 of files
 provenance what a chapter run read and wrote, recorded for the book build
+codehash   digests of Python code (not comments or docstrings) that key cached results
 datasets/  registry (checksummed files, download CLI), tasks (per-task readers, sampling), glove
 encode/    models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
 measure/   outliers, geometry, isotropy, positional, transforms, vocabulary, metrics

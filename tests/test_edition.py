@@ -11,7 +11,7 @@ import nbformat
 import pytest
 import yaml
 
-from lib import provenance
+from lib import codehash, provenance
 from lib.book import cache, edition, runner, sources
 from lib.book.cache import Entry
 from lib.book.edition import Edition
@@ -100,6 +100,13 @@ def test_stale_names_what_changed(tmp_path):
     assert cache.stale(entry, parts, notebook) == "executed notebook missing or changed"
 
 
+def test_code_digest_counts_code_only():
+    code = "def f(x):\n    return x + 1\n"
+    assert codehash.code_digest(code) == codehash.code_digest('"""Module."""\n# note\ndef f(x):  # add one\n    """Doc."""\n\n    return x + 1\n')
+    assert codehash.code_digest(code) != codehash.code_digest(code.replace("+ 1", "+ 2"))
+    assert codehash.code_digest('def f():\n    """only a docstring"""\n') == codehash.code_digest("def f():\n    pass\n")
+
+
 def test_digest_of_folders_and_names(tmp_path):
     folder = tmp_path / "model"
     folder.mkdir()
@@ -169,7 +176,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib import provenance
+from lib import codehash, provenance
 from lib.book.results import Results
 
 data = Path({data!r})

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ..codehash import code_digest
 from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT, models_dir, results_dir
 
@@ -95,18 +96,6 @@ def lib_dependencies(source: str, root: Path = REPO_ROOT) -> list[Path]:
                     module = ".".join(parts[:i])
                     todo.append((path.read_text(encoding="utf-8"), module if path.name == "__init__.py" else module.rsplit(".", 1)[0]))
     return sorted(found)
-
-
-def code_digest(text: str) -> str:
-    """SHA-256 of a Python file's code: its syntax tree without docstrings, so comments, docstrings and layout do not
-    count."""
-    tree = ast.parse(text)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            if isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
 
 
 def environment() -> dict[str, str]:

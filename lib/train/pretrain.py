@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -24,11 +25,15 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, get_linear_schedule_with_warmup
 
+from ..codehash import module_digest
+from ..datasets import tasks
 from ..datasets.tasks import corpus_documents
+from ..encode import collectors
 from ..encode.collectors import LayerStats
 from ..encode.extraction import TokenBatch
 from ..errors import require
 from ..io import write_atomic, write_folder_atomic
+from ..measure import outliers
 from ..measure.outliers import robust_z
 from ..settings import cache_dir, pick_device
 from .bpe import train_tokenizer
@@ -75,8 +80,17 @@ class PretrainConfig:
         )
 
     def key(self) -> str:
-        """A short hash naming this configuration (checkpoints of other settings are never resumed)."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+        """A short hash naming this configuration and the training code (checkpoints of other settings or code are never
+        resumed, and a saved model of either is not reused)."""
+        return hashlib.sha256(json.dumps([asdict(self), training_code()], sort_keys=True).encode()).hexdigest()[:12]
+
+
+def training_code() -> str:
+    """Digest of the code a pre-training run's result depends on (this module, the tokenizer, the corpus reader, the
+    outlier track's statistics); comments and docstrings do not count."""
+    from . import bpe
+
+    return module_digest(sys.modules[__name__], bpe, tasks, collectors, outliers)
 
 
 def split_documents(documents: Sequence[str], valid_share: float) -> tuple[list[str], list[str]]:
@@ -359,7 +373,12 @@ def train(
 def save(run: Trained, folder: Path) -> Path:
     """Write model, tokenizer and training record (training.json) so `load_model(folder)` works; the folder
     is replaced only once everything is written."""
-    record = {"config": asdict(run.config), "history": run.history.to_dict("records"), "track": run.track.to_dict("records")}
+    record = {
+        "config": asdict(run.config),
+        "code": training_code(),
+        "history": run.history.to_dict("records"),
+        "track": run.track.to_dict("records"),
+    }
 
     def write(staging: Path) -> None:
         run.model.save_pretrained(staging)
@@ -371,11 +390,11 @@ def save(run: Trained, folder: Path) -> Path:
 
 def saved_run(folder: Path, cfg: PretrainConfig) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(history, track) of a model already saved in folder with exactly this configuration (same corpus
-    split, tokenizer size, model and schedule), else None."""
+    split, tokenizer size, model and schedule) by the same training code, else None."""
     record_path = folder / "training.json"
     if not record_path.exists():
         return None
     record = json.loads(record_path.read_text())
-    if record.get("config") != json.loads(json.dumps(asdict(cfg))):
+    if record.get("config") != json.loads(json.dumps(asdict(cfg))) or record.get("code") != training_code():
         return None
     return pd.DataFrame(record["history"]), pd.DataFrame(record["track"])

@@ -1,0 +1,25 @@
+"""Digests of Python code, not of its bytes: comments, docstrings and layout do not count. Cached results (chapter
+executions, fine-tuning runs, pre-trained models) are keyed by the code that computed them."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from pathlib import Path
+
+
+def code_digest(text: str) -> str:
+    """SHA-256 of a Python file's code: its syntax tree without docstrings, so comments, docstrings and layout do not
+    count."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            if isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+
+
+def module_digest(*modules: object) -> str:
+    """code_digest of the source files of the given modules together: what a cached result computed by them depends on."""
+    return hashlib.sha256("".join(code_digest(Path(m.__file__).read_text(encoding="utf-8")) for m in modules).encode()).hexdigest()
