@@ -9,7 +9,8 @@ datasets/  registry (checksummed files, download CLI), tasks (per-task readers, 
 encode/    models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
 measure/   outliers, geometry, isotropy, positional, transforms, vocabulary, metrics
 train/     probe, bpe, pretrain, finetune, calibration
-book/      sources (chapter files and their parameters cells), runner (papermill), cache (when a chapter is reused),
+book/      sources (chapter files and their parameters cells), profiles (what a profile changes, checked),
+           reference (the parameter reference), runner (papermill), cache (when a chapter is reused),
            edition (one per profile: staging, build report, HTML, publish), chapter (notebook helpers),
            results, paper (the papers' numbers beside ours), plotting
 """

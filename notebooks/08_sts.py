@@ -35,7 +35,7 @@
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
 models = "minilm,mpnet"  # comma-separated model specs
-datasets = "stsb,sick,sts12,sts13,sts14,sts15,sts16"  # comma-separated
+datasets = "stsb,sick,sts12,sts13,sts14,sts15,sts16"  # comma-separated evaluation sets
 max_pairs = 0  # pairs per data set (0 = all)
 z_threshold = 10.0  # outlier criterion of chapter 02
 seed = 0  # which pairs, when max_pairs subsamples

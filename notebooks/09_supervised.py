@@ -36,12 +36,12 @@
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
 models = "minilm,mpnet"  # comma-separated model specs
-tasks = "sst2,imdb,sst5"  # comma-separated
+tasks = "sst2,imdb,sst5"  # comma-separated classification tasks
 n_train = {"sst2": 4000, "imdb": 400, "sst5": 2000}  # training samples per task
-n_dev = {"sst2": 872, "imdb": 100, "sst5": 1101}
-n_test = {"sst2": 1821, "imdb": 400, "sst5": 2210}
-batch_size = {"sst2": 768, "imdb": 128, "sst5": 1536}  # paper
-epochs = 10  # paper
+n_dev = {"sst2": 872, "imdb": 100, "sst5": 1101}  # development samples per task (the epoch is chosen on them)
+n_test = {"sst2": 1821, "imdb": 400, "sst5": 2210}  # test samples per task (accuracy reported on them)
+batch_size = {"sst2": 768, "imdb": 128, "sst5": 1536}  # examples per update, per task (the paper's)
+epochs = 10  # passes over the training sample; the best on dev is kept (paper: 10)
 lr = 1e-2  # Adam learning rate (not given in the paper; as chapter 04)
 bias = False  # the paper's classifier is W alone
 z_threshold = 10.0  # outlier criterion of chapter 02

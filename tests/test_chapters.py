@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from lib.book import runner
-from lib.book.runner import load_profile, plan, profile_parameters
+from lib.book import profiles
+from lib.book.profiles import load_profile, profile_parameters
+from lib.book.runner import plan
 from lib.book.sources import chapters, declared_parameters
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
@@ -83,7 +84,7 @@ def test_bad_profile_values_stop_with_one_line(tmp_path, profile, expected, monk
     folder = tmp_path / "profiles"
     folder.mkdir()
     (folder / "mine.yaml").write_text(yaml.safe_dump(profile))
-    monkeypatch.setattr(runner, "PROFILES", folder)
+    monkeypatch.setattr(profiles, "PROFILES", folder)
     with pytest.raises(BookError, match=re.escape(expected)):
         plan("mine", ["02_outlier_neurons"], {})
 

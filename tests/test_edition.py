@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from lib import codehash, provenance
-from lib.book import cache, edition, runner, sources
+from lib.book import cache, edition, profiles, reference, runner, sources
 from lib.book.cache import Entry
 from lib.book.edition import Edition
 from lib.errors import BookError
@@ -169,7 +169,7 @@ CHAPTER = """# %% [markdown]
 
 # %% tags=["parameters"]
 profile = "default"
-n = 3
+n = 3  # a number the chapter writes
 
 # %%
 from pathlib import Path
@@ -200,6 +200,10 @@ def tiny_book(tmp_path, monkeypatch):
         (folder / f"{name}.py").write_text(CHAPTER.format(n=n, data=str(data), fail=fail_flag, name=name))
     monkeypatch.setattr(sources, "NOTEBOOKS", folder)
     sources.declared_parameters.cache_clear()
+    (tmp_path / "profiles").mkdir()
+    for profile in ("quick", "paper"):  # profiles that change nothing
+        (tmp_path / "profiles" / f"{profile}.yaml").write_text("")
+    monkeypatch.setattr(profiles, "PROFILES", tmp_path / "profiles")
     monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "results"))
     yield folder, data, fail
@@ -264,6 +268,7 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     assert first.startswith("# Tiny chapter 1\n\n:::{admonition} How this page was made")
     assert "Edition **quick**" in first and "{ref}`build report <build-01_tiny>`" in first and "Prose of chapter 1." in first
     assert "`n = 3`" not in first  # not changed from the cell's default
+    assert ":::{admonition} Parameters of this chapter\n:class: dropdown" in first and "| `n` | a number the chapter writes | `3` |" in first
     report = (source / "book" / "build_report.md").read_text()
     assert "(build-01_tiny)=" in report and "tiny/data.txt" in report and str(data) not in report
     assert "| 01_tiny" in report or "{ref}`01_tiny <build-01_tiny>`" in report
@@ -320,3 +325,30 @@ def test_pages_workflow_is_valid():
     for target in ("test", "publish"):
         assert f"make {target}" in steps and target in targets
     assert "actions/cache" in steps and "actions/upload-pages-artifact" in steps and "_build/${{ env.PROFILE }}/html" in steps
+
+
+def test_parameter_reference_covers_every_parameter_of_every_chapter():
+    """Generated from the cells and profiles: one row per declared parameter, each with a meaning; quick and paper
+    show what those profiles set (None: the default runs)."""
+    for chapter in sources.chapters():
+        rows = reference.reference(chapter)
+        declared = sources.declared_parameters(chapter)
+        assert [r["parameter"] for r in rows] == list(declared) and all(r["meaning"] and r["allowed"] for r in rows)
+        quick, paper = (profiles.profile_parameters(p, chapter) for p in ("quick", "paper"))
+        for row in rows:
+            assert row["default"] == declared[row["parameter"]]
+            assert row["quick"] == quick.get(row["parameter"]) and row["paper"] == paper.get(row["parameter"])
+        assert reference.markdown(chapter).count("\n") == len(rows) + 2
+    rows = {r["parameter"]: r for r in reference.reference("13_isotropy_calibration")}
+    assert rows["tasks"]["quick"] == "sst2,stsb" and rows["lr"]["paper"] == 2e-5 and rows["lr"]["quick"] is None
+    assert rows["methods"]["allowed"] == "comma-separated, any of: none, cosreg, spectrum-pol, spectrum-exp, flow"
+
+
+def test_a_parameter_without_a_meaning_stops_the_reference(tiny_book):
+    folder, data, fail = tiny_book
+    source = folder / "01_tiny.py"
+    source.write_text(source.read_text().replace("n = 3  # a number the chapter writes\n", "n = 3  # a number the chapter writes\nm = 2\n"))
+    sources.declared_parameters.cache_clear()
+    with pytest.raises(BookError, match="01_tiny.py: parameter 'm' has no comment saying what it means"):
+        reference.reference("01_tiny")
+    assert reference.meanings("02_tiny") == {"profile": "names the results folder", "n": "a number the chapter writes"}

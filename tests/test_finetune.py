@@ -7,11 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 import torch
 
 from lib.datasets import tasks
 from lib.errors import BookError
-from lib.measure.metrics import glue_score, welch_p
+from lib.measure.metrics import glue_score, student_p, welch_p
 from lib.train import finetune
 
 from .conftest import tiny_model
@@ -45,6 +46,15 @@ def test_welch_p():
     assert welch_p([80.0, 81.0, 79.5], [70.0, 71.0, 69.0]) < 0.01
     assert welch_p([80.0, 81.0, 79.5], [80.5, 80.0, 79.9]) > 0.3
     assert np.isnan(welch_p([1.0, 1.0], [1.0, 1.0])) and np.isnan(welch_p([80.0], [70.0, 71.0]))
+
+
+def test_student_p_by_hand_and_unlike_welch_for_unequal_spreads():
+    a, b = np.array([80.0, 81.0, 79.5]), np.array([70.0, 75.0, 65.0, 72.0, 68.0])
+    pooled = ((len(a) - 1) * a.var(ddof=1) + (len(b) - 1) * b.var(ddof=1)) / (len(a) + len(b) - 2)
+    t = (a.mean() - b.mean()) / np.sqrt(pooled * (1 / len(a) + 1 / len(b)))
+    assert student_p(a, b) == pytest.approx(2 * scipy.stats.t.sf(abs(t), len(a) + len(b) - 2), rel=1e-10)
+    assert abs(student_p(a, b) - welch_p(a, b)) > 1e-3
+    assert np.isnan(student_p([80.0], [70.0, 71.0]))
 
 
 def test_glue_loaders_count_what_the_files_hold(shared_data):
@@ -182,6 +192,7 @@ def test_summary_statistics_by_hand():
     assert none["runs"] == 3 and none["score_mean"] == pytest.approx(80.0) and none["score_std"] == pytest.approx(1.0)
     assert np.isnan(none["p"]) and not none["significant"] and np.isnan(none["difference"]) and none["time_ratio"] == pytest.approx(1.0)
     assert cos["difference"] == pytest.approx(70.1666667 - 80.0) and cos["p"] == pytest.approx(welch_p([70.0, 71.0, 69.5], [80.0, 81.0, 79.0]))
+    assert cos["p_student"] == pytest.approx(student_p([70.0, 71.0, 69.5], [80.0, 81.0, 79.0]))
     assert cos["significant"] and cos["time_ratio"] == pytest.approx(1.3) and cos["I1_mean"] == pytest.approx(0.92) and cos["I1_std"] == pytest.approx(0.02)
     flow = summary.loc[("B", "flow")]  # one run each: no t-test, but the difference and time ratio are defined
     assert np.isnan(flow["p"]) and not flow["significant"] and flow["difference"] == pytest.approx(10.0) and flow["time_ratio"] == pytest.approx(4.0)

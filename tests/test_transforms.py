@@ -54,6 +54,8 @@ def test_singular_covariance_is_a_clear_error_not_nans():
         Whiten().fit(low_rank)
     dropped = Whiten(drop_null=True).fit(low_rank)
     assert dropped.dropped_ == 5 and dropped.transform(low_rank).shape == (500, 3)
+    assert Whiten(k=6, drop_null=True).fit(low_rank).dropped_ == 3  # asked for 6, 3 exist
+    assert Whiten(k=2, drop_null=True).fit(low_rank).dropped_ == 0
     out = Whiten(k=3).fit(low_rank).transform(low_rank)
     assert np.isfinite(out).all()
     np.testing.assert_allclose(np.cov(out, rowvar=False), np.eye(3), atol=1e-6)

@@ -33,10 +33,12 @@ import yaml
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
+from . import reference
 from .cache import Entry
 from .sources import chapters, declared_parameters, source_file
 
 REPORT = "book/build_report"
+REFERENCE_MARKER = "<!-- parameter reference -->"  # in book/rerun.md: replaced by every chapter's parameter table
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -195,10 +197,23 @@ def _title(chapter: str) -> str:
     return chapter
 
 
+def parameters_dropdown(chapter: str) -> str:
+    """The chapter's parameter reference in a closed dropdown, for the top of its page."""
+    return (
+        ":::{admonition} Parameters of this chapter\n:class: dropdown\n"
+        "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); an empty quick or paper cell "
+        "keeps the default.\n\n" + reference.markdown(chapter) + ":::\n"
+    )
+
+
+def _all_references() -> str:
+    return "\n".join(f"### {_title(c)} (`{c}`)\n\n{reference.markdown(c)}" for c in chapters())
+
+
 def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str) -> str:
-    """The executed notebook with the note after its title."""
+    """The executed notebook with the note and the parameter reference after its title."""
     nb = nbformat.read(notebook, as_version=4)
-    note = chapter_note(chapter, entry, profile)
+    note = chapter_note(chapter, entry, profile) + "\n" + parameters_dropdown(chapter)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
@@ -243,6 +258,7 @@ def stage(edition: Edition) -> Path:
             if relative.with_suffix("").as_posix() == root_page:
                 title, _, rest = text.partition("\n")
                 text = f"{title}\n\n{edition_note(edition.profile)}\n{rest.lstrip()}"
+            text = text.replace(REFERENCE_MARKER, _all_references())
             _write_if_changed(source / relative, text)
     entries = {}
     for chapter in chapters():

@@ -3,8 +3,11 @@
 - I(W) (Mu & Viswanath 2018; Biš et al. 2021) = I1 of Ding et al. (2022): min_c Z(c) / max_c Z(c),
   Z(c) = Σ_w exp(cᵀw), over the eigenvectors c of WᵀW. I2 (Ding et al., Appendix A): the standard
   deviation of Z(c) over those c divided by their mean. Both are computed from log Z with
-  log-sum-exp, so large norms cannot overflow. Each eigenvector is used with both signs, so the
-  result does not depend on the sign an eigen-solver happens to return.
+  log-sum-exp, so large norms cannot overflow. As in both papers, each eigenvector is one direction;
+  an eigen-solver may return either sign, so each is oriented with its largest-magnitude entry positive
+  (the convention of scikit-learn's `svd_flip`), which makes the result reproducible. On a shifted
+  cloud the sign hardly matters (Z(c) and Z(−c) move the minimum and the maximum alike); taking both
+  signs, 2d directions, would roughly square the ratio, so it is not the papers' quantity.
 - IsoScore (Rudman et al. 2022) from the `isoscore` package.
 - Norm statistics: the average vector length, the length of the mean vector, and their ratio.
 """
@@ -23,17 +26,24 @@ def _matrix(w: np.ndarray) -> np.ndarray:
     return w
 
 
+def eigenvectors(w: np.ndarray) -> np.ndarray:
+    """The eigenvectors of WᵀW as columns, each with its largest-magnitude entry positive."""
+    vectors = np.linalg.eigh(w.T @ w)[1]
+    largest = vectors[np.abs(vectors).argmax(axis=0), np.arange(vectors.shape[1])]
+    return vectors * np.where(largest < 0, -1.0, 1.0)
+
+
 def log_partition(w: np.ndarray, chunk: int = 8192) -> np.ndarray:
-    """log Z(c) for c = ± each eigenvector of WᵀW: (2 × width,) values."""
+    """log Z(c) for c = each eigenvector of WᵀW (see `eigenvectors`): (width,) values."""
     w = _matrix(w)
-    _, vectors = np.linalg.eigh(w.T @ w)
-    directions = np.concatenate([vectors, -vectors], axis=1)  # (width, 2 width)
+    directions = eigenvectors(w)
     parts = [logsumexp(w[i : i + chunk] @ directions, axis=0) for i in range(0, len(w), chunk)]
     return logsumexp(np.stack(parts), axis=0)
 
 
 def partition_measures(w: np.ndarray) -> dict[str, float]:
-    """I1 = I(W) in [0, 1] (1 = isotropic) and I2 >= 0 (0 = isotropic) from one pass over Z(c)."""
+    """I1 = I(W) in [0, 1] (1 = isotropic) and I2 >= 0 (0 = isotropic) from one pass over Z(c); I2 is the
+    population standard deviation over the d directions divided by the mean (Ding et al., App. A)."""
     log_z = log_partition(w)
     z = np.exp(log_z - log_z.max())  # the common scale cancels in both ratios
     return {"I1": float(z.min()), "I2": float(z.std() / z.mean())}

@@ -47,7 +47,16 @@ def glue_score(metric: str, gold: np.ndarray, predicted: np.ndarray) -> float:
 
 def welch_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided p-value of a two-sample t-test (unequal variances) between two sets of runs; NaN when undefined."""
+    return _t_test_p(a, b, equal_var=False)
+
+
+def student_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p-value of Student's two-sample t-test (pooled variance, as Ding et al. use); NaN when undefined."""
+    return _t_test_p(a, b, equal_var=True)
+
+
+def _t_test_p(a: np.ndarray, b: np.ndarray, equal_var: bool) -> float:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) < 2 or len(b) < 2 or np.isnan(a).any() or np.isnan(b).any() or (np.ptp(a) == 0 and np.ptp(b) == 0):
         return float("nan")
-    return float(ttest_ind(a, b, equal_var=False).pvalue)
+    return float(ttest_ind(a, b, equal_var=equal_var).pvalue)

@@ -112,7 +112,7 @@ class Whiten:
     (all when k is None). Components whose variance is below rcond × the largest cannot be inverted:
     asking for them is an error that says how many are available, unless drop_null is set, in which
     case they are left out (they carry no variation; e.g. a dimension a LayerNorm gain of ~0 switches
-    off) and `dropped_` says how many."""
+    off) and `dropped_` says how many of the k asked for were left out."""
 
     def __init__(self, k: int | None = None, rcond: float = 1e-10, drop_null: bool = False):
         require(k is None or (isinstance(k, (int, np.integer)) and k > 0), f"k must be a positive integer or None, got {k!r}")
@@ -123,13 +123,12 @@ class Whiten:
 
     def fit_moments(self, mean: np.ndarray, cov: np.ndarray) -> Whiten:
         values, vectors = _eigen(cov)
-        k = self.k or len(values)
-        require(k <= len(values), f"k={k} exceeds the width {len(values)}")
+        requested = self.k or len(values)
+        require(requested <= len(values), f"k={requested} exceeds the width {len(values)}")
         rank = int((values > self.rcond * max(values[0], 0.0)).sum()) if values[0] > 0 else 0
         require(rank > 0, "the covariance is zero: the vectors do not vary")
-        if self.drop_null:
-            k = min(k, rank)
-        self.dropped_ = len(values) - k if self.k is None else 0
+        k = min(requested, rank) if self.drop_null else requested
+        self.dropped_ = requested - k  # null components asked for (k, or all) but left out
         require(
             k <= rank,
             f"the covariance has only {rank} usable components of {len(values)} (the rest have ~zero variance): "

@@ -33,7 +33,7 @@ from ..encode.models import LoadedModel, load_model
 from ..errors import require
 from ..io import write_atomic
 from ..measure import isotropy, metrics
-from ..measure.metrics import glue_score, welch_p
+from ..measure.metrics import glue_score, student_p, welch_p
 from ..settings import cache_dir
 from . import calibration
 
@@ -274,8 +274,9 @@ def run_grid(
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, task, method): mean ± std of score, I1 and I2 over seeds; the difference from and Welch p against
-    the uncalibrated runs (method none) of the same model and task; time per epoch relative to them."""
+    """Per (model, task, method): mean ± std of score, I1 and I2 over seeds; the difference from the uncalibrated runs
+    (method none) of the same model and task, with the p-values of Welch's t-test (`p`, which `significant` uses) and
+    of Student's (`p_student`, the paper's test); time per epoch relative to them."""
     rows = []
     for (model, task, method), group in runs.groupby(["model", "task", "method"], sort=False):
         reference = runs[(runs["model"] == model) & (runs["task"] == task) & (runs["method"] == "none")]
@@ -292,6 +293,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                 "score_std": group["score"].std(ddof=1),
                 "difference": group["score"].mean() - reference["score"].mean() if has_reference else float("nan"),
                 "p": p,
+                "p_student": student_p(group["score"], reference["score"]) if has_reference else float("nan"),
                 "significant": bool(p < 0.05),
                 "I1_mean": group["I1"].mean(),
                 "I1_std": group["I1"].std(ddof=1),

@@ -1,0 +1,92 @@
+"""The parameter reference: for every chapter, each parameter with its meaning, its value in the default edition,
+in the quick and paper profiles, and the values it accepts, generated from the `parameters` cells and the profiles.
+
+A parameter's meaning is the comment on its line in the cell; the parameters every chapter shares (`profile`,
+`models`, `seed`, `device`, `dtype`) have theirs here, in `SHARED_MEANINGS`, unless the cell says more.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from typing import Any
+
+import jupytext
+
+from ..errors import require
+from .profiles import load_profile
+from .sources import declared_parameters, source_file
+
+SHARED_MEANINGS = {
+    "profile": "names the results folder",
+    "models": "comma-separated model specs",
+    "seed": "seed of every random choice (samples, initialisation, batch order)",
+    "device": '"auto" uses CUDA when present',
+    "dtype": "floating-point type of the model's weights and activations",
+}
+ALLOWED = {
+    "profile": "a name: letters, digits, '.', '_', '-'",
+    "models": "comma-separated: minilm, mpnet, trained:NAME (chapter 05's models), a local folder, a Hugging Face id",
+    "device": "auto, cpu, cuda",
+    "dtype": "float32, float16, bfloat16",
+    "names": "two folder names under $BOOK_MODELS_DIR: with, then without position embeddings",
+}
+_LISTS = ("tasks", "methods", "datasets", "collections")  # comma-separated subsets of the default's names
+_KINDS = {bool: "true or false", int: "an integer", float: "a number", list: "a list like the default", dict: "a mapping with the default's keys"}
+PROFILES = ("quick", "paper")
+
+
+def meanings(chapter: str) -> dict[str, str]:
+    """Each parameter's meaning: the comment on its lines in the parameters cell, else the shared meaning; a parameter
+    with neither is an error naming it, so that no parameter goes undocumented."""
+    cell = next(c for c in jupytext.read(source_file(chapter)).cells if "parameters" in c.metadata.get("tags", []))
+    comments: dict[int, str] = {}
+    for token in tokenize.generate_tokens(io.StringIO(cell.source).readline):
+        if token.type == tokenize.COMMENT:
+            comments[token.start[0]] = token.string.lstrip("#").strip()
+    out = {}
+    for node in ast.parse(cell.source).body:
+        name = node.targets[0].id  # declared_parameters has checked the cell's shape
+        said = "; ".join(comments[line] for line in range(node.lineno, node.end_lineno + 1) if line in comments)
+        out[name] = said or SHARED_MEANINGS.get(name, "")
+        require(bool(out[name]), f"{source_file(chapter).name}: parameter {name!r} has no comment saying what it means; add one on its line")
+    return out
+
+
+def allowed(name: str, default: Any) -> str:
+    """The values a parameter accepts, in words."""
+    if name in ALLOWED:
+        return ALLOWED[name]
+    if name in _LISTS:
+        return "comma-separated, any of: " + ", ".join(default.split(","))
+    return _KINDS.get(type(default), "a string")
+
+
+def reference(chapter: str) -> list[dict[str, Any]]:
+    """One row per declared parameter, in the cell's order: name, meaning, default, quick, paper, allowed. A profile
+    that does not change a parameter shows None there (it runs the default)."""
+    declared, meaning = declared_parameters(chapter), meanings(chapter)
+    profiles = {p: load_profile(p) for p in PROFILES}
+    rows = []
+    for name, default in declared.items():
+        row = {"parameter": name, "meaning": meaning[name], "default": default}
+        for profile, spec in profiles.items():
+            own, shared = spec.get(chapter, {}), spec.get("all", {})
+            row[profile] = profile if name == "profile" else own.get(name, shared.get(name))
+        row["allowed"] = allowed(name, default)
+        rows.append(row)
+    return rows
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else f"`{value!r}`".replace("|", "\\|")
+
+
+def markdown(chapter: str) -> str:
+    """The reference as a Markdown table (an empty quick/paper cell: that profile keeps the default)."""
+    lines = ["| parameter | meaning | default | quick | paper | allowed values |", "|---|---|---|---|---|---|"]
+    for row in reference(chapter):
+        text = [f"`{row['parameter']}`", row["meaning"].replace("|", "\\|"), _cell(row["default"]), _cell(row["quick"]), _cell(row["paper"])]
+        lines.append("| " + " | ".join(text + [row["allowed"].replace("|", "\\|")]) + " |")
+    return "\n".join(lines) + "\n"
