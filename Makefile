@@ -1,6 +1,7 @@
 # Two commands rebuild everything from a fresh clone:  make test  and  make book
 # PROFILE=quick|default|paper picks the chapter parameters (profiles/<name>.yaml); each profile is its own edition
 # in _build/<PROFILE>/ (html/index.html). Chapters whose inputs did not change are reused, not executed again.
+# make student: the same chapters as a student edition (exercises without solutions) in _build/<PROFILE>/student/html.
 # make publish: the same, then checks _build/<PROFILE>/html is ready to upload (BOOK_BASEURL, BOOK_REPOSITORY).
 PROFILE ?= default
 PYTHON ?= python3
@@ -8,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env lint test book chapters html publish data benchmark clean
+.PHONY: env lint test book chapters html student publish data benchmark clean
 
 env: $(STAMP)
 
@@ -34,6 +35,9 @@ html: env
 
 book: chapters
 	$(MAKE) html
+
+student: chapters  # the student edition: exercises without solutions, in _build/<PROFILE>/student/html
+	$(PY) -m lib.book.edition --profile $(PROFILE) --student
 
 publish: chapters
 	$(PY) -m lib.book.edition --profile $(PROFILE) --publish

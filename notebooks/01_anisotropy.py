@@ -9,6 +9,15 @@
 # %% [markdown]
 # # Anisotropy: contextual vectors share a direction
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Measures how far apart random token vectors point, layer by layer, in each model:
+# the anisotropy that the rest of the book explains.
+#
+# **Read or run first.** Nothing: this is where the book starts. The introduction says which
+# models the book uses and why.
+# :::
+#
 # If token vectors were spread evenly over all directions (an *isotropic* space), two tokens
 # picked at random from unrelated sentences would have a cosine similarity near zero.
 # Ethayarajh {cite}`ethayarajh2019contextual` found that this is not so for contextual models: in BERT, ELMo and GPT-2
@@ -115,10 +124,9 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # %% [markdown]
 # Both models on the offline profile are sentence-transformers: they were trained further, after
 # masked-language-model pre-training, to make cosine similarity of *mean-pooled sentence vectors*
-# meaningful. That objective acts mostly on the top layers, so their last layer need not look
-# like BERT-base's. The intermediate layers keep much more of the pre-trained geometry; compare
-# the curves with the paper's statement above, and re-run with `-p models bert-base-uncased,roberta-base`
-# (needs internet once) to see the paper's models.
+# meaningful, so their layers need not look like BERT-base's; compare the curves with the
+# paper's statement above, and re-run with `-p models bert-base-uncased,roberta-base` (needs
+# internet once) to see the paper's models.
 #
 # ## The last layer in two dimensions
 #
@@ -139,3 +147,106 @@ ch.say(
         for name, v in views.items()
     )
 )
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Read the figure
+# :label: ex-01-read
+#
+# In the figure of the mean cosine by layer, which contextual layer of each model is the most
+# anisotropic? Is its lead over the runner-up larger than the two 95% bands, or could the order
+# of the two layers be an accident of the 1,000 sampled pairs?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-01-read
+# :class: dropdown
+# :::
+
+# %%
+lines = []
+for name, t in tables.items():
+    ranked = t[t["layer"] >= 1].sort_values("mean_cosine", ascending=False)
+    if len(ranked) < 2:
+        continue
+    first, second = ranked.iloc[0], ranked.iloc[1]
+    apart = first["ci95_low"] > second["ci95_high"]
+    lines.append(
+        f"- **{name}**: layer {int(first['layer'])} ({first['mean_cosine']:.3f}, band {first['ci95_low']:.3f}-{first['ci95_high']:.3f}) "
+        f"leads layer {int(second['layer'])} ({second['mean_cosine']:.3f}, band {second['ci95_low']:.3f}-{second['ci95_high']:.3f}): "
+        + ("the bands do not overlap, so the order is clear." if apart else "the bands overlap, so this sample cannot order the two layers.")
+    )
+ch.say("In this edition's run:\n\n" + "\n".join(lines))
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Fewer pairs, wider bands
+# :label: ex-01-pairs
+#
+# Predict how wide the 95% bands become with a quarter of the pairs, then run
+# `python -m lib.book.runner --chapters 01_anisotropy -p n_sentences 500 -p n_pairs 250` and
+# compare. Does the ranking of the layers survive?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-01-pairs
+# :class: dropdown
+# :::
+#
+# The band's half-width is 1.96 s / √n: a quarter of the pairs doubles it (√4 = 2), whatever the
+# model. For this edition's run that means:
+
+# %%
+ch.say(
+    "\n".join(
+        f"- **{name}**: mean half-width {((t['ci95_high'] - t['ci95_low']) / 2).mean():.4f} with {int(t['n_pairs'].iloc[0])} pairs, "
+        f"so about {((t['ci95_high'] - t['ci95_low']) / 2).mean() * (int(t['n_pairs'].iloc[0]) / 250) ** 0.5:.4f} with 250."
+        for name, t in tables.items()
+    )
+)
+
+# %% [markdown]
+# Layers whose bands already touch (see the previous exercise) may swap places in the smaller
+# run; the layers far apart keep their order.
+#
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Centre the vectors first
+# :label: ex-01-centre
+#
+# Anisotropy here means a common direction shared by all vectors. Subtract each layer's mean
+# vector from the sampled token vectors and compute the mean cosine again with
+# `geometry.pair_cosines` and `geometry.anisotropy_table`. What do you expect, and where in
+# `lib` would a reusable version of this step belong?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-01-centre
+# :class: dropdown
+# :::
+#
+# Centring removes the common direction, so the mean cosine of random pairs should fall to about
+# zero in every layer (a residual of order 1/n remains, because each vector is part of the mean).
+# Computed here on the sampled tokens of the last model of the loop above:
+
+# %%
+centred = vectors - vectors.mean(axis=0, keepdims=True)
+before = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed))
+after = geometry.anisotropy_table(geometry.pair_cosines(centred, n_pairs, seed))
+ch.say(
+    f"**{list(tables)[-1]}**: mean cosine over the contextual layers {before['mean_cosine'].iloc[1:].mean():.3f} raw, "
+    f"{after['mean_cosine'].iloc[1:].mean():+.4f} after centring (largest |value| in any layer {after['mean_cosine'].abs().max():.4f})."
+)
+
+# %% [markdown]
+# A reusable version is a transform, so it belongs in `lib/measure/transforms.py`, which
+# already has `Center` (chapter 12 uses it): `transforms.Center().fit(x).transform(x)` per layer.
+#
+# :::{solution-end}
+# :::

@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Outlier neurons
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Finds the few dimensions whose average value stands far out in every layer, and
+# how often one of them holds a vector's largest or smallest value.
+#
+# **Read or run first.** {doc}`01_anisotropy` (what a common direction is).
+# :::
+#
 # Luo et al. (2021, §2) average all token vectors of a layer and find, in every layer of
 # BERT-base and RoBERTa-base, a few dimensions whose average lies far from all others. They
 # also count, for every token vector, which dimension holds its smallest and its largest value:
@@ -151,3 +159,110 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # fine-tuning reshapes the top layer, so the shares need not reach the paper's 96.60%. Where
 # the outliers of our models come from is the subject of the next chapters: the paper traces
 # them to position embeddings and LayerNorm.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Read the table
+# :label: ex-02-read
+#
+# In the pooled table, which dimension is the minimum or maximum of the largest share of all
+# contextual vectors in each model? How far is that share from BERT-base's 96.60% for dimension
+# 557, and what would you need to run to compare with the paper's own model?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-02-read
+# :class: dropdown
+# :::
+
+# %%
+lines = []
+for name, report in reports.items():
+    best = report.pooled.loc[report.pooled["percent"].idxmax()]
+    lines.append(
+        f"- **{name}**: dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% "
+        f"of {int(best['n_vectors']):,} contextual vectors, {96.60 - best['percent']:.1f} points below BERT-base's 96.60% (paper)."
+    )
+ch.say(
+    "\n".join(lines) + "\n\nThe paper's model runs with `-p models bert-base-uncased` (online once); the pooled table then shows its share beside the paper's."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} A lower threshold
+# :label: ex-02-threshold
+#
+# The criterion flags a dimension whose robust z-score reaches 10. Predict how many dimensions
+# each model has flagged in at least one layer with a threshold of 5, and how many of them are
+# model-level outliers. Then run
+# `python -m lib.book.runner --chapters 02_outlier_neurons -p z_threshold 5`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-02-threshold
+# :class: dropdown
+# :::
+#
+# The layer means are already in memory, so the count at any threshold is one call away (it is
+# what the run with `-p z_threshold 5` tabulates):
+
+# %%
+rows = []
+for name, st in stats.items():
+    for t in (z_threshold, 5.0):
+        flagged = outliers.detect_outliers(st.mean, t, min_layer_share)
+        rows.append({"model": name, "threshold": t, "flagged in some layer": len(flagged), "model-level outliers": int(flagged["model_outlier"].sum())})
+ch.show(
+    pd.DataFrame(rows),
+    "Flagged dimensions at this chapter's threshold and at 5 (this run's layer means)",
+)
+
+# %% [markdown]
+# A lower threshold flags more dimensions in single layers; the model-level outliers, flagged in
+# at least half of the contextual layers, change far less, because they stand out in layer after
+# layer.
+#
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Why a robust z-score?
+# :label: ex-02-robust
+#
+# `lib.measure.outliers.robust_z` measures a dimension's distance from the median in units of
+# the median absolute deviation. Write the plain z-score, (m − mean(m)) / std(m), for each
+# layer's mean vector and count the dimensions it flags at the same threshold. Which criterion
+# finds more, and why?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-02-robust
+# :class: dropdown
+# :::
+
+# %%
+rows = []
+for name, st in stats.items():
+    plain = (st.mean - st.mean.mean(axis=1, keepdims=True)) / st.mean.std(axis=1, keepdims=True)
+    rows.append(
+        {
+            "model": name,
+            "flags, robust z": int((abs(outliers.robust_z(st.mean)) >= z_threshold).sum()),
+            "flags, plain z": int((abs(plain) >= z_threshold).sum()),
+            "largest plain |z|": float(abs(plain).max()),
+        }
+    )
+ch.show(pd.DataFrame(rows), f"(layer, dimension) cells flagged at |z| ≥ {z_threshold:g}, summed over layers (this run)", precision=1)
+
+# %% [markdown]
+# The plain z-score uses the standard deviation, which the outliers themselves inflate: one huge
+# value raises std(m) so much that it can hide itself, and with d dimensions no plain z-score can
+# exceed √(d − 1). The median and the median absolute deviation barely move when a few
+# dimensions are extreme, so the robust score keeps them visible.
+#
+# :::{solution-end}
+# :::

@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Where the outliers come from: position embeddings and LayerNorm
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Traces the outlier dimensions back to the position embeddings and the LayerNorm
+# parameters, and follows them through the first layers.
+#
+# **Read or run first.** {doc}`02_outlier_neurons` (the outlier criterion used here).
+# :::
+#
 # Luo et al. (2021, §3) look for the source of the outlier dimensions of chapter 02 in the
 # model's input. A BERT input vector is the sum of a token embedding, a position embedding and a
 # segment embedding, passed through a LayerNorm. They report that
@@ -88,6 +96,7 @@ for spec in specs:
         spec=spec,
         dims=dims,
         signs=signs,
+        detected=detected,
         view=view,
         summary=view.summary,
         rows=view.rows,
@@ -244,3 +253,93 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # first layer's LayerNorms rather than the embedding LayerNorm. The two offline models are
 # distilled and fine-tuned relatives of BERT and MPNet, so any of these can happen; the summary
 # above states which does.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Which row is position 0?
+# :label: ex-03-offset
+#
+# The table of model-level outliers names, for each model, the row of the position-embedding
+# table that sequence position 0 reads. Why is it not always row 0, and why does the book observe
+# it with a hook instead of looking it up in a list of model types?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-03-offset
+# :class: dropdown
+# :::
+
+# %%
+ch.say(
+    "\n".join(f"- **{name}**: position 0 reads row {f['info']['position_offset']} of the table." for name, f in found.items())
+    + "\n\nRoBERTa-style models (MPNet among them) count positions from the padding index + 1, so rows 0 and 1 are never "
+    "used by real tokens; BERT-style models start at row 0. A list of model types would be wrong for the next architecture; "
+    "a forward hook on the position-embedding module sees the ids the model actually uses."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Would fewer sentences find the same outliers?
+# :label: ex-03-sample
+#
+# Detection uses the average vector of every layer over all tokens of the sampled sentences.
+# Predict whether a quarter of the sentences would flag the same model-level outlier dimensions,
+# using how far each one's largest robust z-score lies above the threshold. Then run
+# `python -m lib.book.runner --chapters 03_positional_origin -p n_sentences 500`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-03-sample
+# :class: dropdown
+# :::
+
+# %%
+lines = []
+for name, f in found.items():
+    level = f["detected"][f["detected"]["model_outlier"]]
+    if level.empty:
+        lines.append(f"- **{name}**: no model-level outlier in this run, so there is nothing to lose.")
+        continue
+    lines.append(
+        f"- **{name}**: "
+        + "; ".join(f"dim {r.dim} peaks at |z| = {r.max_abs_z:.1f} ({r.max_abs_z / z_threshold:.1f}× the threshold)" for r in level.itertuples())
+        + "."
+    )
+ch.say(
+    "\n".join(lines) + "\n\nA mean over a quarter of the tokens has twice the standard error, so a dimension far above the "
+    "threshold stays flagged; one near it may drop out in some layers and, if that takes it below half of the contextual layers, "
+    "lose its model-level status."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Where is each outlier in the LayerNorm parameters?
+# :label: ex-03-layernorm
+#
+# From the rank tables, find for each model-level outlier dimension the LayerNorm parameter (γ or β
+# of the first or second LayerNorm of a layer) in which it ranks in the top 5 most often, and
+# compare with the paper's claims for BERT-base (γ, dimension 557) and RoBERTa-base (β,
+# dimension 588).
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-03-layernorm
+# :class: dropdown
+# :::
+
+# %%
+ch.say(
+    "\n".join(f"- **{name}**, dim {d}: {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}." for name, f in found.items() for d in f["dims"])
+    or "No model-level outlier dimension was detected in this run."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::

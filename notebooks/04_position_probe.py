@@ -9,6 +9,14 @@
 # %% [markdown]
 # # A neuron-level position probe
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Trains a linear probe that reads a token's position from each layer and measures
+# how much each neuron, outliers included, contributes.
+#
+# **Read or run first.** {doc}`02_outlier_neurons` and {doc}`03_positional_origin`.
+# :::
+#
 # If the outlier dimensions come from position embeddings (chapter 03), they should carry
 # information about a token's position. Luo et al. (2021, §3) test this with a probe: per
 # layer, a linear map **without bias**, W ∈ ℝ^{M×d}, from a token's vector to its position in the
@@ -153,7 +161,7 @@ for spec in specs:
     ]:
         results.table(frame, name, spec, parameters, info)
     found[lm.name] = dict(spec=spec, dims=dims)
-    del lm, tokens, x
+    del lm, tokens  # x keeps the last layer of the last model (exercise ex-04-target)
 
 # %% [markdown]
 # ## How much position each layer keeps
@@ -226,3 +234,110 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # converged run (learning rate 1e-3) ranked the outlier dimensions differently from the run
 # above. Re-run with `-p lr 1e-3` to compare; rankings that change with the optimiser's
 # settings are weak evidence about what a neuron encodes.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Read the accuracy curve
+# :label: ex-04-read
+#
+# Up to which layer does the probe recover a token's position with at least 90% test accuracy in
+# each model? The paper reports almost perfect accuracy in BERT's and RoBERTa's lowest three
+# layers; is that what you see?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-04-read
+# :class: dropdown
+# :::
+
+# %%
+lines = []
+for name, frame in accuracy.items():
+    high = frame[frame["test_accuracy"] >= 0.9]["layer"].tolist()
+    first_below = frame[frame["test_accuracy"] < 0.9]["layer"].min()
+    lines.append(
+        f"- **{name}**: test accuracy ≥ 90% in layers {', '.join(map(str, high)) or 'none'}"
+        + (
+            f"; it first falls below in layer {int(first_below)} ({frame.set_index('layer').loc[first_below, 'test_accuracy']:.1%})."
+            if pd.notna(first_below)
+            else "."
+        )
+    )
+ch.say("\n".join(lines))
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} A smaller learning rate
+# :label: ex-04-lr
+#
+# The paper gives no learning rate; the book uses 1e-2. Before running
+# `python -m lib.book.runner --chapters 04_position_probe -p lr 0.001`, look at the column
+# `best_epoch` of the accuracy tables: what does it tell you about how the smaller rate will do
+# within the same 10 epochs?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-04-lr
+# :class: dropdown
+# :::
+
+# %%
+ch.say(
+    "\n".join(
+        f"- **{name}**: the best development epoch is the last one ({epochs}) in {int((frame['best_epoch'] == epochs).sum())} of {len(frame)} layers."
+        for name, frame in accuracy.items()
+    )
+    + "\n\nA layer whose best epoch is the last was still improving when training stopped. With Adam each step moves a weight by "
+    "about the learning rate, so a ten times smaller rate covers about a tenth of the distance in the same epochs: expect lower "
+    "accuracy in those layers (the note at the top of this chapter reports such a measurement for MPNet), and contribution "
+    "rankings that may move because the probe has not converged."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Another probe target
+# :label: ex-04-target
+#
+# `lib.train.probe.train_probe` takes any integer labels. Probe the last layer of the last model
+# for a coarser target, the position bucket (position // 8), and compare its accuracy with the
+# exact position's. What does the difference say about how precisely the last layer keeps
+# position?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-04-target
+# :class: dropdown
+# :::
+
+# %%
+bucket = 8
+coarse = probe.train_probe(
+    x["train"],
+    y["train"] // bucket,
+    x["dev"],
+    y["dev"] // bucket,
+    -(-max_positions // bucket),
+    epochs=epochs,
+    batch_size=batch_size,
+    lr=lr,
+    seed=seed,
+    device=device,
+    desc="position bucket",
+)
+exact = accuracy[list(accuracy)[-1]].iloc[-1]["test_accuracy"]
+ch.say(
+    f"**{list(accuracy)[-1]}**, last layer: exact position {exact:.1%}, bucket of {bucket} positions "
+    f"{probe.accuracy(coarse.weight, x['test'], y['test'] // bucket):.1%} (test tokens). "
+    "A bucket accuracy far above the exact one means the layer still knows roughly where a token is but no longer exactly."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::

@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Clipping and whitening: what they do to the geometry
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Compares raw, clipped (outliers zeroed) and whitened vectors: random-pair cosine,
+# self-similarity and a PCA view.
+#
+# **Read or run first.** {doc}`01_anisotropy` and {doc}`02_outlier_neurons`.
+# :::
+#
 # If a few outlier dimensions make all vectors point the same way, removing them should make the
 # space less anisotropic. Luo et al. (2021, §4.1) **clip** the outliers (set them to zero) and
 # find that the average cosine of random words drops close to zero, and that a word's
@@ -160,3 +168,78 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # so it brings the average cosine of any model near zero; the interesting question is what it
 # does to the *useful* similarity structure, which the next chapters measure on word-sense and
 # sentence-similarity tasks.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Is whitening's cosine zero?
+# :label: ex-06-read
+#
+# Whitening makes the covariance of the fitted vectors the identity. In how many contextual layers
+# does the 95% interval of the whitened random-pair cosine contain zero, and why can it miss zero
+# slightly even though the transform was fitted to remove every common direction?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-06-read
+# :class: dropdown
+# :::
+
+# %%
+lines = []
+for name, t in aniso.items():
+    w = t[(t["variant"] == "whitened") & (t["layer"] >= 1)]
+    covers = ((w["mean_cosine"] - w["ci95"]) <= 0) & (0 <= (w["mean_cosine"] + w["ci95"]))
+    lines.append(
+        f"- **{name}**: the interval contains 0 in {int(covers.sum())} of {len(w)} contextual layers (largest |mean| {w['mean_cosine'].abs().max():.4f})."
+    )
+ch.say(
+    "\n".join(lines) + "\n\nThe whitening was fitted on other sentences (`n_fit`) than the ones measured, so their mean is not exactly the "
+    "fitted mean; the small remaining cosine is that sampling difference."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Clip more dimensions
+# :label: ex-06-clip
+#
+# Predict what happens to the clipped cosine when the outlier threshold is halved, so that more
+# dimensions are zeroed in every layer. Then run
+# `python -m lib.book.runner --chapters 06_clipping_whitening -p z_threshold 5`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-06-clip
+# :class: dropdown
+# :::
+#
+# For the last model of the loop, the flags at threshold 5 can be estimated from the sampled
+# token vectors already in memory (their mean stands in for the fitted mean):
+
+# %%
+clip5 = transforms.layer_variants(outliers.flagged(vectors.mean(axis=0), 5.0), variants["whitened"])["clipped"]
+clip10 = transforms.layer_variants(outliers.flagged(vectors.mean(axis=0), z_threshold), variants["whitened"])["clipped"]
+rows = []
+for layer in range(1, vectors.shape[1]):
+    cos5, cos10 = (geometry.pair_cosines(c[layer].transform(vectors[:, layer])[:, None, :], n_pairs, seed)[:, 0].mean() for c in (clip5, clip10))
+    rows.append(
+        {
+            "layer": layer,
+            f"dims zeroed at {z_threshold:g}": len(clip10[layer].dims),
+            "dims zeroed at 5": len(clip5[layer].dims),
+            f"cosine at {z_threshold:g}": cos10,
+            "cosine at 5": cos5,
+        }
+    )
+ch.show(pd.DataFrame(rows), f"{list(aniso)[-1]}: clipping at two thresholds (flags from the measured tokens' mean)", precision=3)
+
+# %% [markdown]
+# Zeroing more of the dimensions that carry the common direction lowers the random-pair cosine
+# further, but each zeroed dimension also removes whatever word information it held; whitening
+# removes the common direction without discarding dimensions.
+#
+# :::{solution-end}
+# :::

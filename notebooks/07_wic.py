@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Word sense in context (WiC), before and after clipping and whitening
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Scores word sense in context (WiC) with a cosine threshold on raw, clipped and
+# whitened vectors, and shows what choosing on training data costs on development data.
+#
+# **Read or run first.** {doc}`06_clipping_whitening` (the three variants).
+# :::
+#
 # Word-in-Context (Pilehvar & Camacho-Collados 2019) pairs two sentences that contain the same
 # target word and asks whether the word has the same sense in both. Luo et al. (2021, §4.2) use
 # it without training: compute the cosine between the target word's vectors in the two
@@ -165,3 +173,73 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # an accuracy near 68% on 5,428 pairs is about 0.6 points), so read the clipped/whitened rows
 # as "no worse" or "a little better" rather than as a ranking. The development-set column shows
 # how much of each number survives an honest choice of layer and threshold.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Chosen on train, scored on dev
+# :label: ex-07-read
+#
+# The paper picks the layer and threshold with the best *training* accuracy. In the table of best
+# settings, how much development accuracy does that choice lose against the best development
+# accuracy of any setting, and why is the second number not a fair score?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-07-read
+# :class: dropdown
+# :::
+
+# %%
+ch.say(
+    "\n".join(
+        f"- **{r.model}**, {r.variant}: layer {r.layer}, threshold {r.threshold:g} → development {r.dev_accuracy_of_that_choice:.1f}, "
+        f"best development setting {r.dev_best_accuracy:.1f} ({r.dev_best_accuracy - r.dev_accuracy_of_that_choice:.1f} points more)."
+        for r in best.itertuples()
+    )
+    + "\n\nThe best development accuracy is chosen on the development pairs themselves, out of "
+    f"{len(thresholds)} thresholds × every layer, so it profits from the noise of those {len(dev):,} pairs: it is an upper bound, not a score."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} A smaller training sample
+# :label: ex-07-sample
+#
+# With `-p n_pairs 500` the layer and threshold are chosen on 500 pairs instead of all of them.
+# Predict whether the chosen setting stays the same, using the accuracy grid: how many settings
+# lie within two standard errors of the best one at 500 pairs? Then run
+# `python -m lib.book.runner --chapters 07_wic -p n_pairs 500`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-07-sample
+# :class: dropdown
+# :::
+
+# %%
+rows = []
+for name, grid in grids.items():
+    for variant, part in grid[grid["split"] == "train"].groupby("variant", sort=False):
+        top = part["accuracy"].max()
+        se = 100 * np.sqrt((top / 100) * (1 - top / 100) / 500)  # binomial standard error of an accuracy on 500 pairs
+        rows.append(
+            {
+                "model": name,
+                "variant": variant,
+                "best train accuracy": top,
+                "SE at 500 pairs": se,
+                "settings within 2 SE": int((part["accuracy"] >= top - 2 * se).sum()),
+            }
+        )
+ch.show(pd.DataFrame(rows), "How many (layer, threshold) settings a 500-pair sample could not tell apart from the best (this run's grid)", precision=2)
+
+# %% [markdown]
+# Where several settings lie within two standard errors, a 500-pair sample may pick any of them,
+# so the chosen layer can move while its development accuracy changes little.
+#
+# :::{solution-end}
+# :::

@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Sentence similarity (STS), before and after clipping and whitening
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Scores seven sentence-similarity sets with raw, clipped and whitened sentence
+# vectors, beside an average-GloVe baseline.
+#
+# **Read or run first.** {doc}`06_clipping_whitening` (the three variants).
+# :::
+#
 # Luo et al. (2021, §4.3) mean-pool each layer's token vectors into sentence vectors, score a
 # sentence pair by the cosine of its two vectors, and report the Spearman rank correlation
 # (× 100) with the human similarity scores, for the best layer of each data set: STS-B (test),
@@ -184,3 +192,85 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # post-hoc transform to fix; the paper's gains come from models that were never trained for
 # this. Whitening also uses the evaluation sentences themselves (not their scores), which the
 # paper's clipping does not.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} The best layer, or the last?
+# :label: ex-08-layer
+#
+# Following the paper, the best score of each data set is the maximum over layers, chosen on the
+# scored pairs themselves. For the raw vectors, which layer wins, and how many points would a
+# reader lose by always taking the last layer instead?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-08-layer
+# :class: dropdown
+# :::
+
+# %%
+rows = []
+for name, table in scores.values():
+    raw = table[table["variant"] == "raw"]
+    for dataset, part in raw.groupby("dataset", sort=False):
+        top = part.loc[part["spearman_x100"].idxmax()]
+        last = part[part["layer"] == part["layer"].max()]["spearman_x100"].iloc[0]
+        rows.append(
+            {
+                "model": name,
+                "dataset": dataset,
+                "best layer": int(top["layer"]),
+                "best": top["spearman_x100"],
+                "last layer": last,
+                "lost": top["spearman_x100"] - last,
+            }
+        )
+ch.show(pd.DataFrame(rows), "Raw vectors: the best layer against the last layer (Spearman × 100, this run)", precision=2)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} How precise is a Spearman score?
+# :label: ex-08-pairs
+#
+# With `-p max_pairs 300` every data set is scored on 300 pairs. Predict the 95% interval of the
+# raw last-layer score of each data set at that size, then run
+# `python -m lib.book.runner --chapters 08_sts -p max_pairs 300` and check how many of the
+# scores land inside.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-08-pairs
+# :class: dropdown
+# :::
+#
+# A Spearman correlation ρ on n pairs has, after Fisher's transform z = artanh ρ, a standard error
+# of about √(1.06 / (n − 3)) (Fieller, Hartley and Pearson). Around this run's scores:
+
+# %%
+rows = []
+for name, table in scores.values():
+    last = table[(table["variant"] == "raw") & (table["layer"] == table["layer"].max())]
+    for r in last.itertuples():
+        z, half = np.arctanh(r.spearman_x100 / 100), 1.96 * np.sqrt(1.06 / (300 - 3))
+        rows.append(
+            {
+                "model": name,
+                "dataset": r.dataset,
+                "pairs now": r.n_pairs,
+                "score": r.spearman_x100,
+                "95% low at 300": 100 * np.tanh(z - half),
+                "95% high at 300": 100 * np.tanh(z + half),
+            }
+        )
+ch.show(pd.DataFrame(rows), "Expected spread of a 300-pair score around this run's raw last-layer score", precision=2)
+
+# %% [markdown]
+# Differences between the variants of a few tenths of a point, as in the tables above, are far
+# inside these intervals: on 300 pairs they could not be told apart.
+#
+# :::{solution-end}
+# :::

@@ -9,6 +9,15 @@
 # %% [markdown]
 # # A common direction, not a narrow cone
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Shows with a toy sphere and the models' input-embedding matrices that a shifted
+# cloud, not a narrow cone, explains the large first singular value.
+#
+# **Read or run first.** {doc}`01_anisotropy`; for the book's own models, run
+# {doc}`05_pretraining` first.
+# :::
+#
 # Gao et al. (2019) read the fast decay of an embedding matrix's singular values as a sign that
 # the embeddings occupy a *narrow cone*. Biš, Podkorytov & Liu (2021) {cite}`bis2021too` argue
 # that a fast decay does not imply a cone: if every embedding is pushed in the same direction
@@ -151,3 +160,61 @@ ch.say(
         for r in summary.itertuples()
     )
 )
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} The shifted sphere in numbers
+# :label: ex-10-toy
+#
+# Points spread evenly over a unit sphere in 3 dimensions have second moment 1/3 along every
+# axis. Work out σ1/σ2 of the (uncentered) cloud shifted by s along one axis, predict it for s = 8,
+# and check with `python -m lib.book.runner --chapters 10_common_direction -p shifts 0,8`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-10-toy
+# :class: dropdown
+# :::
+#
+# With n points, σ1² ≈ n (s² + 1/3) along the shift and σ2² ≈ n/3 across it, so
+# σ1/σ2 ≈ √(3s² + 1): the gap grows linearly with the shift while the shape stays a ball.
+
+# %%
+rows = []
+for s in sorted(set(shift_values) | {8.0}):
+    sv = np.linalg.svd(ball + np.array([s, 0.0, 0.0]), compute_uv=False)
+    rows.append({"shift": s, "σ1/σ2 measured": sv[0] / sv[1], "√(3s² + 1)": np.sqrt(3 * s * s + 1)})
+ch.show(pd.DataFrame(rows), f"The toy sphere of this chapter ({toy_points} points): measured ratio against the formula", precision=3)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Which vocabulary drifts most?
+# :label: ex-10-read
+#
+# From the summary table, rank the models by the length of their mean embedding relative to the
+# average length, and say how much centering shrinks σ1/σ2 for each. Is the model with the
+# longest mean vector also the one whose ratio falls most?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-10-read
+# :class: dropdown
+# :::
+
+# %%
+ranked = summary.sort_values("ratio_raw", ascending=False)
+ch.say(
+    "\n".join(
+        f"- **{r.model}**: |mean| / mean |x| = {r.ratio_raw:.2f}; σ1/σ2 {r.sigma1_over_sigma2_raw:.2f} raw → {r.sigma1_over_sigma2_centered:.2f} centered "
+        f"({r.sigma1_over_sigma2_raw / r.sigma1_over_sigma2_centered:.2f}× smaller)."
+        for r in ranked.itertuples()
+    )
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::

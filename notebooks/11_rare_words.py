@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Rare words carry the drift
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Counts how few tokens cover most of a corpus and shows that rarely trained tokens
+# drift towards each other.
+#
+# **Read or run first.** {doc}`10_common_direction`.
+# :::
+#
 # Subword vocabularies are Zipfian: Biš et al. (2021, §2.2) report that tokenizing CNN/DailyMail
 # with WordPiece, the 13 most frequent tokens cover over 30% of the corpus, 85 tokens cover 50%,
 # and nearly 15,000 are needed for 98%. A rare token is almost never a softmax *target*, so
@@ -136,3 +144,63 @@ ch.say(
     + "; ".join(f"{unit}: {r['items_for_30%']:,} / {r['items_for_50%']:,} / {r['items_for_98%']:,}" for unit, r in row.iterrows())
     + "."
 )
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Words against subword tokens
+# :label: ex-11-read
+#
+# In the coverage table, how many whole words and how many subword tokens of each model are
+# needed for half of the corpus? Why does a subword vocabulary need fewer items for the same
+# share, and which items make up the difference?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-11-read
+# :class: dropdown
+# :::
+
+# %%
+ch.say(
+    "\n".join(
+        f"- **{r['unit']}**: {r['items_for_50%']:,} items cover 50%, {r['items_for_98%']:,} cover 98% ({r['distinct']:,} distinct)."
+        for _, r in coverage_table.iterrows()
+    )
+    + "\n\nA subword vocabulary splits rare words into pieces that also occur in other words, so its pieces are more frequent "
+    "than the words they build, and punctuation and frequent suffixes count as items of their own."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} Smaller bins
+# :label: ex-11-bins
+#
+# Predict whether the rise of the cosine from frequent to rare tokens stays steady when the bins
+# hold 500 tokens instead of 1,000, then run
+# `python -m lib.book.runner --chapters 11_rare_words -p bin_size 500`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-11-bins
+# :class: dropdown
+# :::
+#
+# For the last model of the loop, the 500-token bins are computed here from the same matrix and
+# corpus counts:
+
+# %%
+half = vocabulary.binned_cosine(w, unused, frequency_order, max(1, bin_size // 2))
+full = by_frequency[list(by_frequency)[-1]]
+ch.say(
+    f"**{list(by_frequency)[-1]}**: with bins of {bin_size:,} the mean cosine rises in {int((full['mean_cosine'].diff() > 0).sum())} of "
+    f"{max(0, len(full) - 1)} steps; with bins of {max(1, bin_size // 2):,} in {int((half['mean_cosine'].diff() > 0).sum())} of {max(0, len(half) - 1)}. "
+    "Smaller bins average fewer tokens, so the curve is noisier step by step while its trend from frequent to rare stays."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::

@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Isotropy of embedding matrices, and word similarity
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Measures isotropy I(W), I2 and IsoScore of the input-embedding matrices before and
+# after centering, and their word-similarity scores.
+#
+# **Read or run first.** {doc}`10_common_direction` and {doc}`11_rare_words`.
+# :::
+#
 # Biš et al. (2021, §5) measure the isotropy of each model's input-embedding matrix W with
 # **I(W) = min Z(c) / max Z(c)**, where Z(c) = Σ_w exp(cᵀw) sums over the vocabulary and c runs
 # over the eigenvectors of WᵀW (1 = isotropic), for the raw matrix, the centered matrix, and
@@ -53,7 +61,7 @@ ch.show(pd.DataFrame([{"benchmark": WORD_SIMILARITY[n], "pairs": len(f)} for n, 
 parameters = ch.parameters("12_isotropy_word_similarity", globals())
 
 # %%
-iso_rows, sim_rows = [], []
+iso_rows, sim_rows, pair_ids = [], [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     w = vocabulary.embedding_matrix(lm)
@@ -71,6 +79,7 @@ for spec in specs:
     for name, frame in benchmarks.items():
         a, b = vocabulary.single_token_ids(lm, frame["word1"].tolist()), vocabulary.single_token_ids(lm, frame["word2"].tolist())
         keep = (a >= 0) & (b >= 0)
+        pair_ids[name] = (a[keep], b[keep], frame["score"][keep])  # the last model's are kept (exercise ex-12-d)
         for variant, m in matrices.items():
             x, y = m[a[keep]], m[b[keep]]
             inner = np.einsum("nd,nd->n", x, y)
@@ -141,3 +150,71 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # whole eigenvalue spectrum of the covariance; because IsoScore is computed from the covariance,
 # it does not see the mean at all, so centering cannot change it, while I(W) is dominated by the
 # mean. Where the measures disagree, that is the reason.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Two isotropy scores disagree
+# :label: ex-12-read
+#
+# Centering raises I(W) far more than any other change, yet IsoScore does not move at all. Read
+# both from the isotropy table for each model, and explain from their definitions why one sees
+# the mean and the other does not.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-12-read
+# :class: dropdown
+# :::
+
+# %%
+lines = []
+for name, part in iso.groupby("model", sort=False):
+    p = part.set_index("variant")
+    lines.append(
+        f"- **{name}**: I(W) {p.loc['raw', 'I1']:.3f} raw → {p.loc['centered', 'I1']:.3f} centered; "
+        f"IsoScore {p.loc['raw', 'IsoScore']:.4f} → {p.loc['centered', 'IsoScore']:.4f}."
+    )
+ch.say(
+    "\n".join(lines) + "\n\nI(W) sums exp(cᵀw) over the rows, so a common shift of every row changes it directly. IsoScore is computed "
+    "from the covariance matrix, from which the mean has already been subtracted: centering leaves the covariance, and so IsoScore, "
+    "exactly as it was."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} How many components to remove?
+# :label: ex-12-d
+#
+# The post-processed variant removes the top D = ⌈d/100⌉ principal components. Biš et al.'s
+# released code uses D = 2 for its word-similarity benchmark. Predict whether D = 2 helps word
+# similarity more or less than ⌈d/100⌉ for the last model of the loop, then compute it with
+# `transforms.RemoveTopPCs(2)`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-12-d
+# :class: dropdown
+# :::
+
+# %%
+rows = []
+for n_components in sorted({2, d}):
+    m = transforms.RemoveTopPCs(n_components).fit(w).transform(w)
+    values = []
+    for a, b, score in pair_ids.values():
+        if len(a) >= 3:
+            values.append(metrics.pearson_x100(np.einsum("nd,nd->n", m[a], m[b]) / (np.linalg.norm(m[a], axis=1) * np.linalg.norm(m[b], axis=1)), score))
+    rows.append({"D": n_components, "average Pearson × 100 (cosine)": float(np.mean(values)) if values else np.nan, "benchmarks": len(values)})
+ch.show(pd.DataFrame(rows), f"{list(iso['model'])[-1]}: word similarity after removing the top D principal components (this run)", precision=2)
+
+# %% [markdown]
+# Removing more components takes away more of the directions that all words share, but also
+# some that separate meanings; which effect wins depends on how the model's variance is spread
+# over its top components (see the spectra in chapter 10).
+#
+# :::{solution-end}
+# :::

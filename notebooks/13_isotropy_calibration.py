@@ -9,6 +9,14 @@
 # %% [markdown]
 # # Isotropy calibration during fine-tuning
 #
+# :::{admonition} Before you start
+# :class: tip
+# **Overview.** Fine-tunes on six GLUE tasks with three isotropy calibrations (CosReg, spectrum
+# control, a flow) and tests whether any of them helps.
+#
+# **Read or run first.** {doc}`12_isotropy_word_similarity` (the I1 and I2 measures).
+# :::
+#
 # Chapters 10-12 made embedding spaces more isotropic *after* training. Ding et al. (2022) ask
 # whether it pays to enforce isotropy *while* fine-tuning, with three published methods:
 #
@@ -286,3 +294,67 @@ if curves:
 #
 # The book's tests run exactly this on a small randomly initialised BART and check that both
 # terms go down together with the sequence-to-sequence loss.
+
+# %% [markdown]
+# ## Exercises
+#
+# :::{exercise} Which method made a difference?
+# :label: ex-13-read
+#
+# From the summary table, list the (task, method) cells whose score differs from the uncalibrated
+# runs with p < 0.05 under Welch's test and under Student's. Do the two tests agree, and how many
+# such cells would you expect by chance alone?
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-13-read
+# :class: dropdown
+# :::
+
+# %%
+tested = summary.dropna(subset=["p"])
+cells = tested[(tested["p"] < 0.05) | (tested["p_student"] < 0.05)]
+ch.show(
+    cells[["model", "task", "method", "difference", "p", "p_student"]] if len(cells) else pd.DataFrame({"result": ["no cell has p < 0.05 under either test"]}),
+    "Cells with p < 0.05 under Welch's or Student's test (this run)",
+    precision=4,
+)
+ch.say(
+    f"{len(tested)} tests at the 5% level would give about {0.05 * len(tested):.1f} such cells by chance alone. The two tests differ "
+    "only in whether the two groups' variances are pooled; with equal group sizes their t statistics are equal and only the degrees "
+    "of freedom differ, so they disagree only near the threshold."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::
+
+# %% [markdown]
+# :::{exercise} A stronger spectrum regulariser
+# :label: ex-13-strength
+#
+# Predict what a hundred times stronger spectrum penalty does to I1 of W in runs of this length,
+# remembering that the optimiser is Adam. Then run
+# `python -m lib.book.runner --chapters 13_isotropy_calibration -p tasks sst2 -p methods none,spectrum-exp -p spectrum_strength 0.1`.
+# :::
+
+# %% [markdown]
+# :::{solution-start} ex-13-strength
+# :class: dropdown
+# :::
+
+# %%
+steps_max = int(runs["steps"].max())
+i1 = summary.groupby("method")["I1_mean"].mean()
+ch.say(
+    f"In this run I1 of W is {i1.get('none', float('nan')):.3f} uncalibrated and "
+    + ", ".join(f"{i1[m]:.3f} with {m}" for m in i1.index if m.startswith("spectrum"))
+    + f". Adam divides each gradient by its running scale, so a weight moves by about the learning rate ({lr:g}) per step however "
+    f"large the penalty's weight: after {steps_max} steps no entry of W has moved by more than about {lr * steps_max:.1e}. A stronger "
+    "penalty changes the direction of the updates (more of each step goes to the spectrum), not their size, so I1 can move only as far "
+    "as those steps allow: the paper's I1 ≈ 1 needs the thousands of steps of its full training sets."
+)
+
+# %% [markdown]
+# :::{solution-end}
+# :::

@@ -5,6 +5,7 @@
     _build/<profile>/build.json                  what the last runs did with each chapter (executed or reused, why)
     _build/<profile>/source/                     the staged book source, generated: edit `book/` and `notebooks/`
     _build/<profile>/html/                       the edition (open html/index.html, or upload the folder)
+    _build/<profile>/student/{source,html}/      the student edition: the same chapters without exercise solutions
 
 Staging copies the hand-written pages, adds to each executed chapter a short note (profile, parameters that differ
 from the chapter's defaults, commit, link to the build report) and writes the build report page. Files are rewritten
@@ -12,6 +13,7 @@ only when their content changes, so Sphinx rebuilds only the pages that changed.
 
     python -m lib.book.edition --profile quick            # stage and build the HTML
     python -m lib.book.edition --profile default --publish  # the same, then check the site is ready to upload
+    python -m lib.book.edition --profile quick --student  # the student edition (no solutions) of the quick profile
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import yaml
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
-from . import reference
+from . import exercises, reference
 from .cache import Entry
 from .sources import chapters, declared_parameters, source_file
 
@@ -44,9 +46,11 @@ _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 @dataclass(frozen=True)
 class Edition:
-    """The folders of one profile's edition; two profiles never share a path."""
+    """The folders of one profile's edition; two profiles never share a path. The student edition of a profile shares
+    its executed chapters and builds its own source and HTML, without the exercises' solutions."""
 
     profile: str
+    student: bool = False
 
     def __post_init__(self) -> None:
         require(bool(_PROFILE_NAME.fullmatch(self.profile)), f"profile name {self.profile!r} must be letters, digits, '.', '_' or '-'")
@@ -64,12 +68,20 @@ class Edition:
         return self.root / "cache"
 
     @property
+    def _pages(self) -> Path:
+        return self.root / "student" if self.student else self.root
+
+    @property
     def source(self) -> Path:
-        return self.root / "source"
+        return self._pages / "source"
 
     @property
     def html(self) -> Path:
-        return self.root / "html"
+        return self._pages / "html"
+
+    @property
+    def doctrees(self) -> Path:
+        return self._pages / "doctrees"
 
     @property
     def status_file(self) -> Path:
@@ -142,15 +154,26 @@ def _hide_paths(text: str) -> str:
     return text
 
 
+def run_times(chapter: str) -> str:
+    """The chapter's last measured wall time in each of the default and quick editions built on this machine."""
+    times = []
+    for profile in ("default", "quick"):
+        entry = Entry.load(Edition(profile).entry(chapter))
+        if entry is not None:
+            times.append(f"{_duration(entry.facts['seconds'])} in the {profile} edition")
+    return ", ".join(times)
+
+
 def chapter_note(chapter: str, entry: Entry, profile: str) -> str:
-    """The note at the top of an executed chapter: how this page was made."""
+    """The note at the top of an executed chapter: how this page was made, and how long the chapter takes to run."""
     facts = entry.facts
     changed = changed_parameters(chapter, entry.parts["parameters"])
     settings = ", ".join(f"`{k} = {v!r}`" for k, v in changed.items()) if changed else "none (the chapter's own defaults)"
     return (
         ":::{admonition} How this page was made\n:class: note\n"
-        f"Edition **{profile}**, executed {facts['finished'][:16].replace('T', ' ')} UTC in {_duration(facts['seconds'])} "
-        f"at commit {_commit_text(facts)}. Parameters changed from the chapter's defaults: {settings}. "
+        f"Edition **{profile}**, executed {facts['finished'][:16].replace('T', ' ')} UTC at commit {_commit_text(facts)}. "
+        f"Run time on the machine that built it: {run_times(chapter) or _duration(facts['seconds'])}. "
+        f"Parameters changed from the chapter's defaults: {settings}. "
         f"The data files and model weights it read, with their checksums, are listed in the "
         f"{{ref}}`build report <build-{chapter}>`.\n:::\n"
     )
@@ -210,9 +233,12 @@ def _all_references() -> str:
     return "\n".join(f"### {_title(c)} (`{c}`)\n\n{reference.markdown(c)}" for c in chapters())
 
 
-def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str) -> str:
-    """The executed notebook with the note and the parameter reference after its title."""
+def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str, student: bool = False) -> str:
+    """The executed notebook with the note and the parameter reference after its title (without the exercises'
+    solutions in the student edition)."""
     nb = nbformat.read(notebook, as_version=4)
+    if student:
+        exercises.strip_solutions(nb)
     note = chapter_note(chapter, entry, profile) + "\n" + parameters_dropdown(chapter)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
@@ -232,11 +258,12 @@ def _placeholder(chapter: str, profile: str) -> str:
     )
 
 
-def _config(profile: str) -> str:
+def _config(profile: str, student: bool = False) -> str:
     """The book's `_config.yml` for one edition: its title, base URL and repository buttons."""
     config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text(encoding="utf-8"))
-    if profile != "default":
-        config["title"] = f"{config['title']} ({profile} edition)"
+    kind = ", ".join(([] if profile == "default" else [f"{profile} edition"]) + (["for students"] if student else []))
+    if kind:
+        config["title"] = f"{config['title']} ({kind})"
     html = config.setdefault("html", {})
     html["baseurl"] = os.environ.get("BOOK_BASEURL", html.get("baseurl", ""))
     repository = config.setdefault("repository", {})
@@ -248,7 +275,7 @@ def _config(profile: str) -> str:
 def stage(edition: Edition) -> Path:
     """Write the edition's book source: config, table of contents, hand-written pages, chapters, build report."""
     source = edition.source
-    _write_if_changed(source / "_config.yml", _config(edition.profile))
+    _write_if_changed(source / "_config.yml", _config(edition.profile, edition.student))
     _write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
     root_page = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
     for page in sorted((REPO_ROOT / "book").rglob("*")):
@@ -267,7 +294,7 @@ def stage(edition: Edition) -> Path:
         staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
         if entry is not None and notebook.is_file():
             entries[chapter] = entry
-            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile))
+            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, edition.student))
             placeholder.unlink(missing_ok=True)
         else:
             _write_if_changed(placeholder, _placeholder(chapter, edition.profile))
@@ -344,7 +371,7 @@ def build_html(edition: Edition) -> Path:
     bin_dir = Path(sys.executable).parent
     subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
     done = subprocess.run(
-        [str(bin_dir / "sphinx-build"), "-b", "html", "-W", "-n", "--keep-going", "-q", "-d", str(edition.root / "doctrees"), str(source), str(edition.html)],
+        [str(bin_dir / "sphinx-build"), "-b", "html", "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(edition.html)],
         cwd=source,
     )
     if done.returncode != 0:
@@ -372,8 +399,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.book.edition", description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
     parser.add_argument("--publish", action="store_true", help="after building, check the site is ready to upload")
+    parser.add_argument("--student", action="store_true", help="the student edition: exercises without their solutions")
     args = parser.parse_args(argv)
-    edition = Edition(args.profile)
+    edition = Edition(args.profile, student=args.student)
     index = build_html(edition)
     print(f"{edition.profile} edition: {index}")
     if args.publish:
