@@ -11,7 +11,8 @@ measure/   outliers, geometry, isotropy, positional, transforms, vocabulary, met
 train/     probe, bpe, pretrain, finetune, calibration
 book/      sources (chapter files and their parameters cells), profiles (what a profile changes, checked),
            reference (the parameter reference), runner (papermill), cache (when a chapter is reused),
-           edition (one per profile: staging, build report, HTML, publish), chapter (notebook helpers),
+           edition (one per profile: staging, build report, HTML, publish), exercises (and their solutions),
+           launch (Binder and Colab notebooks and links), chapter (notebook helpers),
            results, paper (the papers' numbers beside ours), plotting
 """
 

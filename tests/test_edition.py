@@ -319,12 +319,14 @@ def test_pages_workflow_is_valid():
     jobs = workflow["jobs"]
     assert {"build", "deploy"} <= set(jobs) and jobs["deploy"]["needs"] == "build"
     assert jobs["deploy"]["environment"]["name"] == "github-pages" and "pull_request" in jobs["deploy"]["if"]
-    assert workflow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    assert workflow["permissions"] == {"contents": "write", "pages": "write", "id-token": "write"}
     steps = " ".join(json.dumps(step) for step in jobs["build"]["steps"])
     targets = {line.split(":")[0] for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line and not line[0].isspace() and ":" in line}
     for target in ("test", "publish"):
         assert f"make {target}" in steps and target in targets
     assert "actions/cache" in steps and "actions/upload-pages-artifact" in steps and "_build/${{ env.PROFILE }}/html" in steps
+    colab = next(step for step in jobs["build"]["steps"] if "lib.book.launch colab" in step.get("run", ""))
+    assert colab["if"] == "github.event_name != 'pull_request'" and " colab\n" in colab["run"] and "git push -f" in colab["run"]
 
 
 def test_parameter_reference_covers_every_parameter_of_every_chapter():

@@ -10,6 +10,7 @@ import pytest
 
 from lib.book import exercises, sources
 from lib.errors import BookError
+from lib.settings import REPO_ROOT
 
 
 @pytest.mark.parametrize("chapter", sources.chapters())
@@ -112,3 +113,10 @@ def test_every_chapter_opens_with_front_matter_linking_existing_chapters(chapter
 
 def _as_ipynb(chapter: str) -> str:
     return jupytext.writes(jupytext.read(sources.source_file(chapter)), fmt="ipynb")
+
+
+def test_the_teaching_guide_places_every_exercise_and_names_only_real_ones():
+    guide = (REPO_ROOT / "book" / "teaching.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"\{ref\}`(ex-[\w-]+)`", guide))
+    labels = {e.label for chapter in sources.chapters() for e in exercises.exercises(chapter)}
+    assert named == labels, (sorted(labels - named), sorted(named - labels))

@@ -35,7 +35,7 @@ import yaml
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
-from . import exercises, reference
+from . import exercises, launch, reference
 from .cache import Entry
 from .sources import chapters, declared_parameters, source_file
 
@@ -175,8 +175,17 @@ def chapter_note(chapter: str, entry: Entry, profile: str) -> str:
         f"Run time on the machine that built it: {run_times(chapter) or _duration(facts['seconds'])}. "
         f"Parameters changed from the chapter's defaults: {settings}. "
         f"The data files and model weights it read, with their checksums, are listed in the "
-        f"{{ref}}`build report <build-{chapter}>`.\n:::\n"
+        f"{{ref}}`build report <build-{chapter}>`.{_launch_links(chapter)}\n:::\n"
     )
+
+
+def _launch_links(chapter: str) -> str:
+    """Links that open the chapter as a live notebook (none without a GitHub repository setting)."""
+    binder, colab, repo = launch.binder_url(chapter), launch.colab_url(chapter), launch.repository()
+    if repo is None:
+        return ""
+    source = f"https://github.com/{repo[0]}/blob/{repo[1]}/notebooks/{chapter}.py"
+    return f" Run it yourself: [on Binder]({binder}) (CPU), [on Colab]({colab}) (GPU), or from its [source]({source}) (see {{doc}}`../rerun`)."
 
 
 def edition_note(profile: str) -> str:
