@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -142,6 +143,27 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert runs["I1"].between(0, 1).all() and runs.query("task == 'SST-2'")["score"].between(0, 100).all()
     iso = pd.read_csv(results / "minilm" / "12_isotropy_word_similarity" / "isotropy.csv").set_index("variant")
     assert iso.loc["centered", "I1"] > iso.loc["raw", "I1"] and iso.loc["centered", "mean_vector_norm"] < 1e-9
+    # the exercises' solutions ran: chapter 02's threshold table is in the executed notebook
+    executed = (tmp_path / "build" / "quick" / "notebooks" / "02_outlier_neurons.ipynb").read_text()
+    assert "Flagged dimensions at this chapter's threshold and at 5" in executed
+    # a notebook as a reader downloads it from the built page executes again, from another folder
+    env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "again"), "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_BUILD_DIR": str(tmp_path / "build")}
+    staged = subprocess.run(
+        [sys.executable, "-c", "from lib.book.edition import Edition, stage; print(stage(Edition('quick')))"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+    )
+    assert staged.returncode == 0, staged.stderr[-2000:]
+    page = Path(staged.stdout.strip()) / "book" / "chapters" / "10_common_direction.ipynb"
+    reader = tmp_path / "reader"
+    reader.mkdir()
+    again = subprocess.run(
+        [sys.executable, "-m", "papermill", str(page), str(reader / "out.ipynb"), "--cwd", str(reader)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (tmp_path / "again" / "quick" / "minilm" / "10_common_direction" / "embedding_matrix.csv").is_file()
 
 
 def assert_clean_failure(tmp_path, done, expected):

@@ -260,10 +260,13 @@ def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str, s
 
 
 def _placeholder(chapter: str, profile: str) -> str:
+    """The page of a chapter not executed in this edition: how to execute it, and its exercises (without solutions)."""
+    tasks = "".join(f"\n:::{{exercise}} {e.title}\n:label: {e.label}\n\n{e.text}\n:::\n" for e in exercises.exercises(chapter))
     return (
         f"# {_title(chapter)}\n\n:::{{admonition}} Not executed in this edition\n:class: warning\n"
         f"This chapter has not been executed for the **{profile}** edition yet. Run\n"
         f"`python -m lib.book.runner --profile {profile} --chapters {chapter}` (or `make book PROFILE={profile}`).\n:::\n"
+        + (f"\n## Exercises\n{tasks}" if tasks else "")
     )
 
 
