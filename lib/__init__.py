@@ -12,7 +12,7 @@ train/     probe, bpe, pretrain, finetune, calibration
 book/      sources (chapter files and their parameters cells), profiles (what a profile changes, checked),
            reference (the parameter reference), runner (papermill), cache (when a chapter is reused),
            edition (one per profile: staging, build report, HTML, publish), exercises (and their solutions),
-           launch (Binder and Colab notebooks and links), chapter (notebook helpers),
+           launch (Binder and Colab notebooks and links), scorecard (claims tested on results), chapter (notebook helpers),
            results, paper (the papers' numbers beside ours), plotting
 """
 

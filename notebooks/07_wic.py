@@ -111,6 +111,7 @@ for spec in specs:
                 "train_accuracy": top["accuracy"],
                 "dev_accuracy_of_that_choice": dev_acc,
                 "dev_best_accuracy": part[part["split"] == "dev"]["accuracy"].max(),
+                "dev_pairs": int(usable["dev"].sum()),
             }
         )
     del lm, stats

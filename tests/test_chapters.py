@@ -143,6 +143,9 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert runs["I1"].between(0, 1).all() and runs.query("task == 'SST-2'")["score"].between(0, 100).all()
     iso = pd.read_csv(results / "minilm" / "12_isotropy_word_similarity" / "isotropy.csv").set_index("variant")
     assert iso.loc["centered", "I1"] > iso.loc["raw", "I1"] and iso.loc["centered", "mean_vector_norm"] < 1e-9
+    card = pd.read_csv(results / "scorecard" / "14_scorecard" / "scorecard.csv")
+    assert set(card["verdict"]) <= {"holds", "mixed", "does not hold", "not testable", "not run"}
+    assert card.query("claim_id == 'bis2021/centering-isotropy' and model == 'all-MiniLM-L6-v2'")["verdict"].iloc[0] == "holds"  # as chapter 12's table above
     # the exercises' solutions ran: chapter 02's threshold table is in the executed notebook
     executed = (tmp_path / "build" / "quick" / "notebooks" / "02_outlier_neurons.ipynb").read_text()
     assert "Flagged dimensions at this chapter's threshold and at 5" in executed

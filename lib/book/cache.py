@@ -211,6 +211,6 @@ def stale(entry: Entry | None, parts: dict[str, Any], notebook: Path) -> str | N
         return "changed: " + ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
     for item in entry.inputs + entry.outputs:
         now = digest(item["path"])
-        if now != item["sha256"]:
+        if (now or "missing") != item["sha256"]:  # an input missing then and now is unchanged
             return f"{item['kind']} {item['label']} {'missing' if now is None else 'changed'}"
     return None

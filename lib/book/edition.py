@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pandas as pd
 import yaml
 
 from ..errors import BookError, cli, require
@@ -203,6 +204,23 @@ def edition_note(profile: str) -> str:
     )
 
 
+def scorecard_summary(profile: str) -> str:
+    """The front page's summary of the scorecard chapter's verdicts for this edition (empty before it has run)."""
+    path = results_dir() / profile / "scorecard" / "14_scorecard" / "scorecard.csv"
+    if not path.is_file():
+        return ""
+    card = pd.read_csv(path)
+    counts = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0)
+    columns = [v for v in ("holds", "mixed", "does not hold", "not testable", "not run") if v in counts.columns]
+    lines = ["| paper | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    lines += [f"| {paper} | " + " | ".join(str(int(row[c])) for c in columns) + " |" for paper, row in counts.iterrows()]
+    return (
+        "## What holds, in this edition\n\n"
+        f"The {{doc}}`scorecard <chapters/14_scorecard>` lists {card['claim_id'].nunique()} claims of the papers and tests those it can on "
+        "the models of this edition, from the chapters' result tables. Verdicts per paper (one per claim and model):\n\n" + "\n".join(lines) + "\n\n"
+    )
+
+
 def _duration(seconds: float) -> str:
     seconds = float(seconds)
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
@@ -296,7 +314,7 @@ def stage(edition: Edition) -> Path:
             text = page.read_text(encoding="utf-8")
             if relative.with_suffix("").as_posix() == root_page:
                 title, _, rest = text.partition("\n")
-                text = f"{title}\n\n{edition_note(edition.profile)}\n{rest.lstrip()}"
+                text = f"{title}\n\n{edition_note(edition.profile)}\n{scorecard_summary(edition.profile)}{rest.lstrip()}"
             text = text.replace(REFERENCE_MARKER, _all_references())
             _write_if_changed(source / relative, text)
     entries = {}

@@ -1,0 +1,149 @@
+"""The claims scorecard: the registry is complete and consistent, and verdicts computed from planted result tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from lib.book import edition, scorecard
+from lib.book.results import Results
+from lib.errors import BookError
+
+
+def test_registry_entries_are_complete_and_rules_exist():
+    claims = scorecard.claims()
+    assert len(claims) >= 20 and len({c.id for c in claims}) == len(claims)
+    for c in claims:
+        assert c.claim.endswith(".") and c.paper_value and c.section
+        if c.untestable is None:
+            assert c.rule in scorecard.RULES and c.reason and c.threshold is not None
+    assert {c.paper for c in claims} == {"luo2021", "luo2021_thesis", "bis2021", "ding2022"}
+    assert set(scorecard.RULES) == {c.rule for c in claims if c.rule}  # no rule without a claim
+
+
+def _plant(root, model: str, chapter: str, table: str, frame: pd.DataFrame, name: str | None = None) -> None:
+    Results(chapter, "planted", root=root).table(frame, table, model, {}, {"name": name or model})
+
+
+REGISTRY = [
+    {
+        "id": "luo2021/anisotropy",
+        "paper": "luo2021",
+        "section": "§4.1",
+        "claim": "Random tokens have a positive mean cosine.",
+        "paper_value": "positive",
+        "chapter": "01_anisotropy",
+        "table": "anisotropy_by_layer",
+        "rule": "positive_in_every_layer",
+        "threshold": 0.0,
+        "reason": "interval above 0",
+    },
+    {
+        "id": "bis2021/centering-isotropy",
+        "paper": "bis2021",
+        "section": "§5.1",
+        "claim": "Centering raises I(W).",
+        "paper_value": "0.39 → 0.98",
+        "chapter": "12_isotropy_word_similarity",
+        "table": "isotropy",
+        "rule": "centering_raises_isotropy",
+        "threshold": 0.1,
+        "reason": "at least 0.1",
+    },
+    {
+        "id": "ding2022/flow-cost",
+        "paper": "ding2022",
+        "section": "§4.1",
+        "claim": "The flow costs time.",
+        "paper_value": "4.2×",
+        "chapter": "13_isotropy_calibration",
+        "table": "summary",
+        "rule": "flow_costly",
+        "threshold": 2.0,
+        "reason": "twice",
+    },
+    {"id": "ding2022/translation", "paper": "ding2022", "section": "§4.2", "claim": "BLEU drops.", "paper_value": "3-5", "untestable": "no mBART offline"},
+]
+
+
+@pytest.fixture
+def planted(tmp_path):
+    registry = tmp_path / "claims.yaml"
+    registry.write_text(yaml.safe_dump(REGISTRY, allow_unicode=True))
+    root = tmp_path / "results"
+    # a claim that holds for one model and fails for another
+    _plant(
+        root,
+        "alpha",
+        "01_anisotropy",
+        "anisotropy_by_layer",
+        pd.DataFrame({"layer": [0, 1, 2], "mean_cosine": [0.1, 0.3, 0.4], "ci95_low": [0.05, 0.2, 0.3]}),
+        "Alpha",
+    )
+    _plant(
+        root,
+        "beta",
+        "01_anisotropy",
+        "anisotropy_by_layer",
+        pd.DataFrame({"layer": [0, 1, 2], "mean_cosine": [0.1, 0.01, -0.02], "ci95_low": [0.05, -0.03, -0.06]}),
+    )
+    # one that does not hold (centering lowers I(W) here), for alpha only
+    _plant(root, "alpha", "12_isotropy_word_similarity", "isotropy", pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.8, 0.75]}), "Alpha")
+    # chapter 13 never ran: missing
+    return registry, root
+
+
+def test_verdicts_from_planted_tables(planted):
+    registry, root = planted
+    card = scorecard.scorecard("planted", root=root, registry=registry).set_index(["claim_id", "model"])
+    assert card.loc[("luo2021/anisotropy", "Alpha"), "verdict"] == "holds"
+    assert card.loc[("luo2021/anisotropy", "Alpha"), "ours"] == "95% interval above 0 in 2 of 2 layers; mean cosine 0.300 to 0.400"
+    assert card.loc[("luo2021/anisotropy", "beta"), "verdict"] == "does not hold"
+    assert card.loc[("bis2021/centering-isotropy", "Alpha"), "verdict"] == "does not hold"
+    assert card.loc[("bis2021/centering-isotropy", "Alpha"), "source"] == "planted/alpha/12_isotropy_word_similarity/isotropy.csv"
+    assert card.loc[("ding2022/flow-cost", "–"), "verdict"] == "not run"  # a missing table is never guessed
+    assert card.loc[("ding2022/translation", "–"), "verdict"] == "not testable" and card.loc[("ding2022/translation", "–"), "ours"] == "no mBART offline"
+    assert len(card) == 5
+
+
+def test_mixed_and_thresholds(planted):
+    registry, root = planted
+    _plant(root, "gamma", "01_anisotropy", "anisotropy_by_layer", pd.DataFrame({"layer": [1, 2], "mean_cosine": [0.2, 0.01], "ci95_low": [0.1, -0.01]}))
+    _plant(root, "alpha", "13_isotropy_calibration", "summary", pd.DataFrame({"method": ["none", "flow", "flow"], "time_ratio": [1.0, 1.5, 1.7]}), "Alpha")
+    card = scorecard.scorecard("planted", root=root, registry=registry).set_index(["claim_id", "model"])
+    assert card.loc[("luo2021/anisotropy", "gamma"), "verdict"] == "mixed"  # one of two layers
+    assert (
+        card.loc[("ding2022/flow-cost", "Alpha"), "verdict"] == "mixed"
+        and card.loc[("ding2022/flow-cost", "Alpha"), "ours"] == "1.60× the uncalibrated time per epoch"
+    )
+
+
+def test_wic_verdict_weighs_the_gain_against_its_standard_error(tmp_path):
+    claim = next(c for c in scorecard.claims() if c.id == "luo2021/wic-clipping")
+    tables = scorecard.Tables("planted", root=tmp_path)
+    for clipped, expected in ((62.0, "holds"), (56.0, "mixed"), (47.0, "does not hold")):
+        frame = pd.DataFrame({"variant": ["raw", "clipped"], "dev_accuracy_of_that_choice": [55.0, clipped], "dev_pairs": [638, 638]})
+        _plant(tmp_path, "m", "07_wic", "best", frame)
+        assert scorecard.RULES[claim.rule](tables, "m", claim).verdict == expected  # 1.96 SE of the difference ≈ 5.4 points
+
+
+def test_bad_registry_entries_are_one_line_errors(tmp_path):
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump([{**REGISTRY[0], "rule": "no_such_rule"}]))
+    with pytest.raises(BookError, match="unknown rule 'no_such_rule'"):
+        scorecard.claims(bad)
+    bad.write_text(yaml.safe_dump([{k: v for k, v in REGISTRY[0].items() if k != "reason"}]))
+    with pytest.raises(BookError, match="needs reason"):
+        scorecard.claims(bad)
+
+
+def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
+    registry, root = planted
+    monkeypatch.setenv("BOOK_RESULTS_DIR", str(root))
+    assert edition.scorecard_summary("planted") == ""  # before the scorecard chapter has run
+    card = scorecard.scorecard("planted", root=root, registry=registry)
+    Results("14_scorecard", "planted", root=root).table(card, "scorecard", "scorecard", {})
+    summary = edition.scorecard_summary("planted")
+    assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
+    assert "| luo2021 | 1 | 1 | 0 | 0 |" in summary and "| ding2022 | 0 | 0 | 1 | 1 |" in summary
