@@ -36,7 +36,7 @@ import yaml
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
-from . import exercises, launch, reference
+from . import exercises, launch, reference, scorecard
 from .cache import Entry
 from .sources import chapters, declared_parameters, source_file
 
@@ -211,7 +211,7 @@ def scorecard_summary(profile: str) -> str:
         return ""
     card = pd.read_csv(path)
     counts = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0)
-    columns = [v for v in ("holds", "mixed", "does not hold", "not testable", "not run") if v in counts.columns]
+    columns = [v for v in scorecard.VERDICTS if v in counts.columns]
     lines = ["| paper | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     lines += [f"| {paper} | " + " | ".join(str(int(row[c])) for c in columns) + " |" for paper, row in counts.iterrows()]
     return (
