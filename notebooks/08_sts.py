@@ -154,6 +154,13 @@ glove_row = pd.DataFrame(
     [{"model": "avg. GloVe 6B 50-d", "variant": "baseline", **baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format).to_dict()}]
 )
 ch.show(pd.concat([glove_row, wide], ignore_index=True), "Ours: best Spearman × 100 (layer) per data set")
+searched = {name: int(table["layer"].max()) for name, table in scores.values()}
+ch.say(
+    "The best layer is searched over "
+    + ", ".join(f"layers 0-{n} of {name}" for name, n in searched.items())
+    + " (0 is the embedding output); the paper's tables search the contextual layers 1-12 of its base models, so a best layer "
+    "of 0 here has no counterpart there."
+)
 paper_sts = paper.table("luo2021", "sts")
 paper_sts["cell"] = paper_sts["paper_spearman_x100"].map("{:.2f}".format) + paper_sts["paper_layer"].map(lambda v: "" if pd.isna(v) else f" ({int(v)})")
 paper_wide = paper_sts.pivot_table(index=["model", "paper_variant", "paper_source"], columns="paper_dataset", values="cell", aggfunc="first", sort=False)

@@ -46,6 +46,8 @@ def test_binned_cosine_equals_brute_force():
     first = rest[:20]
     assert table["mean_cosine"].iloc[0] == pytest.approx((unit[reference] @ unit[first].T).mean())
     assert table["n_tokens"].tolist() == [20, 20, 7]
+    by_index = vocabulary.binned_cosine(w, np.array([0, 1, 2, 25]), np.arange(50), bin_size=20)
+    assert by_index[["bin_start", "bin_end"]].values.tolist() == [[3, 22], [23, 43], [44, 49]]  # vocabulary indices, not positions after removal
 
 
 def test_single_token_filter(minilm):

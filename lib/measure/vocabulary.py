@@ -69,18 +69,21 @@ def never_trained(lm: LoadedModel, fallback: int = 1000) -> tuple[np.ndarray, st
 
 
 def binned_cosine(w: np.ndarray, reference: np.ndarray, order: np.ndarray, bin_size: int = 1000) -> pd.DataFrame:
-    """Mean cosine between the reference rows and the rows in consecutive bins of `order` (reference rows left out)."""
+    """Mean cosine between the reference rows and the rows in consecutive bins of `order`, reference rows left out of
+    the bins. `bin_start`/`bin_end` are positions in `order` itself, so with order = vocabulary ids they are the
+    vocabulary indices of the bin's first and last token, as in the paper's index axis."""
     require(bin_size > 0 and len(reference) > 0, "need reference rows and a positive bin size")
     unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     ref_sum = unit[reference].sum(axis=0)  # mean over reference x bin pairs = (Σ_ref u) · (Σ_bin u) / (|ref| |bin|)
-    order = order[~np.isin(order, reference)]
+    positions = np.flatnonzero(~np.isin(order, reference))
     rows = []
-    for start in range(0, len(order), bin_size):
-        ids = order[start : start + bin_size]
+    for start in range(0, len(positions), bin_size):
+        where = positions[start : start + bin_size]
+        ids = order[where]
         rows.append(
             {
-                "bin_start": start,
-                "bin_end": start + len(ids) - 1,
+                "bin_start": int(where[0]),
+                "bin_end": int(where[-1]),
                 "n_tokens": len(ids),
                 "mean_cosine": float(ref_sum @ unit[ids].sum(axis=0) / (len(reference) * len(ids))),
             }
