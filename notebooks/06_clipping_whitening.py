@@ -28,9 +28,10 @@
 #
 # How the transforms are fitted here:
 #
-# - **clipped**: in each layer, the dimensions that chapter 02's criterion flags in that layer's
-#   average vector are set to zero (the paper clips per layer too; a layer with no flagged
-#   dimension is left as it is);
+# - **clipped**: the model-level outlier dimensions of chapter 02's criterion (flagged in at least
+#   half of the contextual layers) are set to zero in every layer, the paper's protocol for base
+#   models (§4.1). With `-p clip layer` each layer instead loses the dimensions flagged in that
+#   layer, the protocol the paper uses for the large models (Appendix D.1);
 # - **whitened**: each layer's mean and covariance of all token vectors of a *fitting* sample of
 #   SST-2 sentences, drawn separately from the sentences that are measured. A direction with no
 #   variance at all cannot be scaled to unit variance; such directions (for example a dimension
@@ -50,6 +51,8 @@ n_words = 1000  # words for self-similarity (paper: 1,000)
 per_word = 10  # sentences per word (each word occurs in at least this many)
 pca_tokens = 3000  # token vectors in the PCA views
 z_threshold = 10.0  # outlier criterion of chapter 02
+clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
+min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
 dtype = "float32"
@@ -87,7 +90,9 @@ for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     stats = LayerStats(covariance=True)
     extract(lm, fit, [stats], desc=f"{lm.name} fit")
-    variants = transforms.layer_variants(outliers.flagged(stats.mean, z_threshold), transforms.whitening_from_moments(stats.mean, stats.covariance()))
+    variants = transforms.layer_variants(
+        outliers.clip_flags(stats.mean, z_threshold, min_layer_share, clip), transforms.whitening_from_moments(stats.mean, stats.covariance())
+    )
     sampler, reservoir = SentenceTokenSampler(seed=seed), TokenReservoir(k=pca_tokens, seed=seed, layers=[lm.n_layers])
     extract(lm, measure, [sampler, reservoir], desc=f"{lm.name} measure")
     _, _, _, vectors = sampler.result()
@@ -220,8 +225,8 @@ ch.say(
 # token vectors already in memory (their mean stands in for the fitted mean):
 
 # %%
-clip5 = transforms.layer_variants(outliers.flagged(vectors.mean(axis=0), 5.0), variants["whitened"])["clipped"]
-clip10 = transforms.layer_variants(outliers.flagged(vectors.mean(axis=0), z_threshold), variants["whitened"])["clipped"]
+clip5 = transforms.layer_variants(outliers.clip_flags(vectors.mean(axis=0), 5.0, min_layer_share, clip), variants["whitened"])["clipped"]
+clip10 = transforms.layer_variants(outliers.clip_flags(vectors.mean(axis=0), z_threshold, min_layer_share, clip), variants["whitened"])["clipped"]
 rows = []
 for layer in range(1, vectors.shape[1]):
     cos5, cos10 = (geometry.pair_cosines(c[layer].transform(vectors[:, layer])[:, None, :], n_pairs, seed)[:, 0].mean() for c in (clip5, clip10))

@@ -32,8 +32,9 @@
 # chapter also **chooses the layer and threshold on the training pairs and reports the
 # development-set accuracy** of that choice, which is an honest estimate.
 #
-# A target word's vector is the average of its subword vectors. Clipping zeroes the dimensions
-# flagged in each layer (chapter 02's criterion) and whitening uses each layer's token mean and
+# A target word's vector is the average of its subword vectors. Clipping zeroes the model-level
+# outlier dimensions (chapter 02's criterion) in every layer, the paper's protocol (`-p clip layer`
+# zeroes each layer's own flagged dimensions instead), and whitening uses each layer's token mean and
 # covariance; both are fitted on all tokens of the WiC training sentences (no labels are used)
 # and applied unchanged to the development pairs.
 
@@ -42,6 +43,8 @@ profile = "default"  # names the results folder
 models = "minilm,mpnet"  # comma-separated model specs
 n_pairs = 5428  # WiC training pairs (5,428 in all; paper: all)
 z_threshold = 10.0  # outlier criterion of chapter 02
+clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
+min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
 seed = 0  # which pairs, when n_pairs is below 5,428
 device = "auto"  # "auto" uses CUDA when present
 dtype = "float32"
@@ -84,7 +87,9 @@ for spec in specs:
     usable = {split: ~np.isnan(v[0][:, 0, 0]) & ~np.isnan(v[1][:, 0, 0]) for split, v in (("train", train_vectors), ("dev", dev_vectors))}
     if not all(u.all() for u in usable.values()):
         print(f"{lm.name}: {sum(int((~u).sum()) for u in usable.values())} pairs whose target lies beyond the model's maximum length are left out")
-    variants = transforms.layer_variants(outliers.flagged(stats.mean, z_threshold), transforms.whitening_from_moments(stats.mean, stats.covariance()))
+    variants = transforms.layer_variants(
+        outliers.clip_flags(stats.mean, z_threshold, min_layer_share, clip), transforms.whitening_from_moments(stats.mean, stats.covariance())
+    )
     rows = []
     for variant, per_layer in variants.items():
         for layer, t in enumerate(per_layer):

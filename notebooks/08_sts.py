@@ -31,8 +31,9 @@
 #   pooled per year, with unscored pairs left out; `max_pairs` subsamples each set;
 # - sentence vectors: the mean of all token vectors of a layer, special tokens included (the
 #   pooling the sentence-transformers models were trained with);
-# - **clipped**: zero the dimensions flagged (chapter 02's criterion) in the layer's average
-#   token vector of the set's own sentences;
+# - **clipped**: zero, in every layer, the model-level outlier dimensions (chapter 02's criterion)
+#   found in the average token vectors of the set's own sentences, the paper's protocol
+#   (`-p clip layer`: each layer's own flagged dimensions);
 # - **whitened**: μ and W fitted, per layer, on the mean-pooled vectors of all sentences of all
 #   the data sets in the run (no scores are used), as Su et al. (2021) fit on their evaluation
 #   sentences; pooling the sets keeps the fit stable (a single small set can have fewer
@@ -46,6 +47,8 @@ models = "minilm,mpnet"  # comma-separated model specs
 datasets = "stsb,sick,sts12,sts13,sts14,sts15,sts16"  # comma-separated evaluation sets
 max_pairs = 0  # pairs per data set (0 = all)
 z_threshold = 10.0  # outlier criterion of chapter 02
+clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
+min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
 seed = 0  # which pairs, when max_pairs subsamples
 device = "auto"  # "auto" uses CUDA when present
 dtype = "float32"
@@ -110,7 +113,7 @@ for spec in specs:
             pooled.result(),
             frame["sentence1"].map(where).to_numpy(),
             frame["sentence2"].map(where).to_numpy(),
-            outliers.flagged(stats.mean, z_threshold),
+            outliers.clip_flags(stats.mean, z_threshold, min_layer_share, clip),
         )
     whitening = transforms.whitening_from_vectors(np.concatenate([v for v, *_ in encoded.values()]))  # one fit on every set's sentences
     variants = {name: transforms.layer_variants(flags, whitening) for name, (_, _, _, flags) in encoded.items()}

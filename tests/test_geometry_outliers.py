@@ -88,3 +88,17 @@ def test_analyse_gathers_chapter_02s_tables():
     assert report.extremes["argmax_dim"].tolist() == [7] * 4 and report.extremes["argmin_percent"].tolist() == [90.0] * 4
     pooled = report.pooled.set_index("kind")
     assert pooled.loc["argmax", "dim"] == 7 and pooled.loc["argmax", "n_vectors"] == 300
+
+
+def test_clip_flags_follow_the_papers_two_protocols():
+    rng = np.random.default_rng(0)
+    means = rng.normal(size=(5, 40))  # layer 0 = embedding output, 4 contextual layers
+    means[1:, 7] = 80.0  # flagged in every contextual layer: a model-level outlier
+    means[2, 11] = -90.0  # flagged in one layer only
+    model = outliers.clip_flags(means, 10.0, 0.5, "model")
+    assert model[:, 7].all() and model.sum() == 5  # dim 7 in every layer, the embedding output included
+    layer = outliers.clip_flags(means, 10.0, 0.5, "layer")
+    np.testing.assert_array_equal(layer, outliers.flagged(means, 10.0))
+    assert layer[2, 11] and not layer[0, 7]
+    with pytest.raises(BookError, match="clip must be one of model, layer"):
+        outliers.clip_flags(means, 10.0, 0.5, "every")

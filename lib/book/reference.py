@@ -31,6 +31,7 @@ ALLOWED = {
     "device": "auto, cpu, cuda",
     "dtype": "float32, float16, bfloat16",
     "names": "two folder names under $BOOK_MODELS_DIR: with, then without position embeddings",
+    "clip": "model, layer",
 }
 _LISTS = ("tasks", "methods", "datasets", "collections")  # comma-separated subsets of the default's names
 _KINDS = {bool: "true or false", int: "an integer", float: "a number", list: "a list like the default", dict: "a mapping with the default's keys"}

@@ -121,6 +121,22 @@ class OutlierReport:
         return self.detected[self.detected["model_outlier"]]
 
 
+CLIP_PROTOCOLS = ("model", "layer")
+
+
+def clip_flags(mean_vectors: np.ndarray, z_threshold: float, min_layer_share: float, protocol: str) -> np.ndarray:
+    """(layers, width) bool: the dimensions clipping zeroes in each layer. "model" (Luo et al. §4.1, their protocol for
+    base models): the model-level outlier dimensions of `detect_outliers`, in every layer; "layer" (their Appendix D.1,
+    for large models): the dimensions flagged in that layer."""
+    require(protocol in CLIP_PROTOCOLS, f"clip must be one of {', '.join(CLIP_PROTOCOLS)}, got {protocol!r}")
+    if protocol == "layer":
+        return flagged(mean_vectors, z_threshold)
+    detected = detect_outliers(mean_vectors, z_threshold, min_layer_share)
+    flags = np.zeros(np.shape(mean_vectors), dtype=bool)
+    flags[:, detected.loc[detected["model_outlier"], "dim"].to_numpy(dtype=int)] = True
+    return flags
+
+
 def analyse(
     mean: np.ndarray, argmin_counts: np.ndarray, argmax_counts: np.ndarray, n_vectors: int, z_threshold: float, min_layer_share: float
 ) -> OutlierReport:
