@@ -28,9 +28,11 @@
 #
 # - data: the STS-B **test** split (1,379 pairs), the SICK **test** split (`SemEval_set` TEST,
 #   relatedness scores), and all subsets of the STS 2012-2016 test sets in SentEval's layout,
-#   pooled per year, with unscored pairs left out; `max_pairs` subsamples each set;
+#   pooled per year (as MTEB scores them; SentEval's average over each year's subsets is shown
+#   beside it), with unscored pairs left out; `max_pairs` subsamples each set;
 # - sentence vectors: the mean of all token vectors of a layer, special tokens included (the
-#   pooling the sentence-transformers models were trained with);
+#   pooling the sentence-transformers models were trained with; `-p pool_special false` pools
+#   the sentence's subword vectors only, as the paper does and the `paper` profile sets);
 # - **clipped**: zero, in every layer, the model-level outlier dimensions (chapter 02's criterion)
 #   found in the average token vectors of the set's own sentences, the paper's protocol
 #   (`-p clip layer`: each layer's own flagged dimensions);
@@ -49,6 +51,7 @@ max_pairs = 0  # pairs per data set (0 = all)
 z_threshold = 10.0  # outlier criterion of chapter 02
 clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
 min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
+pool_special = True  # mean pooling includes [CLS]/[SEP] (the sentence-transformers' pooling); the paper profile pools the sentence's subwords only
 seed = 0  # which pairs, when max_pairs subsamples
 device = "auto"  # "auto" uses CUDA when present
 dtype = "float32"
@@ -107,7 +110,7 @@ for spec in specs:
     for name, frame in pairs.items():
         sentences = pd.unique(pd.concat([frame["sentence1"], frame["sentence2"]])).tolist()
         where = {s: i for i, s in enumerate(sentences)}
-        stats, pooled = LayerStats(covariance=False), SentenceMeans(len(sentences))
+        stats, pooled = LayerStats(covariance=False), SentenceMeans(len(sentences), include_special=pool_special)
         extract(lm, sentences, [stats, pooled], desc=f"{lm.name} {STS_LABELS[name]}")
         encoded[name] = (
             pooled.result(),
@@ -122,12 +125,16 @@ for spec in specs:
         for name, (vectors, a, b, _) in encoded.items():
             for variant, per_layer in variants[name].items():
                 y = per_layer[layer].transform(vectors[:, layer])
+                cos, gold, subsets = geometry.row_cosines(y[a], y[b]), pairs[name]["score"].to_numpy(), pairs[name]["subset"].to_numpy()
                 rows.append(
                     {
                         "dataset": STS_LABELS[name],
                         "variant": variant,
                         "layer": layer,
-                        "spearman_x100": metrics.spearman_x100(geometry.row_cosines(y[a], y[b]), pairs[name]["score"]),
+                        "spearman_x100": metrics.spearman_x100(cos, gold),
+                        "subset_mean_spearman_x100": np.mean(
+                            [metrics.spearman_x100(cos[subsets == s], gold[subsets == s]) for s in np.unique(subsets) if (subsets == s).sum() > 2] or [np.nan]
+                        ),
                         "n_pairs": len(a),
                         "n_sentences": len(vectors),
                     }
@@ -164,6 +171,14 @@ ch.say(
     + " (0 is the embedding output); the paper's tables search the contextual layers 1-12 of its base models, so a best layer "
     "of 0 here has no counterpart there."
 )
+years = best[(best["variant"] == "raw") & best["dataset"].str.startswith("STS-1")]
+if len(years):
+    ch.show(
+        years[["model", "dataset", "layer", "spearman_x100", "subset_mean_spearman_x100"]],
+        "STS 2012-2016, raw vectors at the best layer: Spearman × 100 over all pairs of a year pooled (as above, and as MTEB) "
+        "and averaged over the year's subsets (as SentEval reports them)",
+        precision=2,
+    )
 paper_sts = paper.table("luo2021", "sts")
 paper_sts["cell"] = paper_sts["paper_spearman_x100"].map("{:.2f}".format) + paper_sts["paper_layer"].map(lambda v: "" if pd.isna(v) else f" ({int(v)})")
 paper_wide = paper_sts.pivot_table(index=["model", "paper_variant", "paper_source"], columns="paper_dataset", values="cell", aggfunc="first", sort=False)
