@@ -151,7 +151,7 @@ def test_new_loaders_count_what_the_releases_hold(shared_data):
     assert len(tasks.wic("train")) == 5428 and len(tasks.wic("dev")) == 638
     assert tasks.wic("train")["same_sense"].mean() == 0.5
     counts = {name: len(tasks.sts_pairs(name)) for name in tasks.STS_SETS}
-    assert counts == {"stsb": 1379, "sick": 4906, "sts12": 3108, "sts13": 1500, "sts14": 3750, "sts15": 3000, "sts16": 1186}
+    assert counts == {"stsb": 1379, "sick": 4906, "sickall": 9840, "sts12": 3108, "sts13": 1500, "sts14": 3750, "sts15": 3000, "sts16": 1186}
     assert tasks.sts_pairs("sts12")["score"].between(0, 5).all()
     assert [len(registry.load("sst5", s)) for s in ("train", "dev", "test")] == [8544, 1101, 2210]
     assert set(registry.load("sst5", "dev")["label"]) == {0, 1, 2, 3, 4}

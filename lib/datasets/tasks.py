@@ -37,8 +37,17 @@ def sample_sentences(name: str, split: str, n: int, seed: int, column: str = "se
     return frame[column].iloc[draw(np.random.default_rng(seed), len(frame), n)].tolist()
 
 
-STS_SETS = ["stsb", "sick", "sts12", "sts13", "sts14", "sts15", "sts16"]
-STS_LABELS = {"stsb": "STS-B", "sick": "SICK-R", "sts12": "STS-12", "sts13": "STS-13", "sts14": "STS-14", "sts15": "STS-15", "sts16": "STS-16"}
+STS_SETS = ["stsb", "sick", "sickall", "sts12", "sts13", "sts14", "sts15", "sts16"]
+STS_LABELS = {
+    "stsb": "STS-B",
+    "sick": "SICK-R",
+    "sickall": "SICK-R (all pairs)",
+    "sts12": "STS-12",
+    "sts13": "STS-13",
+    "sts14": "STS-14",
+    "sts15": "STS-15",
+    "sts16": "STS-16",
+}
 
 
 def wic(split: str) -> pd.DataFrame:
@@ -60,15 +69,16 @@ def wic(split: str) -> pd.DataFrame:
 def sts_pairs(name: str) -> pd.DataFrame:
     """Scored sentence pairs of an STS-style set: subset, sentence1, sentence2, score.
 
-    stsb: the STS Benchmark test split; sick: the SICK test split (SemEval_set TEST), relatedness
-    score; sts12-16: every subset of the year's test set, unscored pairs (empty gold line) skipped."""
+    stsb: the STS Benchmark test split; sick: the SICK test split (SemEval_set TEST; SentEval's and the paper's),
+    relatedness score; sickall: all 9,840 pairs of the SICK release (MTEB scores all pairs of its copy, 9,927 rows); sts12-16: every subset of the year's test
+    set, unscored pairs (empty gold line) skipped."""
     require(name in STS_SETS, f"unknown STS set {name!r}; known: {', '.join(STS_SETS)}")
-    if name == "sick":
+    if name in ("sick", "sickall"):
         frame = load("sick", "all")
-        frame = frame[frame["SemEval_set"] == "TEST"]
+        frame = frame[frame["SemEval_set"] == "TEST"] if name == "sick" else frame
         return pd.DataFrame(
             {
-                "subset": "test",
+                "subset": "test" if name == "sick" else "all",
                 "sentence1": frame["sentence_A"].to_numpy(),
                 "sentence2": frame["sentence_B"].to_numpy(),
                 "score": frame["relatedness_score"].astype(float).to_numpy(),
