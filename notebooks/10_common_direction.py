@@ -93,7 +93,7 @@ for spec in specs:
     w = vocabulary.embedding_matrix(lm)
     centered = Center().fit(w).transform(w)
     sample = np.sort(np.random.default_rng(seed).choice(len(w), size=min(plane_points, len(w)), replace=False))
-    unused, how = vocabulary.never_trained(lm)
+    unused, how, _ = vocabulary.reference_tokens(lm)
     checked = w if not check_rows or check_rows >= len(w) else w[np.sort(np.random.default_rng(seed).choice(len(w), size=check_rows, replace=False))]
     for label, matrix in (("raw", w), ("centered", centered)):
         views[f"{lm.name}, {label}"] = geometry.svd_plane(matrix[sample])
@@ -111,7 +111,7 @@ for spec in specs:
         "check_rows": len(checked),
         "mean_pairwise_cosine_brute_force": isotropy.mean_pairwise_cosine(checked),
         "mean_pairwise_cosine_from_mean_unit_vector": isotropy.cosine_from_mean_unit(checked),
-        "never_trained": how,
+        "reference_tokens": how,
     }
     results.table(pd.DataFrame([row]), "embedding_matrix", spec, parameters, {"name": lm.name, "width": w.shape[1]})
     summary.append(row)
@@ -121,10 +121,11 @@ summary = pd.DataFrame(summary)
 # %% [markdown]
 # Each panel projects a random sample of the vocabulary on the top two singular vectors of the
 # matrix as it is (raw) and after subtracting the mean (centered), coloured by the embedding's length;
-# never-trained tokens are ringed (chapter 11 looks at them). The cross marks the origin.
+# the reference tokens of chapter 11 are ringed (BERT's never-trained `[unused]` tokens; for a
+# vocabulary without them, its last 1,000 ids, the rarest merges). The cross marks the origin.
 
 # %%
-fig = plotting.plane_views(views, colour, "L2 norm of the (raw) embedding", rings, ring_label="never-trained tokens")
+fig = plotting.plane_views(views, colour, "L2 norm of the (raw) embedding", rings, ring_label="reference tokens (chapter 11)")
 results.figure(fig, "embedding_planes")
 fig = plotting.spectra_and_norms(spectra, norms)
 results.figure(fig, "spectra_and_norms")

@@ -28,8 +28,12 @@
 #
 # Here the corpus is the book's pre-training corpus (Brown + Gutenberg, ~14 MB of text, read
 # through the data setting), tokenized with each model's own tokenizer. MiniLM keeps
-# BERT-uncased's vocabulary, `[unused]` tokens included; for a vocabulary without them the last
-# 1,000 tokens stand in, as the paper does for RoBERTa. The cosine is shown in bins of 1,000
+# BERT-uncased's vocabulary, `[unused]` tokens included. For a vocabulary without them the paper
+# takes RoBERTa's last 1,000 tokens; in a byte-level BPE vocabulary those are the rarest merges,
+# ordinary tokens that did occur in training, so the book calls them *reference tokens* and keeps
+# "never trained" for tokens that truly never occurred: the `[unused]` tokens, and for the book's
+# own models (chapter 05), the ids that never occur in the corpus they were trained on (when the
+# whole corpus is counted). The cosine is shown in bins of 1,000
 # tokens ordered two ways: by **vocabulary index** (the paper's axis; in BERT's WordPiece
 # vocabulary later indices are roughly rarer) and by **frequency in our corpus**.
 
@@ -54,14 +58,15 @@ from lib.measure import vocabulary
 
 specs, results = ch.begin("11_rare_words", profile, models)
 ch.positive_int("bin_size", bin_size)
-documents = corpus_documents(tuple(ch.names(collections, "collections", ("brown", "gutenberg"))))
+collection_list = ch.names(collections, "collections", ("brown", "gutenberg"))
+documents = corpus_documents(tuple(collection_list))
 words = vocabulary.word_counts(documents)
 print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
 parameters = ch.parameters("11_rare_words", globals())
 marks = [0.3, 0.5, 0.98]
 
 # %%
-curves, coverage_rows, by_index, by_frequency = {"whole words": vocabulary.coverage(words)}, [], {}, {}
+curves, coverage_rows, by_index, by_frequency, references = {"whole words": vocabulary.coverage(words)}, [], {}, {}, {}
 coverage_rows.append(
     {
         "unit": "whole words",
@@ -84,14 +89,22 @@ for spec in specs:
     )
     w = vocabulary.embedding_matrix(lm)
     counts = np.pad(counts, (0, max(0, len(w) - len(counts))))[: len(w)]
-    unused, how = vocabulary.never_trained(lm)
+    own_corpus = spec.startswith("trained:") and set(collection_list) == {"brown", "gutenberg"}  # the corpus chapter 05 trained on
+    unused, how, unseen = vocabulary.reference_tokens(lm, counts if own_corpus else None)
     by_index[lm.name] = vocabulary.binned_cosine(w, unused, np.arange(len(w)), bin_size)
     frequency_order = np.lexsort((np.arange(len(w)), -counts))  # most frequent first, ties by index
     by_frequency[lm.name] = vocabulary.binned_cosine(w, unused, frequency_order, bin_size)
-    info = {"name": lm.name, "vocabulary": len(w), "never_trained": how, "never_trained_seen_in_corpus": int((counts[unused] > 0).sum())}
+    references[lm.name] = how
+    info = {
+        "name": lm.name,
+        "vocabulary": len(w),
+        "reference_tokens": how,
+        "never_trained": unseen,
+        "reference_seen_in_corpus": int((counts[unused] > 0).sum()),
+    }
     results.table(by_index[lm.name], "unused_cosine_by_index", spec, parameters, info)
     results.table(by_frequency[lm.name], "unused_cosine_by_frequency", spec, parameters, info)
-    print(f"{lm.name}: never-trained tokens are {how}; {info['never_trained_seen_in_corpus']} of them occur in the corpus")
+    print(f"{lm.name}: the reference tokens are {how}; {info['reference_seen_in_corpus']} of them occur in the corpus")
     del lm
 coverage_table = pd.DataFrame(coverage_rows)
 _ = results.table(coverage_table, "coverage", "corpus", parameters)
@@ -109,12 +122,12 @@ ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (pa
 
 # %%
 results.figure(
-    plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})", "cosine with never-trained tokens, by vocabulary index"),
+    plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})", "cosine with the reference tokens, by vocabulary index"),
     "unused_cosine_by_index",
 )
 results.figure(
     plotting.binned_cosines(
-        by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)", "cosine with never-trained tokens, by corpus frequency"
+        by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)", "cosine with the reference tokens, by corpus frequency"
     ),
     "unused_cosine_by_frequency",
 )
@@ -131,7 +144,8 @@ for name in by_index:
         else f"the vocabulary has only {len(f)} bin(s) of {bin_size:,}, too few to compare frequent with rare tokens"
     )
     lines.append(
-        f"- **{name}**: mean cosine with never-trained tokens {f['mean_cosine'].iloc[0]:.2f} for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
+        f"- **{name}** (reference: {references[name]}): mean cosine with the reference tokens {f['mean_cosine'].iloc[0]:.2f} "
+        f"for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
         f"most frequent tokens of our corpus, {rarest}; by vocabulary index it ranges from {by_index[name]['mean_cosine'].min():.2f} "
         f"to {by_index[name]['mean_cosine'].max():.2f}."
     )

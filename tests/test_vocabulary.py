@@ -1,4 +1,4 @@
-"""Coverage counts, never-trained tokens, binned cosines, single-token filtering, and the Appendix A identity."""
+"""Coverage counts, reference tokens, binned cosines, single-token filtering, and the Appendix A identity."""
 
 from __future__ import annotations
 
@@ -25,15 +25,22 @@ def test_token_counts_match_the_tokenizer(minilm):
     assert counts[the] == 2 and counts[good] == 3 and counts.sum() == 8
 
 
-def test_never_trained_tokens(minilm):
-    ids, how = vocabulary.never_trained(minilm)
-    assert len(ids) == 994 and "[unused]" in how
+def test_reference_tokens_say_whether_they_were_never_trained(minilm):
+    ids, how, unseen = vocabulary.reference_tokens(minilm)
+    assert len(ids) == 994 and "[unused]" in how and unseen
     assert all(t.startswith("[unused") for t in minilm.tokenizer.convert_ids_to_tokens(ids.tolist()))
     gpt2 = tiny_model("gpt2")  # its own small BPE vocabulary, no [unused] tokens
-    ids, how = vocabulary.never_trained(gpt2, fallback=100)
-    assert ids[-1] == gpt2.model.get_input_embeddings().weight.shape[0] - 1 and len(ids) == 100 and "last 100" in how
+    size = gpt2.model.get_input_embeddings().weight.shape[0]
+    ids, how, unseen = vocabulary.reference_tokens(gpt2, fallback=100)
+    assert ids[-1] == size - 1 and len(ids) == 100 and "last 100" in how and "rarest merges" in how and not unseen
+    counts = np.ones(size, dtype=int)
+    counts[[5, 9]] = 0
+    counts[gpt2.tokenizer.all_special_ids] = 0  # special tokens never occur in the text, yet they are trained
+    ids, how, unseen = vocabulary.reference_tokens(gpt2, counts, fallback=100)
+    assert ids.tolist() == [5, 9] and "never occur" in how and unseen
+    assert not vocabulary.reference_tokens(gpt2, np.ones(size, dtype=int), fallback=100)[2]  # every id seen: the fallback
     with pytest.raises(BookError, match="only"):
-        vocabulary.never_trained(gpt2, fallback=10**6)
+        vocabulary.reference_tokens(gpt2, fallback=10**6)
 
 
 def test_binned_cosine_equals_brute_force():

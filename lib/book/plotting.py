@@ -301,7 +301,7 @@ def coverage_curves(curves: dict[str, np.ndarray], marks: list[float]):
 
 
 def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str, title: str):
-    """Mean cosine between never-trained tokens and each bin of the vocabulary, one line per model."""
+    """Mean cosine between the reference tokens and each bin of the vocabulary, one line per model."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["bin_start"], t["mean_cosine"], "-o", ms=3, color=color, label=name)

@@ -1,5 +1,5 @@
 """The static (input) embedding matrix and the vocabulary behind it: corpus frequencies of each
-token, how many tokens cover a share of the corpus, never-trained tokens, and cosine similarity
+token, how many tokens cover a share of the corpus, the reference tokens (never trained, or the rarest), and cosine similarity
 between token groups (Biš et al. 2021, §4.2)."""
 
 from __future__ import annotations
@@ -56,16 +56,23 @@ def items_for_share(counts: np.ndarray, shares: Sequence[float]) -> list[int]:
 _UNUSED = re.compile(r"^\[unused\d+\]$")
 
 
-def never_trained(lm: LoadedModel, fallback: int = 1000) -> tuple[np.ndarray, str]:
-    """Token ids that were never used in training: BERT's `[unusedN]` tokens where the vocabulary has them,
-    otherwise (as Biš et al. do for RoBERTa) the last `fallback` ids of the vocabulary. Returns (ids, how chosen)."""
+def reference_tokens(lm: LoadedModel, training_counts: np.ndarray | None = None, fallback: int = 1000) -> tuple[np.ndarray, str, bool]:
+    """The tokens the vocabulary is compared with (Biš et al. 2021, §4.2), how they were chosen, and whether they truly
+    never occurred in training. In order: BERT's `[unusedN]` tokens where the vocabulary has them; for a model trained
+    on a known corpus (`training_counts`: each id's count there), the ids that never occur in it, special tokens left
+    out; otherwise the last `fallback` ids, as Biš et al. do for RoBERTa, which in a BPE vocabulary are its rarest
+    merges, not tokens unseen in training."""
     vocab = lm.tokenizer.get_vocab()
     unused = np.array(sorted(i for t, i in vocab.items() if _UNUSED.match(t)), dtype=np.int64)
     if len(unused):
-        return unused, f"the {len(unused)} [unused] tokens"
+        return unused, f"the {len(unused)} [unused] tokens (never used in training)", True
     size = lm.model.get_input_embeddings().weight.shape[0]
+    if training_counts is not None:
+        unseen = np.setdiff1d(np.flatnonzero(np.asarray(training_counts)[:size] == 0), lm.tokenizer.all_special_ids)
+        if len(unseen):
+            return unseen, f"the {len(unseen)} ids that never occur in the model's training corpus", True
     require(fallback < size, f"the vocabulary has only {size} tokens; cannot take the last {fallback}")
-    return np.arange(size - fallback, size), f"the last {fallback} ids of the vocabulary (no [unused] tokens)"
+    return np.arange(size - fallback, size), f"the last {fallback} ids of the vocabulary (its rarest merges; not unseen in training)", False
 
 
 def binned_cosine(w: np.ndarray, reference: np.ndarray, order: np.ndarray, bin_size: int = 1000) -> pd.DataFrame:
