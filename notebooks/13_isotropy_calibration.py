@@ -188,6 +188,36 @@ ch.show(
 )
 
 # %% [markdown]
+# ### Which space did the paper measure?
+#
+# Ding et al. write that they measure "the output embedding space" with I1 and I2, defined on
+# the rows of an embedding matrix W. Their uncalibrated I1 differs by task (0.95 on STS-B, 0.93
+# on MNLI, 0.91 elsewhere) while the three models' token-embedding matrices differ entirely, so
+# their W is most likely the fine-tuned model's output embeddings of each task's data, not the
+# token-embedding matrix. The book therefore measures both after every run: `I1`/`I2` of the
+# token-embedding matrix, and `I1_context`/`I2_context` of the mean-pooled output embeddings of
+# the development examples (what the classifier sees). Neither is certain to be the paper's
+# quantity, and the paper's own pairs cannot all be right: if every Z(c) lies within a factor I1
+# of the largest, their standard deviation over their mean cannot exceed (1 − I1) / (1 + I1).
+
+# %% tags=["hide-input"]
+lowest = iso_paper["paper_I1"] - 0.005  # the smallest value that prints as the paper's two decimals
+bound = (1 - lowest) / (1 + lowest)
+impossible = iso_paper[iso_paper["paper_I2"] > bound]
+spaces = summary.groupby("method")[["I1_mean", "I1_context_mean"]].mean()
+ch.say(
+    f"- In Ding et al.'s Table 4, {len(impossible)} of {len(iso_paper)} (I1, I2) pairs have I2 above that bound, even allowing for the "
+    "rounding of the printed I1 (for I1 = 0.91 the "
+    f"largest possible I2 is {(1 - 0.91) / (1 + 0.91):.3f}; beside I1 = 0.91 the table prints I2 from "
+    f"{iso_paper.loc[iso_paper['paper_I1'] == 0.91, 'paper_I2'].min():.2f} to {iso_paper.loc[iso_paper['paper_I1'] == 0.91, 'paper_I2'].max():.2f}), "
+    "so at least one of the two columns is not what Appendix A defines.\n"
+    + "\n".join(
+        f"- Ours, {method}: I1 of the token-embedding matrix {r.I1_mean:.3f}, of the development embeddings {r.I1_context_mean:.3f}."
+        for method, r in spaces.iterrows()
+    )
+)
+
+# %% [markdown]
 # ## Ours next to the paper, method by method
 #
 # Each calibration method averaged over the tasks: the change in score against the uncalibrated

@@ -102,6 +102,7 @@ def test_twenty_step_fine_tune_reduces_the_loss_and_learns_the_task():
     )
     assert out.score == 100.0
     assert 0 < out.i1 <= 1 and out.i2 >= 0 and out.seconds_per_epoch > 0
+    assert 0 < out.i1_context <= 1 and out.i2_context >= 0
 
 
 def test_predictions_scored_longest_first_come_back_in_the_rows_order():
@@ -109,10 +110,11 @@ def test_predictions_scored_longest_first_come_back_in_the_rows_order():
     lm = tiny_model("bert")
     frame = pd.DataFrame({"text1": GOOD + BAD + ["a long and winding sentence about a film that is neither good nor bad at all"], "text2": "", "label": 0.0})
     model = finetune.SequenceModel(lm.model, lm.width, 1)
-    batched = finetune.predict(model, lm.tokenizer, frame, 64, lm.device, regression=True)
-    alone = np.array([finetune.predict(model, lm.tokenizer, frame.iloc[[i]], 64, lm.device, regression=True)[0] for i in range(len(frame))])
-    assert np.abs(batched - alone).max() < 1e-4 and np.unique(np.round(alone, 3)).size > 5  # float32 sums in another order
-    classes = finetune.predict(finetune.SequenceModel(lm.model, lm.width, 3), lm.tokenizer, frame, 64, lm.device, regression=False)
+    batched, pooled = finetune.predict(model, lm.tokenizer, frame, 64, lm.device, regression=True)
+    alone = [finetune.predict(model, lm.tokenizer, frame.iloc[[i]], 64, lm.device, regression=True) for i in range(len(frame))]
+    assert np.abs(batched - np.array([a[0][0] for a in alone])).max() < 1e-4 and np.unique(np.round(batched, 3)).size > 5  # float32 sums in another order
+    assert pooled.shape == (len(frame), lm.width) and np.abs(pooled - np.concatenate([a[1] for a in alone])).max() < 1e-4  # embeddings in row order
+    classes = finetune.predict(finetune.SequenceModel(lm.model, lm.width, 3), lm.tokenizer, frame, 64, lm.device, regression=False)[0]
     assert classes.dtype == np.int64 and set(classes) <= {0, 1, 2}
 
 

@@ -109,11 +109,14 @@ def spectrum_target(w: torch.Tensor, cfg: FinetuneConfig) -> torch.Tensor:
 
 @dataclass
 class FinetuneResult:
-    """Dev score (×100), isotropy of W after fine-tuning, seconds per epoch, optimiser steps, and the loss per epoch."""
+    """Dev score (×100), isotropy after fine-tuning of the token-embedding matrix W (i1, i2) and of the development
+    examples' pooled output embeddings (i1_context, i2_context), seconds per epoch, optimiser steps, loss per epoch."""
 
     score: float
     i1: float
     i2: float
+    i1_context: float
+    i2_context: float
     seconds_per_epoch: float
     steps: int
     history: pd.DataFrame
@@ -136,19 +139,22 @@ def _batches(tokenizer, frame: pd.DataFrame, order: np.ndarray, size: int, max_l
         yield {k: v.to(device) for k, v in enc.items()}, torch.tensor(rows["label"].to_numpy()).to(device)
 
 
-def predict(model: SequenceModel, tokenizer, frame: pd.DataFrame, max_length: int, device: torch.device, regression: bool) -> np.ndarray:
-    """The model's prediction (a value for regression, else a class) for every row of frame, in frame's order; rows
-    are scored longest first, 64 at a time, in eval mode."""
+def predict(model: SequenceModel, tokenizer, frame: pd.DataFrame, max_length: int, device: torch.device, regression: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The model's prediction (a value for regression, else a class) and pooled output embedding (n, width) for every
+    row of frame, in frame's order; rows are scored longest first, 64 at a time, in eval mode."""
     model.eval()
     longest_first = np.argsort(-token_lengths(tokenizer, frame, max_length), kind="stable")
-    outputs = []
+    outputs, embeddings = [], []
     with torch.no_grad():
         for batch, _ in _batches(tokenizer, frame, longest_first, 64, max_length, device):
-            out = model(batch)[0]
+            out, pooled = model(batch)
             outputs.append(out.squeeze(-1) if regression else out.argmax(dim=-1))
+            embeddings.append(pooled.double())
     predicted = np.empty(len(frame), dtype=np.float64 if regression else np.int64)
     predicted[longest_first] = torch.cat(outputs).cpu().numpy()
-    return predicted
+    pooled = np.empty((len(frame), embeddings[0].shape[1]))
+    pooled[longest_first] = torch.cat(embeddings).cpu().numpy()
+    return predicted, pooled
 
 
 def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, desc: str = "") -> FinetuneResult:
@@ -196,12 +202,14 @@ def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
             task_total, extra_total, n = task_total + task_loss.item(), extra_total + extra.item(), n + 1
         seconds.append(time.perf_counter() - start)
         history.append({"epoch": epoch, "task_loss": task_total / n, "calibration_loss": extra_total / n, "seconds": seconds[-1]})
-    predicted = predict(model, lm.tokenizer, dev_set, cfg.max_length, lm.device, regression)
-    measures = isotropy.partition_measures(w.detach().double().cpu().numpy())
+    predicted, pooled = predict(model, lm.tokenizer, dev_set, cfg.max_length, lm.device, regression)
+    measures, context = isotropy.partition_measures(w.detach().double().cpu().numpy()), isotropy.partition_measures(pooled)
     return FinetuneResult(
         glue_score(GLUE_TASKS[task][1], dev_set["label"].to_numpy(), predicted),
         measures["I1"],
         measures["I2"],
+        context["I1"],
+        context["I2"],
         float(np.mean(seconds)),
         cfg.epochs * -(-len(train_set) // cfg.batch_size),
         pd.DataFrame(history),
@@ -240,6 +248,8 @@ def cached_run(
         "score": out.score,
         "I1": out.i1,
         "I2": out.i2,
+        "I1_context": out.i1_context,
+        "I2_context": out.i2_context,
         "seconds_per_epoch": out.seconds_per_epoch,
         "final_task_loss": float(out.history["task_loss"].iloc[-1]),
         "final_calibration_loss": float(out.history["calibration_loss"].iloc[-1]),
@@ -299,6 +309,8 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                 "I1_std": group["I1"].std(ddof=1),
                 "I2_mean": group["I2"].mean(),
                 "I2_std": group["I2"].std(ddof=1),
+                "I1_context_mean": group["I1_context"].mean() if "I1_context" in group else float("nan"),
+                "I2_context_mean": group["I2_context"].mean() if "I2_context" in group else float("nan"),
                 "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan"),
             }
         )
