@@ -222,9 +222,9 @@ ch.show(
 )
 
 # %% [markdown]
-# A lower threshold flags more dimensions in single layers; the model-level outliers, flagged in
-# at least half of the contextual layers, change far less, because they stand out in layer after
-# layer.
+# A lower threshold flags more dimensions in single layers. A dimension becomes a model-level
+# outlier only when it crosses the threshold in at least half of the contextual layers, so compare
+# the two count columns: the second grows only with dimensions that stand out in many layers.
 #
 # :::{solution-end}
 # :::

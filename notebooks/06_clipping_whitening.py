@@ -242,9 +242,10 @@ for layer in range(1, vectors.shape[1]):
 ch.show(pd.DataFrame(rows), f"{list(aniso)[-1]}: clipping at two thresholds (flags from the measured tokens' mean)", precision=3)
 
 # %% [markdown]
-# Zeroing more of the dimensions that carry the common direction lowers the random-pair cosine
-# further, but each zeroed dimension also removes whatever word information it held; whitening
-# removes the common direction without discarding dimensions.
+# Zeroing more dimensions removes more of what all vectors share, which is expected to lower the
+# random-pair cosine (compare the two cosine columns), but each zeroed dimension also removes
+# whatever word information it held; whitening removes the common direction without discarding
+# dimensions.
 #
 # :::{solution-end}
 # :::

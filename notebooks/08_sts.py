@@ -296,8 +296,8 @@ for name, table in scores.values():
 ch.show(pd.DataFrame(rows), "Expected spread of a 300-pair score around this run's raw last-layer score", precision=2)
 
 # %% [markdown]
-# Differences between the variants of a few tenths of a point, as in the tables above, are far
-# inside these intervals: on 300 pairs they could not be told apart.
+# Compare these widths with the differences between the variants in the tables above: a
+# difference much smaller than the interval could not be told apart on 300 pairs.
 #
 # :::{solution-end}
 # :::

@@ -212,7 +212,8 @@ full = by_frequency[list(by_frequency)[-1]]
 ch.say(
     f"**{list(by_frequency)[-1]}**: with bins of {bin_size:,} the mean cosine rises in {int((full['mean_cosine'].diff() > 0).sum())} of "
     f"{max(0, len(full) - 1)} steps; with bins of {max(1, bin_size // 2):,} in {int((half['mean_cosine'].diff() > 0).sum())} of {max(0, len(half) - 1)}. "
-    "Smaller bins average fewer tokens, so the curve is noisier step by step while its trend from frequent to rare stays."
+    "Smaller bins average fewer tokens, so each step of the curve is noisier; a trend from frequent to rare tokens that is real "
+    "shows in both."
 )
 
 # %% [markdown]
