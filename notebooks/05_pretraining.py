@@ -198,7 +198,7 @@ ch.show(
     "final validation perplexity, and the perplexity of token frequencies alone (no context)",
     precision=2,
 )
-results.table(summary, "summary", "trained", parameters)
+results.table(summary, "summary", "trained", parameters, {"name": f"{run_names[0]} vs {run_names[1]}"})
 ch.show(
     paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]],
     "Luo et al. (2021), §3 (paper): RoBERTa-base pre-trained on Wikipedia, 200k steps × 256 sequences of up to 512 tokens",

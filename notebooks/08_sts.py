@@ -99,7 +99,7 @@ for name, frame in pairs.items():
         }
     )
 baseline = pd.DataFrame(baseline)
-_ = results.table(baseline, "glove_baseline", "glove-6b-50d", parameters)
+_ = results.table(baseline, "glove_baseline", "glove-6b-50d", parameters, {"name": "GloVe 6B 50-d"})
 
 # %% [markdown]
 # ## Contextual models, every layer

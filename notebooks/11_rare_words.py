@@ -107,7 +107,7 @@ for spec in specs:
     print(f"{lm.name}: the reference tokens are {how}; {info['reference_seen_in_corpus']} of them occur in the corpus")
     del lm
 coverage_table = pd.DataFrame(coverage_rows)
-_ = results.table(coverage_table, "coverage", "corpus", parameters)
+_ = results.table(coverage_table, "coverage", "corpus", parameters, {"name": "every model's tokenizer"})
 
 # %% [markdown]
 # ## How few tokens cover the corpus

@@ -120,7 +120,7 @@ ch.show(
 # %% tags=["hide-output"]
 runs = finetune.run_grid(specs, splits, method_list, list(range(seed, seed + seeds)), base, epochs_by_task, device, dtype)
 for spec in specs:
-    results.table(runs[runs["spec"] == spec], "runs", spec, parameters)
+    results.table(runs[runs["spec"] == spec], "runs", spec, parameters, {"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]})
 
 # %% [markdown]
 # ## Scores, isotropy and time, by method

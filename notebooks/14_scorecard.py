@@ -64,7 +64,7 @@ tested = card[~card["verdict"].isin([scorecard.UNTESTABLE, scorecard.NOT_RUN])]
 
 # %%
 marks = {scorecard.HOLDS: "✓", scorecard.MIXED: "◐", scorecard.FAILS: "✗", scorecard.UNTESTABLE: "n/t", scorecard.NOT_RUN: "–"}
-glance = tested.assign(mark=tested["verdict"].map(marks)).pivot_table(index=["claim_id", "claim"], columns="model", values="mark", aggfunc="first", sort=False)
+glance = tested.assign(mark=tested["verdict"].map(marks)).pivot_table(index="claim_id", columns="model", values="mark", aggfunc="first", sort=False)
 ch.show(glance.fillna("–").reset_index(), f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, n/t not testable, – not run)")
 counts = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(scorecard.VERDICTS), fill_value=0)
 ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
