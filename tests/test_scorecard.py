@@ -147,3 +147,12 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     summary = edition.scorecard_summary("planted")
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| luo2021 | 1 | 1 | 0 | 0 |" in summary and "| ding2022 | 0 | 0 | 1 | 1 |" in summary
+
+
+def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):
+    registry, root = planted
+    Results("12_isotropy_word_similarity", "planted", root=root).table(pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.5, 0.9]}), "isotropy", "beta", {})
+    Results("02_outlier_neurons", "planted", root=root).table(pd.DataFrame({"x": [1]}), "t", "beta", {}, {"name": "Beta model"})
+    tables = scorecard.Tables("planted", root=root)
+    assert tables.name("beta", "12_isotropy_word_similarity") == "Beta model"  # its own chapter recorded no name
+    assert tables.name("alpha", "12_isotropy_word_similarity") == "Alpha" and tables.name("nobody", "01_anisotropy") == "nobody"

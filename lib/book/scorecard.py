@@ -90,12 +90,16 @@ class Tables:
         return sorted(p.parent.parent.name for p in self.root.glob(f"*/{chapter}/{table}.csv"))
 
     def name(self, model: str, chapter: str) -> str:
-        """The model's name as its chapter recorded it (meta.json), else its folder."""
-        meta = self.root / model / chapter / "meta.json"
-        try:
-            return json.loads(meta.read_text(encoding="utf-8"))["model_info"].get("name") or model
-        except (OSError, ValueError, KeyError, AttributeError):
-            return model
+        """The model's name as a chapter recorded it (meta.json: this chapter's first, then any other's), else its folder."""
+        folder = self.root / model
+        for meta in [folder / chapter / "meta.json", *sorted(folder.glob("*/meta.json"))]:
+            try:
+                name = json.loads(meta.read_text(encoding="utf-8"))["model_info"].get("name")
+            except (OSError, ValueError, KeyError, AttributeError):
+                continue
+            if name:
+                return name
+        return model
 
 
 Rule = Callable[[Tables, str, Claim], Outcome]
