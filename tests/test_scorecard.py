@@ -151,8 +151,10 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
 
 def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):
     registry, root = planted
-    Results("12_isotropy_word_similarity", "planted", root=root).table(pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.5, 0.9]}), "isotropy", "beta", {})
-    Results("02_outlier_neurons", "planted", root=root).table(pd.DataFrame({"x": [1]}), "t", "beta", {}, {"name": "Beta model"})
+    Results("12_isotropy_word_similarity", "planted", root=root).table(
+        pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.5, 0.9]}), "isotropy", "delta", {}
+    )
+    Results("02_outlier_neurons", "planted", root=root).table(pd.DataFrame({"x": [1]}), "t", "delta", {}, {"name": "Delta model"})
     tables = scorecard.Tables("planted", root=root)
-    assert tables.name("beta", "12_isotropy_word_similarity") == "Beta model"  # its own chapter recorded no name
+    assert tables.name("delta", "12_isotropy_word_similarity") == "Delta model"  # its own chapter recorded no name
     assert tables.name("alpha", "12_isotropy_word_similarity") == "Alpha" and tables.name("nobody", "01_anisotropy") == "nobody"
