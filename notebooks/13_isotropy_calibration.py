@@ -342,7 +342,6 @@ if curves:
 # :::
 
 # %%
-tested = summary.dropna(subset=["p"])
 cells = tested[(tested["p"] < 0.05) | (tested["p_student"] < 0.05)]
 ch.show(
     cells[["model", "task", "method", "difference", "p", "p_student"]] if len(cells) else pd.DataFrame({"result": ["no cell has p < 0.05 under either test"]}),

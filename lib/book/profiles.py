@@ -15,7 +15,7 @@ from .sources import chapters, declared_parameters
 PROFILES = REPO_ROOT / "profiles"
 SHARED = "all"  # profile section whose values go to every chapter that declares them
 
-_KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
 
 
 def checked_value(chapter: str, name: str, value: Any) -> Any:
@@ -36,7 +36,7 @@ def checked_value(chapter: str, name: str, value: Any) -> Any:
             number = None
         if number is not None and (kind is float or number.is_integer()):
             return kind(number)
-    raise BookError(f"{chapter}: parameter {name} must be {_KINDS.get(kind, kind.__name__)} like its default {default!r}, got {value!r}")
+    raise BookError(f"{chapter}: parameter {name} must be {KINDS.get(kind, kind.__name__)} like its default {default!r}, got {value!r}")
 
 
 def load_profile(profile: str) -> dict[str, dict[str, Any]]:

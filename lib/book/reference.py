@@ -15,7 +15,7 @@ from typing import Any
 import jupytext
 
 from ..errors import require
-from .profiles import load_profile
+from .profiles import KINDS, load_profile
 from .sources import declared_parameters, source_file
 
 SHARED_MEANINGS = {
@@ -34,7 +34,6 @@ ALLOWED = {
     "clip": "model, layer",
 }
 _LISTS = ("tasks", "methods", "datasets", "collections")  # comma-separated subsets of the default's names
-_KINDS = {bool: "true or false", int: "an integer", float: "a number", list: "a list like the default", dict: "a mapping with the default's keys"}
 PROFILES = ("quick", "paper")
 
 
@@ -61,7 +60,7 @@ def allowed(name: str, default: Any) -> str:
         return ALLOWED[name]
     if name in _LISTS:
         return "comma-separated, any of: " + ", ".join(default.split(","))
-    return _KINDS.get(type(default), "a string")
+    return KINDS.get(type(default), "a string")
 
 
 def reference(chapter: str) -> list[dict[str, Any]]:
