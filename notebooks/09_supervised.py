@@ -35,7 +35,8 @@
 # - IMDB reviews are often longer than the model's 512-token limit; they are **truncated** to it
 #   (the extraction prints how many were cut).
 # - Sentence vectors: the mean of all token vectors of the layer, special tokens included
-#   (`-p pool_special false`: the sentence's subword vectors only, as in the paper and the `paper` profile).
+#   (the pooling the paper cites, Reimers & Gurevych 2019; see chapter 08; `-p pool_special false`: the
+#   sentence's own subword vectors only).
 #   Clipping zeroes, in every layer, the model-level outlier dimensions (chapter 02's criterion)
 #   of the training texts' token vectors, the paper's protocol (`-p clip layer`: each layer's own
 #   flagged dimensions); whitening is fitted on the training texts' sentence vectors.
@@ -57,7 +58,7 @@ bias = False  # the paper's classifier is W alone
 z_threshold = 10.0  # outlier criterion of chapter 02
 clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
 min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
-pool_special = True  # mean pooling includes [CLS]/[SEP] (the sentence-transformers' pooling); the paper profile pools the sentence's subwords only
+pool_special = True  # mean pooling includes [CLS]/[SEP] (the sentence-transformers' pooling, which the paper cites); false: the sentence's subwords only
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
 dtype = "float32"

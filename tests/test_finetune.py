@@ -186,6 +186,8 @@ def test_summary_statistics_by_hand():
             "score": [80.0, 81.0, 79.0, 70.0, 71.0, 69.5, 50.0, 60.0],
             "I1": [0.8, 0.8, 0.8, 0.9, 0.92, 0.94, 0.8, 0.85],
             "I2": [0.1] * 8,
+            "I1_context": [0.5, 0.5, 0.5, 0.6, 0.6, 0.6, 0.4, 0.3],
+            "I2_context": [0.2] * 8,
             "seconds_per_epoch": [10.0, 10.0, 10.0, 12.0, 13.0, 14.0, 5.0, 20.0],
         }
     )
@@ -198,3 +200,16 @@ def test_summary_statistics_by_hand():
     assert cos["significant"] and cos["time_ratio"] == pytest.approx(1.3) and cos["I1_mean"] == pytest.approx(0.92) and cos["I1_std"] == pytest.approx(0.02)
     flow = summary.loc[("B", "flow")]  # one run each: no t-test, but the difference and time ratio are defined
     assert np.isnan(flow["p"]) and not flow["significant"] and flow["difference"] == pytest.approx(10.0) and flow["time_ratio"] == pytest.approx(4.0)
+    overview = finetune.method_overview(finetune.summarise(runs)).set_index("method")
+    assert overview.loc["cosreg", "I1_output"] == pytest.approx(0.6) and overview.loc["cosreg", "I1_output_uncalibrated"] == pytest.approx(
+        0.45
+    )  # over both tasks
+    assert overview.loc["cosreg", "I1_W"] == pytest.approx(0.92) and overview.loc["cosreg", "significantly_better"] == 0
+    assert overview.loc["cosreg", "significantly_worse"] == 1 and overview.loc["flow", "mean_difference"] == pytest.approx(10.0)
+
+
+def test_the_papers_table_4_fills_the_output_columns_only():
+    from lib.book import paper
+
+    theirs = finetune.method_overview(paper.ding_glue_summary())
+    assert theirs["I1_output"].between(0, 1).all() and theirs["I1_W"].isna().all()

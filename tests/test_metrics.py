@@ -1,4 +1,4 @@
-"""Threshold accuracy and Spearman against direct computation and scipy."""
+"""Threshold accuracy, Spearman and the paired perplexity ratio against direct computation and scipy."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from scipy.stats import rankdata
 
 from lib.errors import BookError
+from lib.measure import metrics
 from lib.measure.metrics import spearman_x100, threshold_accuracies
 
 
@@ -39,6 +40,9 @@ def test_glove_sentence_vectors_average_known_words():
     expected = matrix[[index["the"], index["cat"], index[","], index["."]]].mean(axis=0)
     np.testing.assert_allclose(out[0], expected, rtol=1e-6)
     assert (out[1] == 0).all() and coverage == pytest.approx(4 / 6)
+    words, word_coverage = glove.sentence_vectors(["The cat, zzzqqqxx.", "zzzqqqxx"], punctuation=False)
+    np.testing.assert_allclose(words[0], matrix[[index["the"], index["cat"]]].mean(axis=0), rtol=1e-6)
+    assert word_coverage == pytest.approx(2 / 4)
 
 
 def test_pearson_matches_numpy():
@@ -47,3 +51,19 @@ def test_pearson_matches_numpy():
     rng = np.random.default_rng(1)
     a, b = rng.normal(size=50), rng.normal(size=50)
     assert pearson_x100(a, a + b) == pytest.approx(100 * np.corrcoef(a, a + b)[0, 1])
+
+
+def test_perplexity_ratio_is_exp_of_the_loss_gap_with_an_interval_around_it():
+    rng = np.random.default_rng(0)
+    counts = rng.integers(5, 15, size=400).astype(float)
+    sums_a = counts * rng.normal(4.0, 0.3, size=400)
+    sums_b = sums_a + counts * rng.normal(0.1, 0.05, size=400)  # b is worse by 0.1 nats per token on average
+    ratio, low, high = metrics.perplexity_ratio(sums_a, sums_b, counts, n_resamples=2000)
+    assert ratio == pytest.approx(np.exp((sums_b.sum() - sums_a.sum()) / counts.sum()))
+    assert low < ratio < high and 1.0 < low and high < np.exp(0.12)
+    # paired: a shared per-block difficulty does not widen the interval
+    shift = counts * rng.normal(0, 2.0, size=400)
+    again = metrics.perplexity_ratio(sums_a + shift, sums_b + shift, counts, n_resamples=2000)
+    assert again[0] == pytest.approx(ratio) and again[2] - again[1] == pytest.approx(high - low, rel=0.2)
+    with pytest.raises(BookError):
+        metrics.perplexity_ratio(sums_a, sums_b[:-1], counts)

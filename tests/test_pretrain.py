@@ -109,6 +109,30 @@ def test_masked_loss_equals_the_full_model_loss(tokenizer, blocks):
     assert ours.item() == pytest.approx(full.item(), rel=1e-5)
 
 
+def test_block_losses_add_up_to_the_token_weighted_mean(tokenizer, blocks):
+    cfg = pretrain.PretrainConfig(**TINY)
+    model = pretrain.build_model(cfg, tokenizer).eval()
+    sums, counts = pretrain.block_losses(model, blocks[:7], tokenizer, cfg, torch.device("cpu"), batch_size=3)
+    assert sums.shape == counts.shape == (7,) and (counts > 0).all()
+    inputs, labels = pretrain.mask_tokens(blocks[3:6], tokenizer, cfg.mask_prob, pretrain._generator(cfg.seed, 3, 1))  # the second batch's masking
+    with torch.no_grad():
+        alone = pretrain.masked_lm_loss(model, inputs[1:2], labels[1:2]).item()  # block 4 = that batch's second row
+    assert sums[4] / counts[4] == pytest.approx(alone, rel=1e-5)
+    assert counts[4] == int((labels[1] != pretrain.IGNORE).sum())
+    assert pretrain.evaluate(model, blocks[:7], tokenizer, cfg, torch.device("cpu"), batch_size=3) == pytest.approx(sums.sum() / counts.sum())
+
+
+def test_position_table_extreme_finds_a_planted_dimension(tokenizer):
+    cfg = pretrain.PretrainConfig(**TINY)
+    model = pretrain.build_model(cfg, tokenizer)
+    with torch.no_grad():
+        model.roberta.embeddings.position_embeddings.weight[:, 5] += 3.0
+    found = pretrain.position_table_extreme(model, cfg.seq_len)
+    assert found["pe_top_dim"] == 5 and found["pe_top_z"] > 10
+    nope = pretrain.build_model(pretrain.PretrainConfig(**{**TINY, "position_embeddings": False}), tokenizer)
+    assert np.isnan(pretrain.position_table_extreme(nope, cfg.seq_len)["pe_top_z"])
+
+
 def test_batches_cover_each_block_once_per_epoch():
     seen = torch.cat([pretrain.batch_indices(10, 5, 3, step) for step in range(2)])
     assert sorted(seen.tolist()) == list(range(10))

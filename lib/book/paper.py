@@ -35,7 +35,8 @@ def beside(ours: pd.DataFrame, theirs: pd.DataFrame, on: list[str], spec: str = 
 
 
 def ding_glue_summary() -> pd.DataFrame:
-    """Ding et al.'s Table 1 (scores) joined with Table 4 (I1, I2) in the columns of `finetune.summarise`. The paper marks only
+    """Ding et al.'s Table 1 (scores) joined with Table 4 (I1, I2) in the columns of `finetune.summarise`; Table 4 measures
+    "the output embedding space", so its values fill the output (contextual) columns, and I1 of W is left out. The paper marks only
     significant improvements, so `significant` is True where marked and unknown (None) elsewhere; its only time
     ratio is the flow's average over tasks (§4.1), given to each of that model's flow rows."""
     scores = table("ding2022", "glue")
@@ -56,8 +57,8 @@ def ding_glue_summary() -> pd.DataFrame:
             "score_std": frame["paper_std"],
             "difference": (frame["paper_value"] - reference).where(calibrated),
             "significant": frame["paper_significant"].map(lambda marked: True if marked else None).where(calibrated, False),
-            "I1_mean": frame["paper_I1"],
-            "I2_mean": frame["paper_I2"],
+            "I1_context_mean": frame["paper_I1"],
+            "I2_context_mean": frame["paper_I2"],
             "time_ratio": time_ratio,
         }
     )

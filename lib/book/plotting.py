@@ -347,9 +347,10 @@ def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, fl
     return fig
 
 
-def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float):
+def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float, histories: dict[str, pd.DataFrame] | None = None):
     """Per run (rows) and layer (lines) across checkpoints: robust z of the largest-|mean| dimension (dashed: the
-    outlier threshold), and the share of vectors whose maximum lies in the most frequent argmax dimension."""
+    outlier threshold; black: the position table's mean row, from a history's `pe_top_z`, where it has one), and the
+    share of vectors whose maximum lies in the most frequent argmax dimension."""
     fig, axes = plt.subplots(len(tracks), 2, figsize=(11, 3.8 * len(tracks)), squeeze=False, sharex=True)
     cmap = plt.get_cmap("viridis")
     for (left, right), (name, t) in zip(axes, tracks.items()):
@@ -359,13 +360,18 @@ def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float):
             color = cmap(layer / max(1, len(layers) - 1))
             left.plot(rows["step"], rows["top_z"].abs(), marker="o", ms=3, color=color, label=f"layer {layer}")
             right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color, label=f"layer {layer}")
-        line = left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")
+        handles = [left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")]
+        top = float(t["top_z"].abs().max())
+        table = None if histories is None or "pe_top_z" not in histories[name] else histories[name].dropna(subset=["pe_top_z"])
+        if table is not None and len(table):
+            handles += left.plot(table["step"], table["pe_top_z"].abs(), color="black", marker="s", ms=3, label="position table (mean row)")
+            top = max(top, float(table["pe_top_z"].abs().max()))
         left.set(
             ylabel="|robust z| of largest-|mean| dim",
-            ylim=(0, max(threshold, float(t["top_z"].abs().max())) * 1.1),
+            ylim=(0, max(threshold, top) * 1.1),
             title=f"{name}: how far the top dimension stands out",
         )
-        left.legend(handles=[line], frameon=False, fontsize=8, loc="upper right")
+        left.legend(handles=handles, frameon=False, fontsize=8, loc="upper right")
         right.set(ylabel="% of vectors (max in one dim)", ylim=(0, 100), title=f"{name}: share of the most frequent maximum")
         right.legend(frameon=False, fontsize=8, ncol=2)
     for ax in axes[-1]:

@@ -318,8 +318,10 @@ def spectrum_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
     spectrum = t[t["method"].str.startswith("spectrum")]
     if spectrum.empty:
         return Outcome(NOT_RUN, "no spectrum-control runs")
-    high = int((spectrum["I1_mean"] >= claim.threshold).sum())
-    return Outcome(_grade(high, len(spectrum)), f"I1 after spectrum control {spectrum['I1_mean'].min():.3f} to {spectrum['I1_mean'].max():.3f}")
+    i1 = spectrum["I1_context_mean"]
+    return Outcome(
+        _grade(int((i1 >= claim.threshold).sum()), len(spectrum)), f"I1 of the output embeddings after spectrum control {i1.min():.3f} to {i1.max():.3f}"
+    )
 
 
 def flow_costly(tables: Tables, model: str, claim: Claim) -> Outcome:

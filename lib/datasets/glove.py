@@ -13,7 +13,8 @@ import pandas as pd
 from ..errors import require
 from ..provenance import record
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+_TOKEN = re.compile(r"\w+|[^\w\s]")  # words and single punctuation marks
+_WORD = re.compile(r"\w+")
 
 
 @lru_cache(maxsize=1)
@@ -31,15 +32,16 @@ def vectors() -> tuple[dict[str, int], np.ndarray]:
     return {w: i for i, w in enumerate(words)}, matrix
 
 
-def sentence_vectors(sentences: list[str]) -> tuple[np.ndarray, float]:
-    """Average GloVe vector of each sentence's lower-cased word and punctuation tokens (zeros when
-    none is in the vocabulary), and the share of tokens found."""
+def sentence_vectors(sentences: list[str], punctuation: bool = True) -> tuple[np.ndarray, float]:
+    """Average GloVe vector of each sentence's lower-cased word (and, if punctuation, punctuation) tokens (zeros when
+    none is in the vocabulary), and the share of those tokens found. The 6B vectors are uncased, hence the lower-casing."""
     index, matrix = vectors()
     out = np.zeros((len(sentences), matrix.shape[1]), dtype=np.float64)
     found = total = 0
     for i, sentence in enumerate(sentences):
-        rows = [index[t] for t in _TOKEN.findall(sentence.lower()) if t in index]
-        total += len(_TOKEN.findall(sentence))
+        tokens = (_TOKEN if punctuation else _WORD).findall(sentence.lower())
+        rows = [index[t] for t in tokens if t in index]
+        total += len(tokens)
         found += len(rows)
         if rows:
             out[i] = matrix[rows].mean(axis=0)

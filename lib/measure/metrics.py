@@ -1,10 +1,10 @@
-"""Evaluation measures shared by the chapters: threshold accuracy (WiC), Spearman (STS), Pearson (word similarity)
-and the GLUE task metrics (fine-tuning)."""
+"""Evaluation measures shared by the chapters: threshold accuracy (WiC), Spearman (STS), Pearson (word similarity),
+the GLUE task metrics (fine-tuning), t-tests and a paired perplexity ratio (pre-training)."""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr, ttest_ind
+from scipy.stats import bootstrap, pearsonr, spearmanr, ttest_ind
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from ..errors import require
@@ -60,3 +60,17 @@ def _t_test_p(a: np.ndarray, b: np.ndarray, equal_var: bool) -> float:
     if len(a) < 2 or len(b) < 2 or np.isnan(a).any() or np.isnan(b).any() or (np.ptp(a) == 0 and np.ptp(b) == 0):
         return float("nan")
     return float(ttest_ind(a, b, equal_var=equal_var).pvalue)
+
+
+def perplexity_ratio(sums_a: np.ndarray, sums_b: np.ndarray, counts: np.ndarray, n_resamples: int = 9999, seed: int = 0) -> tuple[float, float, float]:
+    """Perplexity of model b over that of model a on the same blocks (per block: summed token losses and token counts,
+    the same masking for both), with a 95% paired bootstrap interval over blocks (scipy's BCa): (ratio, low, high).
+    The interval covers the choice of validation blocks, not the randomness of training."""
+    sums_a, sums_b, counts = (np.asarray(x, dtype=float) for x in (sums_a, sums_b, counts))
+    require(sums_a.shape == sums_b.shape == counts.shape and len(counts) > 1, "need per-block losses of both models on the same blocks")
+
+    def ratio(a: np.ndarray, b: np.ndarray, n: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.exp((b.sum(axis=axis) - a.sum(axis=axis)) / n.sum(axis=axis))
+
+    result = bootstrap((sums_a, sums_b, counts), ratio, paired=True, vectorized=True, n_resamples=n_resamples, rng=np.random.default_rng(seed))
+    return float(ratio(sums_a, sums_b, counts)), float(result.confidence_interval.low), float(result.confidence_interval.high)

@@ -319,11 +319,13 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
 
 def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
     """Per model and calibration method, over tasks: mean score change, tasks where the score is undefined (NaN),
-    significant gains and drops (drops unknown where significance is), mean I1 against the uncalibrated mean, time ratio."""
+    significant gains and drops (drops unknown where significance is), mean I1 of the output (contextual) embeddings
+    against the uncalibrated mean, mean I1 of the token-embedding matrix W (where measured), time ratio."""
     rows = []
     for (model, method), group in summary[summary["method"] != "none"].groupby(["model", "method"], sort=False):
         marked = group["significant"].notna().all()
         significant = group["significant"].fillna(False).astype(bool)
+        uncalibrated = summary[(summary["model"] == model) & (summary["method"] == "none")]
         rows.append(
             {
                 "model": model,
@@ -333,8 +335,9 @@ def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
                 "undefined_scores": int(group["score_mean"].isna().sum()),
                 "significantly_better": int((significant & (group["difference"] > 0)).sum()),
                 "significantly_worse": int((significant & (group["difference"] < 0)).sum()) if marked else None,
-                "I1_mean": group["I1_mean"].mean(),
-                "I1_uncalibrated": summary.loc[(summary["model"] == model) & (summary["method"] == "none"), "I1_mean"].mean(),
+                "I1_output": group["I1_context_mean"].mean(),
+                "I1_output_uncalibrated": uncalibrated["I1_context_mean"].mean(),
+                "I1_W": group["I1_mean"].mean() if "I1_mean" in group else np.nan,
                 "time_ratio": group["time_ratio"].mean(),
             }
         )

@@ -167,12 +167,18 @@ def disable_position_embeddings(model: RobertaForMaskedLM) -> None:
     table.requires_grad_(False)
 
 
-def masked_lm_loss(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy over the masked tokens only; the output layer runs on those rows alone (~7x less work
-    than RobertaForMaskedLM's full logits, same value)."""
+def masked_lm_losses(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy of every masked token and the row (block) it sits in; the output layer runs on those rows
+    alone (~7x less work than RobertaForMaskedLM's full logits, same values)."""
     hidden = model.roberta(input_ids=inputs).last_hidden_state
     picked = labels != IGNORE
-    return torch.nn.functional.cross_entropy(model.lm_head(hidden[picked]), labels[picked])
+    losses = torch.nn.functional.cross_entropy(model.lm_head(hidden[picked]), labels[picked], reduction="none")
+    return losses, picked.nonzero()[:, 0]
+
+
+def masked_lm_loss(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the masked tokens only (the training loss)."""
+    return masked_lm_losses(model, inputs, labels)[0].mean()
 
 
 def _optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
@@ -202,18 +208,39 @@ def batch_indices(n_blocks: int, batch_size: int, seed: int, step: int) -> torch
 
 
 @torch.no_grad()
+def block_losses(
+    model: RobertaForMaskedLM, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, cfg: PretrainConfig, device: torch.device, batch_size: int = 64
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per validation block, with one fixed masking (seeded, the same for every model of a configuration): the summed
+    masked-token loss and the number of masked tokens. Two models' arrays pair block by block."""
+    model.eval()
+    sums, counts = np.zeros(len(blocks)), np.zeros(len(blocks))
+    for i in range(0, len(blocks), batch_size):
+        inputs, labels = mask_tokens(blocks[i : i + batch_size], tokenizer, cfg.mask_prob, _generator(cfg.seed, i, 1))
+        losses, rows = masked_lm_losses(model, inputs.to(device), labels.to(device))
+        np.add.at(sums, i + rows.cpu().numpy(), losses.double().cpu().numpy())
+        np.add.at(counts, i + rows.cpu().numpy(), 1)
+    return sums, counts
+
+
 def evaluate(
     model: RobertaForMaskedLM, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, cfg: PretrainConfig, device: torch.device, batch_size: int = 64
 ) -> float:
     """Mean masked-LM loss on validation blocks, with one fixed masking (seeded), token-weighted."""
-    model.eval()
-    total, count = 0.0, 0
-    for i in range(0, len(blocks), batch_size):
-        inputs, labels = mask_tokens(blocks[i : i + batch_size], tokenizer, cfg.mask_prob, _generator(cfg.seed, i, 1))
-        n = int((labels != IGNORE).sum())
-        total += masked_lm_loss(model, inputs.to(device), labels.to(device)).item() * n
-        count += n
-    return total / count
+    sums, counts = block_losses(model, blocks, tokenizer, cfg, device, batch_size)
+    return float(sums.sum() / counts.sum())
+
+
+def position_table_extreme(model: RobertaForMaskedLM, seq_len: int) -> dict[str, float]:
+    """The dimension with the largest |mean| over the position rows a block uses and its robust z within that mean
+    row; NaN for a model without position embeddings (its table is zero)."""
+    if not model.config.position_embeddings:
+        return {"pe_top_dim": math.nan, "pe_top_z": math.nan}
+    offset = model.config.pad_token_id + 1
+    rows = model.roberta.embeddings.position_embeddings.weight[offset : offset + seq_len].detach().double().cpu().numpy()
+    z = robust_z(rows.mean(axis=0, keepdims=True))[0]
+    top = int(np.abs(z).argmax())
+    return {"pe_top_dim": top, "pe_top_z": float(z[top])}
 
 
 @torch.no_grad()
@@ -349,6 +376,7 @@ def train(
                     "valid_perplexity": math.exp(valid),
                     "lr": schedule.get_last_lr()[0],
                     "seconds": seconds,
+                    **position_table_extreme(model, cfg.seq_len),
                 }
             )
             track.append(layer_extremes(model, valid_blocks[:track_blocks], torch_device).assign(step=step))
@@ -386,6 +414,15 @@ def save(run: Trained, folder: Path) -> Path:
         (staging / "training.json").write_text(json.dumps(record, indent=1, default=float))
 
     return write_folder_atomic(folder, write)
+
+
+def saved_block_losses(
+    folder: Path, cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, blocks: torch.Tensor, device: str = "auto"
+) -> tuple[np.ndarray, np.ndarray]:
+    """block_losses of the masked LM saved in folder (the model with its output layer), on blocks with cfg's masking."""
+    torch_device = pick_device(device)
+    model = RobertaForMaskedLM.from_pretrained(folder).to(torch_device)
+    return block_losses(model, blocks, tokenizer, cfg, torch_device)
 
 
 def saved_run(folder: Path, cfg: PretrainConfig) -> tuple[pd.DataFrame, pd.DataFrame] | None:
