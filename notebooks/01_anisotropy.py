@@ -20,9 +20,9 @@
 #
 # If token vectors were spread evenly over all directions (an *isotropic* space), two tokens
 # picked at random from unrelated sentences would have a cosine similarity near zero.
-# Ethayarajh {cite}`ethayarajh2019contextual` found that this is not so for contextual models: in BERT, ELMo and GPT-2
+# {cite:t}`ethayarajh2019contextual` found that this is not so for contextual models: in BERT, ELMo and GPT-2
 # random pairs of words have a clearly positive average cosine in every non-input layer, so
-# all vectors sit in a narrow region of the space. Luo et al. (2021, §4.1) measure the same
+# all vectors sit in a narrow region of the space. {cite:t}`luo2021positional{§4.1}` measure the same
 # for BERT-base and RoBERTa-base and find it strongest in higher layers, with RoBERTa's
 # average cosine above 0.5 from its first non-input layer on.
 #
@@ -76,7 +76,8 @@ parameters = ch.parameters("01_anisotropy", globals())
 #
 # Every model reads the same sentences. Extraction runs in length-sorted batches and keeps
 # only what this chapter needs: the sampled token of each sentence in every layer, and a
-# uniform sample of token vectors for the PCA view.
+# uniform sample of token vectors for the PCA view. {numref}`fig-01-anisotropy-by-layer` shows
+# the average cosine layer by layer.
 
 # %%
 tables, views, positions, specials, facts = {}, {}, {}, {}, {}
@@ -98,7 +99,7 @@ for spec in specs:
 
 # %%
 fig = plotting.anisotropy_by_layer(tables)
-results.figure(fig, "anisotropy_by_layer")
+results.figure(fig, "anisotropy_by_layer", "Anisotropy by layer: the average cosine between random pairs of token vectors of different sentences, per model.")
 
 # %%
 wide = pd.concat({name: t.set_index("layer")["mean_cosine"] for name, t in tables.items()}, axis=1).reset_index()
@@ -130,14 +131,18 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 #
 # ## The last layer in two dimensions
 #
-# Each point is one token vector from the sampled sentences, coloured by its position in the
+# In {numref}`fig-01-pca-last-layer` each point is one token vector from the sampled sentences, coloured by its position in the
 # sentence (0 is the first special token). The orange cross is where the origin projects. The
 # panel title gives the length of the mean vector relative to the average vector length: near 0
 # for a cloud centred on the origin, near 1 when every vector points the same way.
 
 # %%
 fig = plotting.plane_views(views, positions, "position in sentence", specials)
-results.figure(fig, "pca_last_layer")
+results.figure(
+    fig,
+    "pca_last_layer",
+    "Token vectors of the last layer projected on their first two principal components, coloured by position in the sentence; special tokens marked.",
+)
 
 # %% tags=["hide-input"]
 ch.say(
@@ -197,7 +202,7 @@ ch.say("In this edition's run:\n\n" + "\n".join(lines))
 # :class: dropdown
 # :::
 #
-# The band's half-width is 1.96 s / √n: a quarter of the pairs doubles it (√4 = 2), whatever the
+# The band's half-width is $1.96\,s/\sqrt{n}$: a quarter of the pairs doubles it ($\sqrt{4} = 2$), whatever the
 # model. For this edition's run that means:
 
 # %%
@@ -246,7 +251,7 @@ ch.say(
 
 # %% [markdown]
 # A reusable version is a transform, so it belongs in `lib/measure/transforms.py`, which
-# already has `Center` (chapter 12 uses it): `transforms.Center().fit(x).transform(x)` per layer.
+# already has `Center` ({doc}`chapter 12 <12_isotropy_word_similarity>` uses it): `transforms.Center().fit(x).transform(x)` per layer.
 #
 # :::{solution-end}
 # :::

@@ -17,7 +17,7 @@
 # **Read or run first.** {doc}`01_anisotropy` (what a common direction is).
 # :::
 #
-# Luo et al. (2021, §2) average all token vectors of a layer and find, in every layer of
+# {cite:t}`luo2021positional{§2}` average all token vectors of a layer and find, in every layer of
 # BERT-base and RoBERTa-base, a few dimensions whose average lies far from all others. They
 # also count, for every token vector, which dimension holds its smallest and its largest value:
 # in BERT-base dimension 557 is the minimum of 96.60% of all contextual vectors; in RoBERTa-base
@@ -96,7 +96,11 @@ for spec in specs:
 # %%
 for name, st in stats.items():
     fig = plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} tokens)")
-    results.figure(fig, f"average_vectors_{name}")
+    results.figure(
+        fig,
+        f"average_vectors_{name}",
+        f"{name}: the average token vector of every layer; flagged dimensions (|robust z| ≥ {z_threshold:g}) marked.",
+    )
 
 # %%
 for name, report in reports.items():
@@ -111,11 +115,12 @@ for name, report in reports.items():
 #
 # For every layer, the dimension that most often holds a vector's smallest (largest) value, and
 # the share of vectors for which it does. A share near 100% means that a single dimension
-# decides the extreme of nearly every vector, whatever the token and its context.
+# decides the extreme of nearly every vector, whatever the token and its context
+# ({numref}`fig-02-extreme-dimension-shares`).
 
 # %%
 fig = plotting.extreme_shares({name: report.extremes for name, report in reports.items()})
-results.figure(fig, "extreme_dimension_shares")
+results.figure(fig, "extreme_dimension_shares", "The share of token vectors whose minimum (maximum) lies in the most frequent dimension, by layer and model.")
 
 # %%
 for name, report in reports.items():
@@ -261,7 +266,7 @@ ch.show(pd.DataFrame(rows), f"(layer, dimension) cells flagged at |z| ≥ {z_thr
 # %% [markdown]
 # The plain z-score uses the standard deviation, which the outliers themselves inflate: one huge
 # value raises std(m) so much that it can hide itself, and with d dimensions no plain z-score can
-# exceed √(d − 1). The median and the median absolute deviation barely move when a few
+# exceed $\sqrt{d-1}$. The median and the median absolute deviation barely move when a few
 # dimensions are extreme, so the robust score keeps them visible.
 #
 # :::{solution-end}

@@ -17,7 +17,7 @@
 # **Read or run first.** {doc}`02_outlier_neurons` (the outlier criterion used here).
 # :::
 #
-# Luo et al. (2021, §3) look for the source of the outlier dimensions of chapter 02 in the
+# {cite:t}`luo2021positional{§3}` look for the source of the outlier dimensions of {doc}`chapter 02 <02_outlier_neurons>` in the
 # model's input. A BERT input vector is the sum of a token embedding, a position embedding and a
 # segment embedding, passed through a LayerNorm. They report that
 #
@@ -34,7 +34,7 @@
 #   connections carry it up through the layers.
 #
 # This chapter repeats the three observations for every model of the profile. The outlier
-# dimensions are those that chapter 02's criterion detects in the model's average vectors
+# dimensions are those that {doc}`chapter 02 <02_outlier_neurons>`'s criterion detects in the model's average vectors
 # (recomputed here on the same kind of sample), never typed in. Position numbers below are
 # **sequence positions counted from 0** (position 0 is `[CLS]` / `<s>`); the table row a
 # position reads is given beside it where the model offsets its table, as RoBERTa and MPNet do.
@@ -142,7 +142,7 @@ for name, f in found.items():
     flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
     titles = [f"position {p} (row {p + f['info']['position_offset']})" for p in chosen]
     fig = plotting.vector_panels(matrix, flags, titles, f"{name}: position embeddings", ylabel="value")
-    results.figure(fig, f"position_embeddings_{name}")
+    results.figure(fig, f"position_embeddings_{name}", f"{name}: learned position embeddings of a few positions; flagged dimensions marked.")
 
 # %% [markdown]
 # The next table asks the same of every embedding table: in what share of rows does any
@@ -179,7 +179,11 @@ ch.show(paper.table("luo2021", "position_embedding_claims"), "Luo et al. (2021),
 # %%
 with_dims = {name: f["ranks"] for name, f in found.items() if len(f["dims"])}
 if with_dims:
-    results.figure(plotting.layernorm_ranks(with_dims), "layernorm_ranks")
+    results.figure(
+        plotting.layernorm_ranks(with_dims),
+        "layernorm_ranks",
+        "Rank of each outlier dimension among the LayerNorm gains and biases of every layer (1 = largest).",
+    )
 for name, f in found.items():
     if not len(f["dims"]):
         ch.say(f"**{name}**: no model-level outlier dimension was detected, so there is nothing to rank.")
@@ -201,7 +205,7 @@ ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (pap
 for name, f in found.items():
     if len(f["dims"]):
         fig = plotting.propagation(f["z"], f["stages"], list(f["dims"]), z_threshold, f"{name}: outlier dimensions by position and stage")
-        results.figure(fig, f"propagation_{name}")
+        results.figure(fig, f"propagation_{name}", f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers).")
         ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1)
 
 

@@ -17,8 +17,8 @@
 # **Read or run first.** {doc}`02_outlier_neurons` and {doc}`03_positional_origin`.
 # :::
 #
-# If the outlier dimensions come from position embeddings (chapter 03), they should carry
-# information about a token's position. Luo et al. (2021, §3) test this with a probe: per
+# If the outlier dimensions come from position embeddings ({doc}`chapter 03 <03_positional_origin>`), they should carry
+# information about a token's position. {cite:t}`luo2021positional{§3}` test this with a probe: per
 # layer, a linear map **without bias**, W ∈ ℝ^{M×d}, from a token's vector to its position in the
 # sentence (M = 300 classes, since every SST-2 sentence is shorter than 300 tokens), trained
 # with cross-entropy and Adam (batch 128, 10 epochs) on the SST-2 training split, validated on
@@ -33,7 +33,7 @@
 # dimension 557 and RoBERTa's 77 and 588 have the highest contributions, 588 in every layer.
 #
 # Here the probe runs on every layer of every model of the profile. The outlier dimensions are
-# detected as in chapter 02 on the probe's training tokens. Tokens are all subword tokens,
+# detected as in {doc}`chapter 02 <02_outlier_neurons>` on the probe's training tokens. Tokens are all subword tokens,
 # special tokens included (position 0 is always `[CLS]` / `<s>`). The training sample is a
 # parameter: SST-2's training split has 67,349 phrases, and the probe's cost grows with it.
 # Weights are kept from the epoch with the best development accuracy; accuracies and
@@ -166,12 +166,12 @@ for spec in specs:
 # %% [markdown]
 # ## How much position each layer keeps
 #
-# Test accuracy of the position probe by layer (dashed: development accuracy at the chosen
+# Test accuracy of the position probe by layer ({numref}`fig-04-probe-accuracy`; dashed: development accuracy at the chosen
 # epoch). Chance is far below 1% for 300 classes; always predicting the most frequent position
 # would score about 1/(average sentence length).
 
 # %%
-results.figure(plotting.probe_accuracy(accuracy), "probe_accuracy")
+results.figure(plotting.probe_accuracy(accuracy), "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer.")
 for name, frame in accuracy.items():
     ch.show(frame, f"{name}: position-prediction accuracy by layer", precision=3)
 
@@ -185,7 +185,11 @@ for name, frame in accuracy.items():
 # %%
 with_dims = {name: frame for name, frame in contribution.items() if len(found[name]["dims"])}
 if with_dims:
-    results.figure(plotting.contributions_by_layer(with_dims), "contribution_by_layer")
+    results.figure(
+        plotting.contributions_by_layer(with_dims),
+        "contribution_by_layer",
+        "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer.",
+    )
 for name, frame in contribution.items():
     ch.show(frame, f"{name}: mean contribution by layer (test tokens)", precision=3)
 ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appendix B.1 (paper; read off figures)")
@@ -200,7 +204,7 @@ ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appe
 # %%
 for name, maps in heatmaps.items():
     fig = plotting.contribution_heatmaps(maps, f"{name}: contribution to position prediction")
-    results.figure(fig, f"contribution_heatmaps_{name}")
+    results.figure(fig, f"contribution_heatmaps_{name}", f"{name}: contribution of each dimension to the prediction of each position.")
 
 # %% tags=["hide-input"]
 lines = []

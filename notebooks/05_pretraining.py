@@ -20,7 +20,7 @@
 # :::
 #
 # Chapters 02-04 found the outlier dimensions in trained models and traced them to the position
-# embeddings and LayerNorm. Luo et al. (2021, §3) test the explanation directly: they pre-train
+# embeddings and LayerNorm. {cite:t}`luo2021positional{§3}` test the explanation directly: they pre-train
 # two RoBERTa-base models from scratch on English Wikipedia that differ only in whether the input
 # has position embeddings (200k steps of 256 sequences, four A100 GPUs, about 35 hours per
 # model). With position embeddings the validation perplexity reached 4.3, and one dimension (81)
@@ -148,7 +148,7 @@ if all(s is not None for s in saved.values()):
 #
 # The two runs below differ only in the position table. Progress bars show the loss; the
 # validation perplexity is exp(mean masked-token loss) on the held-out blocks with one fixed
-# masking. (The cell's progress output is collapsed in the rendered book.)
+# masking ({numref}`fig-05-training-curves`). (The cell's progress output is collapsed in the rendered book.)
 
 # %% tags=["hide-output"]
 histories, tracks = {}, {}
@@ -206,7 +206,11 @@ ch.show(
 )
 
 # %%
-results.figure(plotting.training_curves(histories, reference=("unigram (no context)", unigram)), "training_curves")
+results.figure(
+    plotting.training_curves(histories, reference=("unigram (no context)", unigram)),
+    "training_curves",
+    "Training loss and validation perplexity of the two runs; dashed: the perplexity of token frequencies alone.",
+)
 
 # %% [markdown]
 # ## How large is the gap, and how sure are we?
@@ -251,14 +255,19 @@ results.table(gap, "perplexity_gap", "trained", parameters, {"name": f"{run_name
 # from the median of the mean vector) and the share of vectors whose maximum is the most frequent
 # argmax dimension, the paper's 82.56% statistic. A forming outlier shows as a rising line that
 # keeps the same dimension from checkpoint to checkpoint; the dashed line is the threshold at
-# which chapter 02 calls a dimension an outlier. Both runs start from the same initial weights
+# which {doc}`chapter 02 <02_outlier_neurons>` calls a dimension an outlier. Both runs start from the same initial weights
 # (the same seed; only the position table differs) and see the same batches and masks, so a
 # dimension that leads in both is not a product of the position embeddings. For the model with
 # position embeddings, the black line follows the position table itself: the robust z of the
-# most extreme dimension of its mean row (chapter 03 found BERT's outliers already there).
+# most extreme dimension of its mean row ({doc}`chapter 03 <03_positional_origin>` found BERT's outliers already there).
 
 # %%
-results.figure(plotting.outlier_track(tracks, z_threshold, histories), "outlier_track")
+results.figure(
+    plotting.outlier_track(tracks, z_threshold, histories),
+    "outlier_track",
+    "The outlier track: per checkpoint and layer, how far the largest-mean dimension stands out (left) and the share of vectors whose "
+    "maximum lies in the most frequent dimension (right).",
+)
 for name, t in tracks.items():
     last = t[t["step"] == t["step"].max()]
     ch.show(
@@ -280,7 +289,7 @@ def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
 # ## The outlier analysis of chapter 02 on the trained models
 #
 # The saved models are loaded from the models folder, exactly as any other chapter would load
-# them, and encode SST-2 training sentences, as in chapter 02. Note that neither model saw SST-2
+# them, and encode SST-2 training sentences, as in {doc}`chapter 02 <02_outlier_neurons>`. Note that neither model saw SST-2
 # in training; the test is whether the geometry of the representations has a dominant dimension.
 
 # %%
@@ -301,7 +310,9 @@ for name in configs:
 # %%
 for name, st in stats.items():
     results.figure(
-        plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} SST-2 tokens)"), f"average_vectors_{name}"
+        plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} SST-2 tokens)"),
+        f"average_vectors_{name}",
+        f"{name}: the average token vector of every layer on SST-2 sentences; flagged dimensions marked.",
     )
     ch.show(
         reports[name].detected,
@@ -337,9 +348,14 @@ results.figure(
         matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold, [f"position {p}" for p in chosen], f"{pe_name}: learned position embeddings", ylabel="value"
     ),
     f"position_embeddings_{pe_name}",
+    f"{pe_name}: the learned position embeddings of a few positions; flagged dimensions marked.",
 )
 if len(model_dims):
-    results.figure(plotting.layernorm_ranks({pe_name: ranks}), "layernorm_ranks")
+    results.figure(
+        plotting.layernorm_ranks({pe_name: ranks}),
+        "layernorm_ranks",
+        f"{pe_name}: rank of each outlier dimension among the LayerNorm gains and biases.",
+    )
 
 # %% tags=["hide-input"]
 lines = []
@@ -403,7 +419,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # {cite:p}`puccetti2022outlier`; and a residual stream gets a privileged basis from Adam's
 # per-dimension updates, not from the architecture alone {cite:p}`elhage2023privileged`. All three
 # point to training length and token statistics, which is what a CPU budget limits. The
-# outlier track above shows how far a run of this length gets. On a GPU, `--profile paper` (or
+# outlier track ({numref}`fig-05-outlier-track`) shows how far a run of this length gets. On a GPU, `--profile paper` (or
 # `-p steps 100000 -p hidden_size 768 -p layers 12 -p heads 12 -p intermediate_size 3072 -p lr 1e-4`)
 # runs the same code at the paper's scale.
 

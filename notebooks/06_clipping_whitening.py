@@ -18,9 +18,9 @@
 # :::
 #
 # If a few outlier dimensions make all vectors point the same way, removing them should make the
-# space less anisotropic. Luo et al. (2021, §4.1) **clip** the outliers (set them to zero) and
+# space less anisotropic. {cite:t}`luo2021positional{§4.1}` **clip** the outliers (set them to zero) and
 # find that the average cosine of random words drops close to zero, and that a word's
-# **self-similarity** (Ethayarajh 2019: the average cosine between the word's vectors in
+# **self-similarity** ({cite:t}`ethayarajh2019contextual`: the average cosine between the word's vectors in
 # different sentences, minus the layer's anisotropy) *rises* after clipping (Fig. 6). Luo's
 # thesis (§3.2.3) adds **whitening** {cite}`su2021whitening`: subtract the mean and rotate and scale by
 # the covariance's SVD, so that the vectors have identity covariance; the average cosine is then
@@ -28,7 +28,7 @@
 #
 # How the transforms are fitted here:
 #
-# - **clipped**: the model-level outlier dimensions of chapter 02's criterion (flagged in at least
+# - **clipped**: the model-level outlier dimensions of {doc}`chapter 02 <02_outlier_neurons>`'s criterion (flagged in at least
 #   half of the contextual layers) are set to zero in every layer, the paper's protocol for base
 #   models (§4.1). With `-p clip layer` each layer instead loses the dimensions flagged in that
 #   layer, the protocol the paper uses for the large models (Appendix D.1);
@@ -37,7 +37,7 @@
 #   variance at all cannot be scaled to unit variance; such directions (for example a dimension
 #   whose LayerNorm gain is zero) are left out, and the table says how many.
 #
-# Anisotropy follows chapter 01 (one random non-special token per sentence, disjoint pairs of
+# Anisotropy follows {doc}`chapter 01 <01_anisotropy>` (one random non-special token per sentence, disjoint pairs of
 # sentences). Self-similarity uses words that occur in at least 10 SST-2 training sentences; a
 # word's vector is the average of its subword vectors; the paper samples 1,000 such words.
 
@@ -127,12 +127,14 @@ for spec in specs:
 
 # %% [markdown]
 # ## Anisotropy and self-similarity, raw vs clipped vs whitened
+#
+# {numref}`fig-06-anisotropy-self-similarity` shows both measures layer by layer for the three variants.
 
 # %%
 fig = plotting.variants_by_layer(
     aniso, ["mean_cosine", "self_similarity_minus_anisotropy"], ["average cosine of random token pairs", "self-similarity − anisotropy"]
 )
-results.figure(fig, "anisotropy_self_similarity")
+results.figure(fig, "anisotropy_self_similarity", "Anisotropy and self-similarity minus anisotropy by layer, for the raw, clipped and whitened vectors.")
 for name, table in aniso.items():
     wide = table.pivot(index="layer", columns="variant", values=["mean_cosine", "self_similarity_minus_anisotropy"])
     wide.columns = [f"{'cosine' if m == 'mean_cosine' else 'self-sim − aniso'}, {v}" for m, v in wide.columns]
@@ -142,14 +144,15 @@ ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and 
 # %% [markdown]
 # ## The last layer before and after whitening
 #
-# As in chapter 01 (and the thesis's Figs. 3.13-3.14): token vectors of the last layer projected
+# As in {doc}`chapter 01 <01_anisotropy>` (and the thesis's Figs. 3.13-3.14),
+# {numref}`fig-06-pca-before-after-whitening` shows token vectors of the last layer projected
 # on their first two principal components, coloured by position; the cross is the origin.
 # After whitening the cloud is centred on the origin and, by construction, has the same
 # variance in every direction of the fitting sample.
 
 # %%
 fig = plotting.plane_views(views, view_positions, "position in sentence", view_special)
-results.figure(fig, "pca_before_after_whitening")
+results.figure(fig, "pca_before_after_whitening", "Token vectors on their first two principal components before and after whitening, coloured by position.")
 
 # %% tags=["hide-input"]
 lines = []
@@ -168,7 +171,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # %% [markdown]
 # Clipping can only lower anisotropy as far as the outliers caused it: for the paper's
 # RoBERTa-base the average cosine was above 0.5 and dropped by more than 0.5, because its
-# outlier dimensions carried most of it. Our models start far less anisotropic (chapter 01), so
+# outlier dimensions carried most of it. Our models start far less anisotropic ({doc}`chapter 01 <01_anisotropy>`), so
 # there is less for clipping to remove. Whitening removes the mean and equalises all directions,
 # so it brings the average cosine of any model near zero; the interesting question is what it
 # does to the *useful* similarity structure, which the next chapters measure on word-sense and

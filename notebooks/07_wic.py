@@ -17,8 +17,8 @@
 # **Read or run first.** {doc}`06_clipping_whitening` (the three variants).
 # :::
 #
-# Word-in-Context (Pilehvar & Camacho-Collados 2019) pairs two sentences that contain the same
-# target word and asks whether the word has the same sense in both. Luo et al. (2021, §4.2) use
+# Word-in-Context {cite:p}`pilehvar2019wic` pairs two sentences that contain the same
+# target word and asks whether the word has the same sense in both. {cite:t}`luo2021positional{§4.2}` use
 # it without training: compute the cosine between the target word's vectors in the two
 # sentences, and predict "same sense" when it is above a threshold. They try thresholds 0.1,
 # 0.2, …, 0.9 in every layer and report the best layer, threshold and accuracy on the WiC
@@ -33,7 +33,7 @@
 # development-set accuracy** of that choice, which is an honest estimate.
 #
 # A target word's vector is the average of its subword vectors. Clipping zeroes the model-level
-# outlier dimensions (chapter 02's criterion) in every layer, the paper's protocol (`-p clip layer`
+# outlier dimensions ({doc}`chapter 02 <02_outlier_neurons>`'s criterion) in every layer, the paper's protocol (`-p clip layer`
 # zeroes each layer's own flagged dimensions instead), and whitening uses each layer's token mean and
 # covariance; both are fitted on all tokens of the WiC training sentences (no labels are used)
 # and applied unchanged to the development pairs.
@@ -154,12 +154,13 @@ ch.show_beside_paper(
 # %% [markdown]
 # ## Accuracy by layer
 #
-# For every layer, the best accuracy over the nine thresholds on the training pairs.
+# For every layer, the best accuracy over the nine thresholds on the training pairs
+# ({numref}`fig-07-accuracy-by-layer`).
 
 # %%
 by_layer = {name: g[g["split"] == "train"].groupby(["variant", "layer"], sort=False)["accuracy"].max().reset_index() for name, g in grids.items()}
 fig = plotting.variants_by_layer(by_layer, ["accuracy"], ["WiC accuracy, best threshold (%)"])
-results.figure(fig, "accuracy_by_layer")
+results.figure(fig, "accuracy_by_layer", "WiC accuracy at the best threshold by layer, for the raw, clipped and whitened vectors (training split).")
 
 # %% tags=["hide-input"]
 lines = []

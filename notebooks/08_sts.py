@@ -17,12 +17,12 @@
 # **Read or run first.** {doc}`06_clipping_whitening` (the three variants).
 # :::
 #
-# Luo et al. (2021, §4.3) mean-pool each layer's token vectors into sentence vectors, score a
+# {cite:t}`luo2021positional{§4.3}` mean-pool each layer's token vectors into sentence vectors, score a
 # sentence pair by the cosine of its two vectors, and report the Spearman rank correlation
 # (× 100) with the human similarity scores, for the best layer of each data set: STS-B (test),
 # SICK-R and STS 2012-2016. Clipping the outliers raised most of these numbers (Table 2); the
 # thesis adds whitening, which raised them further (Table 4.2). Their baseline is the average of
-# 300-dimensional GloVe vectors (as published by Reimers & Gurevych 2019).
+# 300-dimensional GloVe vectors (as published by {cite:t}`reimers2019sentence`).
 #
 # Here:
 #
@@ -35,14 +35,14 @@
 # - sentence vectors: the mean of all token vectors of a layer, special tokens included: the
 #   pooling the sentence-transformers models were trained with, and our reading of the paper's
 #   "averaging all subword vectors that comprise a given sentence", which it attributes to
-#   Reimers & Gurevych (2019), whose mean pooling covers every token the attention mask does,
-#   `[CLS]`/`[SEP]` included (chapter 02 counts them likewise); `-p pool_special false` pools the
+#   {cite:t}`reimers2019sentence`, whose mean pooling covers every token the attention mask does,
+#   `[CLS]`/`[SEP]` included ({doc}`chapter 02 <02_outlier_neurons>` counts them likewise); `-p pool_special false` pools the
 #   sentence's own subwords only;
-# - **clipped**: zero, in every layer, the model-level outlier dimensions (chapter 02's criterion)
+# - **clipped**: zero, in every layer, the model-level outlier dimensions ({doc}`chapter 02 <02_outlier_neurons>`'s criterion)
 #   found in the average token vectors of the set's own sentences, the paper's protocol
 #   (`-p clip layer`: each layer's own flagged dimensions);
 # - **whitened**: μ and W fitted, per layer, on the mean-pooled vectors of all sentences of all
-#   the data sets in the run (no scores are used), as Su et al. (2021) fit on their evaluation
+#   the data sets in the run (no scores are used), as {cite:t}`su2021whitening` fit on their evaluation
 #   sentences; pooling the sets keeps the fit stable (a single small set can have fewer
 #   sentences than the model has dimensions, and whitening then fits noise);
 # - baseline: average **50-dimensional** GloVe 6B vectors (the paper's baseline uses 300-d
@@ -204,7 +204,11 @@ ch.show(
 # %%
 mean_by_layer = {name: table.groupby(["variant", "layer"], sort=False)["spearman_x100"].mean().reset_index() for name, table in scores.values()}
 fig = plotting.variants_by_layer(mean_by_layer, ["spearman_x100"], [f"Spearman × 100, mean of {len(names)} data sets"])
-results.figure(fig, "spearman_by_layer")
+results.figure(
+    fig,
+    "spearman_by_layer",
+    "Spearman correlation × 100 of cosine similarity with the gold scores, averaged over the data sets, by layer and variant.",
+)
 
 # %% tags=["hide-input"]
 lines = []
@@ -297,8 +301,8 @@ ch.show(pd.DataFrame(rows), "Raw vectors: the best layer against the last layer 
 # :class: dropdown
 # :::
 #
-# A Spearman correlation ρ on n pairs has, after Fisher's transform z = artanh ρ, a standard error
-# of about √(1.06 / (n − 3)) (Fieller, Hartley and Pearson). Around this run's scores:
+# A Spearman correlation $\rho$ on $n$ pairs has, after Fisher's transform $z = \operatorname{artanh}\rho$, a standard error
+# of about $\sqrt{1.06/(n-3)}$ (Fieller, Hartley and Pearson). Around this run's scores:
 
 # %%
 rows = []

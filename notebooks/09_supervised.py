@@ -35,9 +35,9 @@
 # - IMDB reviews are often longer than the model's 512-token limit; they are **truncated** to it
 #   (the extraction prints how many were cut).
 # - Sentence vectors: the mean of all token vectors of the layer, special tokens included
-#   (the pooling the paper cites, Reimers & Gurevych 2019; see chapter 08; `-p pool_special false`: the
+#   (the pooling the paper cites, {cite:t}`reimers2019sentence`; see {doc}`chapter 08 <08_sts>`; `-p pool_special false`: the
 #   sentence's own subword vectors only).
-#   Clipping zeroes, in every layer, the model-level outlier dimensions (chapter 02's criterion)
+#   Clipping zeroes, in every layer, the model-level outlier dimensions ({doc}`chapter 02 <02_outlier_neurons>`'s criterion)
 #   of the training texts' token vectors, the paper's protocol (`-p clip layer`: each layer's own
 #   flagged dimensions); whitening is fitted on the training texts' sentence vectors.
 # - The classifier keeps the weights of the epoch with the best development accuracy. The
@@ -187,7 +187,7 @@ ch.show_beside_paper(
 for task in [CLASSIFICATION_TASKS[t] for t in names]:
     by_layer = {name: table[table["task"] == task] for name, table in scores.values()}
     fig = plotting.variants_by_layer(by_layer, ["test_accuracy"], [f"{task} test accuracy (%)"])
-    results.figure(fig, f"accuracy_by_layer_{task}")
+    results.figure(fig, f"accuracy_by_layer_{task}", f"{task}: test accuracy of a logistic-regression classifier on each layer's sentence vectors, by variant.")
 
 # %% tags=["hide-input"]
 lines = []

@@ -18,8 +18,8 @@
 # {doc}`05_pretraining` first.
 # :::
 #
-# Gao et al. (2019) read the fast decay of an embedding matrix's singular values as a sign that
-# the embeddings occupy a *narrow cone*. Biš, Podkorytov & Liu (2021) {cite}`bis2021too` argue
+# {cite:t}`gao2019representation` read the fast decay of an embedding matrix's singular values as a sign that
+# the embeddings occupy a *narrow cone*. {cite:t}`bis2021too` argue
 # that a fast decay does not imply a cone: if every embedding is pushed in the same direction
 # (their "common enemies effect" of the softmax gradient), the whole cloud is simply *shifted*
 # away from the origin. Seen from the origin, a shifted ball looks like a cone and its first
@@ -70,7 +70,7 @@ parameters = ch.parameters("10_common_direction", globals())
 #
 # Points drawn uniformly on the unit sphere in three dimensions, then moved along the first axis.
 # The singular values are those of the point matrix as it is (not centered), which is what a
-# spectrum of an embedding matrix shows.
+# spectrum of an embedding matrix shows ({numref}`fig-10-toy-sphere`).
 
 # %%
 rng = np.random.default_rng(seed)
@@ -80,7 +80,11 @@ clouds = {s: ball + np.array([s, 0.0, 0.0]) for s in shift_values}
 toy_spectra = {s: np.linalg.svd(c, compute_uv=False) for s, c in clouds.items()}
 toy = pd.DataFrame([{"shift": s, **{f"sigma_{i + 1}": v for i, v in enumerate(sv)}, "sigma_1_over_sigma_2": sv[0] / sv[1]} for s, sv in toy_spectra.items()])
 results.table(toy, "toy_sphere", "toy", parameters)
-results.figure(plotting.toy_sphere(clouds, toy_spectra), "toy_sphere")
+results.figure(
+    plotting.toy_sphere(clouds, toy_spectra),
+    "toy_sphere",
+    "A ball of points shifted away from the origin: the shape is unchanged, the singular values are not.",
+)
 ch.show(toy, "Singular values of the shifted sphere: the gap grows with the shift although the shape is the same ball")
 
 # %% [markdown]
@@ -121,14 +125,19 @@ summary = pd.DataFrame(summary)
 # %% [markdown]
 # Each panel projects a random sample of the vocabulary on the top two singular vectors of the
 # matrix as it is (raw) and after subtracting the mean (centered), coloured by the embedding's length;
-# the reference tokens of chapter 11 are ringed (BERT's never-trained `[unused]` tokens; for a
-# vocabulary without them, its last 1,000 ids, the rarest merges). The cross marks the origin.
+# the reference tokens of {doc}`chapter 11 <11_rare_words>` are ringed (BERT's never-trained `[unused]` tokens; for a
+# vocabulary without them, its last 1,000 ids, the rarest merges). The cross marks the origin
+# ({numref}`fig-10-embedding-planes`); {numref}`fig-10-spectra-and-norms` gives the singular values and the norms.
 
 # %%
 fig = plotting.plane_views(views, colour, "L2 norm of the (raw) embedding", rings, ring_label="reference tokens (chapter 11)")
-results.figure(fig, "embedding_planes")
+results.figure(
+    fig,
+    "embedding_planes",
+    "Input embeddings on their first two principal components, coloured by norm; the reference tokens of chapter 11 ringed.",
+)
 fig = plotting.spectra_and_norms(spectra, norms)
-results.figure(fig, "spectra_and_norms")
+results.figure(fig, "spectra_and_norms", "Singular values of the raw and centered embedding matrices, and the distribution of embedding norms.")
 
 # %%
 ch.show(
@@ -140,7 +149,11 @@ ch.show(
 # ## Appendix A, checked
 #
 # The average cosine over all ordered pairs of different embeddings (the quantity cosine
-# regularisation penalises) equals (n²‖μ̂‖² − n) / (n(n − 1)), with μ̂ the mean of the unit
+# regularisation penalises) equals
+#
+# $$\frac{n^2\lVert\hat\mu\rVert^2 - n}{n(n-1)},$$
+#
+# with $\hat\mu$ the mean of the $n$ unit
 # vectors, so penalising it is penalising the length of the mean unit vector. Computed both
 # ways on each matrix (all rows, or `check_rows` of them; the brute force sums all n² cosines
 # in blocks):
@@ -178,8 +191,8 @@ ch.say(
 # :class: dropdown
 # :::
 #
-# With n points, σ1² ≈ n (s² + 1/3) along the shift and σ2² ≈ n/3 across it, so
-# σ1/σ2 ≈ √(3s² + 1): the gap grows linearly with the shift while the shape stays a ball.
+# With $n$ points, $\sigma_1^2 \approx n(s^2 + 1/3)$ along the shift and $\sigma_2^2 \approx n/3$ across it, so
+# $\sigma_1/\sigma_2 \approx \sqrt{3s^2 + 1}$: the gap grows linearly with the shift while the shape stays a ball.
 
 # %%
 rows = []

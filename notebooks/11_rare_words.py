@@ -17,10 +17,10 @@
 # **Read or run first.** {doc}`10_common_direction`.
 # :::
 #
-# Subword vocabularies are Zipfian: Biš et al. (2021, §2.2) report that tokenizing CNN/DailyMail
+# Subword vocabularies are Zipfian: {cite:t}`bis2021too{§2.2}` report that tokenizing CNN/DailyMail
 # with WordPiece, the 13 most frequent tokens cover over 30% of the corpus, 85 tokens cover 50%,
 # and nearly 15,000 are needed for 98%. A rare token is almost never a softmax *target*, so
-# almost every update it receives pushes it in the common direction of chapter 10. The cleanest
+# almost every update it receives pushes it in the common direction of {doc}`chapter 10 <10_common_direction>`. The cleanest
 # witnesses are tokens that were **never** used in training: BERT's 994 `[unused]` tokens only
 # ever receive that push. Their cosine similarity with the rest of the vocabulary rises from
 # 0.27 for the most frequent tokens to 0.63 for rare ones (Fig. 3, BERT-base-cased, bins of
@@ -32,7 +32,7 @@
 # takes RoBERTa's last 1,000 tokens; in a byte-level BPE vocabulary those are the rarest merges,
 # ordinary tokens that did occur in training, so the book calls them *reference tokens* and keeps
 # "never trained" for tokens that truly never occurred: the `[unused]` tokens, and for the book's
-# own models (chapter 05), the ids that never occur in the corpus they were trained on (when the
+# own models ({doc}`chapter 05 <05_pretraining>`), the ids that never occur in the corpus they were trained on (when the
 # whole corpus is counted). The cosine is shown in bins of 1,000
 # tokens ordered two ways: by **vocabulary index** (the paper's axis; in BERT's WordPiece
 # vocabulary later indices are roughly rarer) and by **frequency in our corpus**.
@@ -111,25 +111,31 @@ _ = results.table(coverage_table, "coverage", "corpus", parameters, {"name": "ev
 
 # %% [markdown]
 # ## How few tokens cover the corpus
+#
+# {numref}`fig-11-coverage` counts how many of the most frequent items it takes to cover a share of the corpus.
 
 # %%
-results.figure(plotting.coverage_curves(curves, marks), "coverage")
+results.figure(plotting.coverage_curves(curves, marks), "coverage", "Share of the corpus covered by the most frequent words or subword tokens.")
 ch.show(coverage_table, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
 ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
 
 # %% [markdown]
 # ## Never-trained tokens and the rest of the vocabulary
+#
+# {numref}`fig-11-unused-cosine-by-index` and {numref}`fig-11-unused-cosine-by-frequency` compare the reference tokens with the rest of the vocabulary.
 
 # %%
 results.figure(
     plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})", "cosine with the reference tokens, by vocabulary index"),
     "unused_cosine_by_index",
+    "Cosine between embeddings and the reference tokens, by vocabulary index.",
 )
 results.figure(
     plotting.binned_cosines(
         by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)", "cosine with the reference tokens, by corpus frequency"
     ),
     "unused_cosine_by_frequency",
+    "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.",
 )
 ch.show(paper.table("bis2021", "unused_claims"), "Biš et al. (2021) §4.2, Fig. 3 (paper): BERT-base-cased")
 

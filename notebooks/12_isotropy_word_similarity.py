@@ -17,16 +17,20 @@
 # **Read or run first.** {doc}`10_common_direction` and {doc}`11_rare_words`.
 # :::
 #
-# Biš et al. (2021, §5) measure the isotropy of each model's input-embedding matrix W with
-# **I(W) = min Z(c) / max Z(c)**, where Z(c) = Σ_w exp(cᵀw) sums over the vocabulary and c runs
-# over the eigenvectors of WᵀW (1 = isotropic), for the raw matrix, the centered matrix, and
+# {cite:t}`bis2021too{§5}` measure the isotropy of each model's input-embedding matrix $W$ with
+#
+# $$I(W) = \frac{\min_{c} Z(c)}{\max_{c} Z(c)}, \qquad Z(c) = \sum_{w} \exp(c^\top w),$$
+#
+# where the sum runs over the vocabulary and $c$ over the eigenvectors of $W^\top W$, one
+# direction each (1 = isotropic), for the raw matrix, the centered matrix, and
 # the matrix with the top D = ⌈d/100⌉ principal components also removed ("post-processing" of
-# Mu & Viswanath 2018). Centering alone brings most models close to 1 (Table 1). Ding et al.
-# (2022) call the same measure I1 and add I2, the standard deviation of Z(c) over its mean (0 =
-# isotropic); IsoScore (Rudman et al. 2022, the `isoscore` package) is a third measure, based on
+# {cite:t}`mu2018allbutthetop`). Centering alone brings most models close to 1 (Table 1).
+# {cite:t}`ding2022isotropy` call the same measure I1 and add I2, the standard deviation of $Z(c)$ over its mean (0 =
+# isotropic); IsoScore ({cite:t}`rudman2022isoscore`, the `isoscore` package) is a third measure, based on
 # the spread of the covariance's eigenvalues. All three are shown side by side so readers can see
-# whether they agree. Z(c) is computed in log space (log-sum-exp), and each eigenvector is used
-# with both signs, so the result does not depend on the sign an eigen-solver returns.
+# whether they agree. $Z(c)$ is computed in log space (log-sum-exp). An eigen-solver may return
+# either sign of an eigenvector; the book fixes it (largest entry positive), and the tests show
+# how little the value moves when a sign flips.
 #
 # Then the paper asks whether the more isotropic matrices are *better*: on five word-similarity
 # benchmarks (SimLex-999, MEN, WordSim353 similarity and relatedness, Stanford Rare Words), the
@@ -115,7 +119,7 @@ ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper):
 # ## Word similarity
 #
 # Pearson × 100, per benchmark and averaged over the five (the paper's Table 2 reports the
-# average). Pairs kept: both words are single tokens of the model.
+# average; {numref}`fig-12-word-similarity`). Pairs kept: both words are single tokens of the model.
 
 # %%
 kept = sim[sim["variant"] == "raw"].pivot(index="benchmark", columns="model", values="pairs_kept").reset_index()
@@ -130,7 +134,11 @@ ch.show(paper.table("bis2021", "word_similarity"), "Biš et al. (2021) Table 2 (
 
 # %%
 fig = plotting.grouped_bars(average, "variant", ["pearson_cosine", "pearson_inner_product"], ["cosine", "inner product"], "average Pearson × 100")
-results.figure(fig, "word_similarity")
+results.figure(
+    fig,
+    "word_similarity",
+    "Average Pearson × 100 of the word-similarity benchmarks for each variant of the embedding matrix, with cosine and inner product.",
+)
 
 # %% tags=["hide-input"]
 lines = []
@@ -214,7 +222,7 @@ ch.show(pd.DataFrame(rows), f"{list(iso['model'])[-1]}: word similarity after re
 # %% [markdown]
 # Removing more components takes away more of the directions that all words share, but also
 # some that separate meanings; which effect wins depends on how the model's variance is spread
-# over its top components (see the spectra in chapter 10).
+# over its top components (see the spectra in {doc}`chapter 10 <10_common_direction>`).
 #
 # :::{solution-end}
 # :::

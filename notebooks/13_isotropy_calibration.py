@@ -17,17 +17,18 @@
 # **Read or run first.** {doc}`12_isotropy_word_similarity` (the I1 and I2 measures).
 # :::
 #
-# Chapters 10-12 made embedding spaces more isotropic *after* training. Ding et al. (2022) ask
+# Chapters 10-12 made embedding spaces more isotropic *after* training. {cite:t}`ding2022isotropy` ask
 # whether it pays to enforce isotropy *while* fine-tuning, with three published methods:
 #
-# - **CosReg** (Gao et al. 2019) adds λ_c times the mean pairwise cosine of the rows of the
-#   token-embedding matrix W to the loss. The book computes it from the sum of the unit rows s as
-#   (sᵀs − n)/n², so no n × n matrix is formed.
-# - **Spectrum control** (Wang et al. 2020) pulls the singular values σ_k of W towards a slowly
-#   decaying prior: polynomial c1·k^γ or exponential c1·exp(−c2·k^γ), penalty λ·Σ_k (σ_k − prior_k)².
-#   The paper gives no constants; here c1 is read from the model (σ1 of the pre-trained W), and
-#   λ, c2 and γ are parameters.
-# - **Flow calibration** (Li et al. 2020): a normalising flow (here a small RealNVP) learns the
+# - **CosReg** {cite:p}`gao2019representation` adds $\lambda_c$ times the mean pairwise cosine of the rows of the
+#   token-embedding matrix $W$ to the loss. The book computes it from the sum of the unit rows $s$ as
+#   $(s^\top s - n)/n^2$, so no $n \times n$ matrix is formed.
+# - **Spectrum control** {cite:p}`wang2020spectrum` pulls the singular values $\sigma_k$ of $W$ towards a slowly
+#   decaying prior, polynomial $c_1 k^{\gamma}$ or exponential $c_1 e^{-c_2 k^{\gamma}}$, with the penalty
+#   $\lambda \sum_k (\sigma_k - \text{prior}_k)^2$.
+#   The paper gives no constants; here $c_1$ is read from the model ($\sigma_1$ of the pre-trained $W$), and
+#   $\lambda$, $c_2$ and $\gamma$ are parameters.
+# - **Flow calibration** {cite:p}`li2020sentence`: a normalising flow (here a small RealNVP) learns the
 #   density of the pooled sentence embedding and maps it to a standard-normal latent, on which the
 #   classifier is trained.
 #
@@ -37,7 +38,7 @@
 # per epoch. This chapter repeats the GLUE experiment on six tasks (SST-2, MRPC, CoLA, RTE, WNLI,
 # STS-B) with the offline MiniLM, on training samples sized for a CPU, and reports mean ± std over
 # seeds, two-sample t-tests (Welch's and the paper's Student's) against the uncalibrated runs, I1/I2 of W after fine-tuning
-# (the measures of chapter 12), and the time per epoch. A run here takes a few dozen optimiser
+# (the measures of {doc}`chapter 12 <12_isotropy_word_similarity>`), and the time per epoch. A run here takes a few dozen optimiser
 # steps rather than thousands, so the learning rate is 1e-4 instead of the paper's 2e-5 (the
 # `paper` profile keeps 2e-5; `-p lr 2e-5` shows what the small-step regime does to MiniLM).
 #
@@ -157,7 +158,11 @@ if len(tested):
 # %%
 for model, frame in summary.groupby("model", sort=False):
     fig = plotting.calibration_summary(frame, method_list)
-    results.figure(fig, f"calibration_{model}")
+    results.figure(
+        fig,
+        f"calibration_{model}",
+        f"{model}: score change against the uncalibrated runs, I1 of W after fine-tuning, and time per epoch, by method.",
+    )
 
 # %% [markdown]
 # ## The paper's numbers
@@ -198,7 +203,7 @@ ch.show(
 # token-embedding matrix, and `I1_context`/`I2_context` of the mean-pooled output embeddings of
 # the development examples (what the classifier sees). Neither is certain to be the paper's
 # quantity, and the paper's own pairs cannot all be right: if every Z(c) lies within a factor I1
-# of the largest, their standard deviation over their mean cannot exceed (1 − I1) / (1 + I1).
+# of the largest, their standard deviation over their mean cannot exceed $(1 - I_1)/(1 + I_1)$.
 
 # %% tags=["hide-input"]
 lowest = iso_paper["paper_I1"] - 0.005  # the smallest value that prints as the paper's two decimals
@@ -271,10 +276,10 @@ ch.say("**What our run shows, next to the paper.**\n\n" + "\n".join(lines))
 #
 # Spectrum control pulls the singular values of W towards a prior. The figure shows the singular
 # values of each pre-trained W next to the two priors with this chapter's constants, and the lines
-# under it give the relative distance ‖σ − prior‖ / ‖σ‖, how steeply each curve falls (σ1 / σ_d),
+# under it give the relative distance $\lVert\sigma - \text{prior}\rVert / \lVert\sigma\rVert$, how steeply each curve falls ($\sigma_1/\sigma_d$),
 # and how closely W's top singular direction follows its mean row. Both priors start at σ1 of W,
 # so neither asks the largest singular value to shrink; where that direction is largely the
-# common direction of all rows (the one centering removes in chapter 12, and the one CosReg
+# common direction of all rows (the one centering removes in {doc}`chapter 12 <12_isotropy_word_similarity>`, and the one CosReg
 # pushes against), the fit can only reshape the rest of the spectrum; the last number of each line
 # shows how much I1 moved in this run. The paper
 # reports I1 ≈ 1.00 after spectrum control, which needs the top direction shrunk as well, that is a
@@ -301,7 +306,11 @@ for spec in specs if spectrum_methods else []:
             f"I1 after fine-tuning {of_model.get(method, float('nan')):.3f} (uncalibrated {of_model.get('none', float('nan')):.3f})."
         )
 if curves:
-    results.figure(plotting.spectrum_targets(curves), "spectrum_priors")
+    results.figure(
+        plotting.spectrum_targets(curves),
+        "spectrum_priors",
+        "Singular values of the pre-trained W beside the two spectrum priors with this chapter's constants.",
+    )
     ch.say("\n".join(lines))
 
 # %% [markdown]

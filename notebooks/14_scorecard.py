@@ -19,8 +19,8 @@
 # :::
 #
 # The papers make claims; the chapters before this one measure the quantities the claims are
-# about. This chapter puts the two together. Each claim of Luo et al. (2021), Luo's thesis, Biš
-# et al. (2021) and Ding et al. (2022) that the book can check is listed in
+# about. This chapter puts the two together. Each claim of {cite:t}`luo2021positional`, Luo's thesis {cite:p}`luo2021thesis`,
+# {cite:t}`bis2021too` and {cite:t}`ding2022isotropy` that the book can check is listed in
 # `lib/book/claims.yaml` with the result table it is tested on, a rule, the rule's threshold and
 # the reason for that threshold. The verdicts below are computed from the tables this edition's
 # chapters wrote, nothing else:
@@ -137,8 +137,8 @@ ch.show(
 # %% [markdown]
 # Compare the `ours` column of the split claims with the chapter that measured them: a claim
 # about position embeddings that holds for one model and not another points at how differently
-# their position tables were trained (chapter 03 shows each model's table), one about outlier
-# dimensions at whether the model has them at all (chapter 02).
+# their position tables were trained ({doc}`chapter 03 <03_positional_origin>` shows each model's table), one about outlier
+# dimensions at whether the model has them at all ({doc}`chapter 02 <02_outlier_neurons>`).
 #
 # :::{solution-end}
 # :::

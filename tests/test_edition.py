@@ -269,6 +269,9 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     assert "Edition **quick**" in first and "{ref}`build report <build-01_tiny>`" in first and "Prose of chapter 1." in first
     assert "`n = 3`" not in first  # not changed from the cell's default
     assert ":::{admonition} Parameters of this chapter\n:class: dropdown" in first and "| `n` | a number the chapter writes | `3` |" in first
+    assert page.cells[-1].source.startswith("## Result tables of this page") and "{download}`m/t.csv <tables/quick/m/01_tiny/t.csv>`" in page.cells[-1].source
+    staged_table = source / "book" / "chapters" / "tables" / "quick" / "m" / "01_tiny" / "t.csv"
+    assert staged_table.read_text() == (Path(os.environ["BOOK_RESULTS_DIR"]) / "quick" / "m" / "01_tiny" / "t.csv").read_text()
     report = (source / "book" / "build_report.md").read_text()
     assert "(build-01_tiny)=" in report and "tiny/data.txt" in report and str(data) not in report
     assert "| 01_tiny" in report or "{ref}`01_tiny <build-01_tiny>`" in report
@@ -276,6 +279,10 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     times = {p: p.stat().st_mtime_ns for p in source.rglob("*") if p.is_file()}
     edition.stage(ed)
     assert {p: p.stat().st_mtime_ns for p in source.rglob("*") if p.is_file()} == times
+    # MathJax is served from the edition itself, where the config points
+    config = yaml.safe_load((source / "_config.yml").read_text())["sphinx"]["config"]
+    script = source / config["html_static_path"][0] / config["mathjax_path"]
+    assert script.is_file() and script.stat().st_size > 1_000_000 and b"MathJax" in script.read_bytes()[:20000]
     # a chapter never executed gets a placeholder page, not a missing file
     shutil.copy(folder / "02_tiny.py", folder / "03_tiny.py")
     edition.stage(ed)
@@ -354,3 +361,14 @@ def test_a_parameter_without_a_meaning_stops_the_reference(tiny_book):
     with pytest.raises(BookError, match="01_tiny.py: parameter 'm' has no comment saying what it means"):
         reference.reference("01_tiny")
     assert reference.meanings("02_tiny") == {"profile": "names the results folder", "n": "a number the chapter writes"}
+
+
+def test_a_caution_box_names_the_models_when_they_are_not_the_papers():
+    class Ran:
+        parts = {"parameters": {"profile": "default"}}
+
+    box = edition.models_caveat("02_outlier_neurons", Ran())
+    assert box.startswith(":::{admonition} Not the papers' models\n:class: caution") and "`minilm`" in box and "`bert-base-uncased`" in box
+    Ran.parts = {"parameters": {"models": "roberta-base, bert-base-uncased"}}
+    assert edition.models_caveat("02_outlier_neurons", Ran()) == ""  # the papers' models, in any order
+    assert edition.models_caveat("05_pretraining", Ran()) == ""  # a chapter without a models parameter

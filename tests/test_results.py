@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -32,13 +33,53 @@ def test_tables_and_meta(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["anisotropy.csv", "meta.json", "outliers.csv"]
 
 
-def test_figures_png_and_pdf(tmp_path):
+def test_figures_png_and_pdf_shown_once_with_label_and_caption(tmp_path, monkeypatch):
+    from lib.book import results
+
+    shown = []
+    monkeypatch.setattr(results, "display", lambda bundle, raw, metadata: shown.append((bundle, metadata)))
     fig, ax = plt.subplots()
     ax.plot([0, 1])
-    Results("02_y", "default", root=tmp_path).figure(fig, "a figure")
+    Results("02_y", "default", root=tmp_path).figure(fig, "a figure", "A line, as {cite:t}`bis2021too` draw it.")
     folder = tmp_path / "default" / "figures" / "02_y"
     assert sorted(p.name for p in folder.iterdir()) == ["a_figure.pdf", "a_figure.png"]
     assert (folder / "a_figure.png").read_bytes()[:4] == b"\x89PNG"
+    ((bundle, metadata),) = shown
+    assert base64.b64decode(bundle["image/png"]) == (folder / "a_figure.png").read_bytes()  # the page shows the saved file
+    assert metadata == {"book_figure": {"name": "fig-02-a-figure", "caption": "A line, as {cite:t}`bis2021too` draw it."}}
+    assert not plt.fignum_exists(fig.number)  # closed: the inline backend does not show it a second time
+
+
+def test_marked_figures_get_cells_of_their_own_in_page_order():
+    import nbformat
+
+    from lib.book.figures import number_figures
+
+    def out(text):
+        return nbformat.v4.new_output("stream", name="stdout", text=text)
+
+    def fig(name):
+        return nbformat.v4.new_output("display_data", data={"image/png": "AAAA"}, metadata={"book_figure": {"name": name, "caption": f"cap {name}"}})
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# T"),
+        nbformat.v4.new_code_cell("plot()", outputs=[out("a"), fig("fig-01-x"), out("b"), fig("fig-01-y")]),
+        nbformat.v4.new_code_cell("plain()", outputs=[out("c")]),
+    ]
+    number_figures(nb)
+    kinds = [(c.cell_type, c.source, [o.get("text") or o.metadata["book_figure"]["name"] for o in c.get("outputs", [])]) for c in nb.cells]
+    assert kinds == [
+        ("markdown", "# T", []),
+        ("code", "plot()", ["a"]),
+        ("code", "# fig-01-x", ["fig-01-x"]),
+        ("code", "# (continued)", ["b"]),
+        ("code", "# fig-01-y", ["fig-01-y"]),
+        ("code", "plain()", ["c"]),
+    ]
+    assert nb.cells[2].metadata == {"tags": ["remove-input"], "mystnb": {"figure": {"name": "fig-01-x", "caption": "cap fig-01-x"}}}
+    assert nb.cells[3].metadata["tags"] == ["remove-input"] and "mystnb" not in nb.cells[3].metadata
+    nbformat.validate(nb)
 
 
 def test_written_files_get_the_umask_permissions_not_mkstemps_0600(tmp_path):
@@ -85,3 +126,18 @@ def test_sha256_of_a_file(tmp_path):
     path = tmp_path / "f"
     path.write_bytes(b"abc" * 1000)
     assert sha256(path) == hashlib.sha256(b"abc" * 1000).hexdigest() == sha256(path, chunk=7)
+
+
+def test_tables_display_as_html_plain_text_and_latex(monkeypatch):
+    from lib.book import chapter
+
+    shown = []
+    monkeypatch.setattr(chapter, "display", lambda bundle, raw: shown.append(bundle))
+    chapter.show(pd.DataFrame({"top_dim": [588, 77], "share_%": [82.5612, float("nan")]}), "RoBERTa & BERT: 100% of #vectors", precision=2)
+    bundle = shown[0]
+    assert set(bundle) == {"text/html", "text/plain", "text/latex"}
+    assert "82.56" in bundle["text/html"] and "<caption>RoBERTa &" in bundle["text/html"]
+    assert bundle["text/plain"].splitlines()[0] == "RoBERTa & BERT: 100% of #vectors" and "82.56" in bundle["text/plain"] and "–" in bundle["text/plain"]
+    latex = bundle["text/latex"]
+    assert r"\begin{tabular}" in latex and r"top\_dim" in latex and r"share\_\%" in latex and r"RoBERTa \& BERT: 100\% of \#vectors" in latex
+    assert "82.56" in latex and "82.5612" not in latex

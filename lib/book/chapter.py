@@ -74,10 +74,23 @@ def sst2_sentences(n: int, seed: int) -> list[str]:
     return sentences
 
 
+LATEX_SPECIAL = str.maketrans({c: f"\\{c}" for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"})
+
+
 def show(frame: pd.DataFrame, caption: str, precision: int = 3) -> None:
-    """Display a table with a caption and without the index."""
+    """Display a table with a caption and without the index, as HTML (the book's pages), plain text (a notebook read
+    as text) and LaTeX (a PDF made from the notebook)."""
     styled = frame.style.set_caption(caption).format(precision=precision, na_rep="–").hide(axis="index")
-    display(styled.set_table_styles([{"selector": "th, td", "props": "padding: 2px 12px; text-align: left;"}]))
+    html = styled.set_table_styles([{"selector": "th, td", "props": "padding: 2px 12px; text-align: left;"}]).to_html()
+    latex = (
+        frame.style.format(precision=precision, na_rep="–", escape="latex")
+        .format_index(escape="latex", axis=1)
+        .hide(axis="index")
+        .set_caption(caption.translate(LATEX_SPECIAL))
+        .to_latex(hrules=True)
+    )
+    plain = caption + "\n" + styled.data.to_string(index=False, na_rep="–", float_format=lambda v: f"{v:.{precision}f}")
+    display({"text/html": html, "text/latex": latex, "text/plain": plain}, raw=True)
 
 
 def show_beside_paper(

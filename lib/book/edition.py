@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -36,8 +37,9 @@ import yaml
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
-from . import exercises, launch, reference, scorecard
+from . import exercises, figures, launch, reference, scorecard
 from .cache import Entry
+from .profiles import profile_parameters
 from .sources import chapters, declared_parameters, source_file
 
 REPORT = "book/build_report"
@@ -180,6 +182,23 @@ def chapter_note(chapter: str, entry: Entry, profile: str) -> str:
     )
 
 
+def models_caveat(chapter: str, entry: Entry) -> str:
+    """A caution box when the chapter measured other models than the papers (the paper profile's `models`); empty otherwise."""
+    declared = declared_parameters(chapter)
+    if "models" not in declared:
+        return ""
+    ran = [m.strip() for m in str(entry.parts["parameters"].get("models", declared["models"])).split(",") if m.strip()]
+    theirs = [m.strip() for m in str(profile_parameters("paper", chapter).get("models", declared["models"])).split(",") if m.strip()]
+    if set(ran) == set(theirs):
+        return ""
+    return (
+        ":::{admonition} Not the papers' models\n:class: caution\n"
+        f"This page measures {', '.join(f'`{m}`' for m in ran)}; the papers measured {', '.join(f'`{m}`' for m in theirs)}. "
+        "Columns headed *paper* hold the papers' numbers on their models, printed beside ours for comparison, not as our result; "
+        "the `paper` profile runs this chapter on their models with the same code (internet once; a GPU helps).\n:::\n"
+    )
+
+
 def _launch_links(chapter: str) -> str:
     """Links that open the chapter as a live notebook (none without a GitHub repository setting)."""
     binder, colab, repo = launch.binder_url(chapter), launch.colab_url(chapter), launch.repository()
@@ -260,20 +279,50 @@ def _all_references() -> str:
     return "\n".join(f"### {_title(c)} (`{c}`)\n\n{reference.markdown(c)}" for c in chapters())
 
 
-def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str, student: bool = False) -> str:
-    """The executed notebook with the note and the parameter reference after its title (without the exercises'
-    solutions in the student edition)."""
+TABLES = "tables"  # beside the staged chapters: the CSV files each page links for download
+
+
+def _stage_tables(source: Path, entry: Entry) -> list[str]:
+    """Copy the CSV tables a chapter's run wrote next to the staged chapters; their paths relative to the chapter pages."""
+    staged = []
+    for output in entry.outputs:
+        origin = Path(output["path"])
+        if output["label"].endswith(".csv") and origin.is_file():
+            relative = f"{TABLES}/{output['label']}"
+            target = source / "book" / "chapters" / relative
+            if not target.is_file() or target.read_bytes() != origin.read_bytes():
+                write_atomic(target, lambda p, origin=origin: shutil.copyfile(origin, p))
+            staged.append(relative)
+    return staged
+
+
+def downloads_cell(tables: list[str]) -> str:
+    """The closing section of a chapter page: every result table of its run as a CSV download."""
+    items = "\n".join(f"- {{download}}`{t.split('/')[2]}/{t.split('/')[-1]} <{t}>`" for t in tables)
+    return (
+        "## Result tables of this page\n\n"
+        "The tables and figures above are drawn from these files, written by the run that produced this page "
+        f"(one folder per model; CSV):\n\n{items}\n"
+    )
+
+
+def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str, student: bool = False, tables: list[str] | None = None) -> str:
+    """The executed notebook with the note and the parameter reference after its title, its figures numbered, its result
+    tables linked at the end (without the exercises' solutions in the student edition)."""
     nb = nbformat.read(notebook, as_version=4)
     if student:
         exercises.strip_solutions(nb)
-    note = chapter_note(chapter, entry, profile) + "\n" + parameters_dropdown(chapter)
+    figures.number_figures(nb)
+    if tables:
+        nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(tables), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
+    note = chapter_note(chapter, entry, profile) + "\n" + models_caveat(chapter, entry) + "\n" + parameters_dropdown(chapter)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
             cell.source = f"{title}\n\n{note}\n{rest.lstrip()}"
             break
     else:
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(note))
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(note, id="page-note"))
     return _hide_paths(nbformat.writes(nb))
 
 
@@ -302,9 +351,25 @@ def _config(profile: str, student: bool = False) -> str:
     return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
 
 
+def _stage_mathjax(source: Path) -> None:
+    """Copy the one-file MathJax 3 build (TeX input, SVG output, every TeX extension, no fonts to fetch) and its licence
+    into the edition's _static folder, where _config.yml's mathjax_path points."""
+    try:
+        import mathjax
+    except ImportError as err:
+        raise BookError("MathJax is missing: pip install django-static-mathjax==3.2.2.1 (it is in requirements.txt)") from err
+    root = Path(mathjax.__file__).parent / "static" / "mathjax"
+    for name, origin in (("tex-svg-full.js", root / "es5" / "tex-svg-full.js"), ("LICENSE", root / "LICENSE")):
+        target = source / "_static" / "mathjax" / name
+        if not target.is_file() or target.read_bytes() != origin.read_bytes():
+            write_atomic(target, lambda p, origin=origin: shutil.copyfile(origin, p))
+
+
 def stage(edition: Edition) -> Path:
-    """Write the edition's book source: config, table of contents, hand-written pages, chapters, build report."""
+    """Write the edition's book source: config, table of contents, MathJax, hand-written pages, chapters with their result
+    tables, build report."""
     source = edition.source
+    _stage_mathjax(source)
     _write_if_changed(source / "_config.yml", _config(edition.profile, edition.student))
     _write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
     root_page = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
@@ -324,7 +389,8 @@ def stage(edition: Edition) -> Path:
         staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
         if entry is not None and notebook.is_file():
             entries[chapter] = entry
-            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, edition.student))
+            tables = _stage_tables(source, entry)
+            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, edition.student, tables))
             placeholder.unlink(missing_ok=True)
         else:
             _write_if_changed(placeholder, _placeholder(chapter, edition.profile))

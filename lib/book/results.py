@@ -8,19 +8,23 @@ Layout, with a stable schema a scorecard can read:
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import display
 
 from .. import __version__
 from ..errors import require
 from ..io import write_atomic
 from ..provenance import record
 from ..settings import results_dir
+from . import figures
 
 
 def slug(text: str) -> str:
@@ -72,8 +76,12 @@ class Results:
     def figure_path(self, name: str, ext: str = "png") -> Path:
         return self.root / "figures" / self.chapter / f"{slug(name)}.{ext}"
 
-    def figure(self, fig, name: str) -> None:
-        """Save a matplotlib figure as PNG (for the book) and PDF (for print)."""
+    def figure(self, fig, name: str, caption: str) -> None:
+        """Save a matplotlib figure as PNG (for the book) and PDF (for print), then show the PNG marked with its caption
+        (MyST) and label (`figures.label`), which the edition turns into a numbered figure; the figure is closed."""
         for ext in ("pdf", "png"):
             path = write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=150, bbox_inches="tight"))
             record("output", path, f"{self.profile}/figures/{self.chapter}/{path.name}")
+        plt.close(fig)
+        png = base64.b64encode(self.figure_path(name, "png").read_bytes()).decode("ascii")
+        display({"image/png": png}, raw=True, metadata={figures.KEY: {"name": figures.label(self.chapter, name), "caption": caption}})
