@@ -13,7 +13,7 @@ book/      sources (chapter files and their parameters cells), profiles (what a 
            reference (the parameter reference), runner (papermill), cache (when a chapter is reused),
            edition (one per profile: staging, build report, HTML, publish), exercises (and their solutions),
            launch (Binder and Colab notebooks and links), scorecard (claims tested on results), chapter (notebook helpers),
-           results, paper (the papers' numbers beside ours), plotting
+           results, figures (numbered figures on the pages), paper (the papers' numbers beside ours), plotting
 """
 
 __version__ = "0.2.0"
