@@ -245,7 +245,7 @@ ch.show(
     "Validation perplexity of the two final models on the same masked tokens, and their ratio with a 95% paired bootstrap interval over blocks",
     precision=2,
 )
-results.table(gap, "perplexity_gap", "trained", parameters, {"name": f"{run_names[0]} vs {run_names[1]}"})
+_ = results.table(gap, "perplexity_gap", "trained", parameters, {"name": f"{run_names[0]} vs {run_names[1]}"})
 
 # %% [markdown]
 # ## Is an outlier forming? The largest mean dimension across checkpoints
