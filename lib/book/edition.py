@@ -187,8 +187,10 @@ def models_caveat(chapter: str, entry: Entry) -> str:
     declared = declared_parameters(chapter)
     if "models" not in declared:
         return ""
-    ran = [m.strip() for m in str(entry.parts["parameters"].get("models", declared["models"])).split(",") if m.strip()]
-    theirs = [m.strip() for m in str(profile_parameters("paper", chapter).get("models", declared["models"])).split(",") if m.strip()]
+    ran, theirs = (
+        [m.strip() for m in str(value).split(",") if m.strip()]
+        for value in (entry.parts["parameters"].get("models", declared["models"]), profile_parameters("paper", chapter).get("models", declared["models"]))
+    )
     if set(ran) == set(theirs):
         return ""
     return (

@@ -232,8 +232,8 @@ def evaluate(
 
 
 def position_table_extreme(model: RobertaForMaskedLM, seq_len: int) -> dict[str, float]:
-    """The dimension with the largest |mean| over the position rows a block uses and its robust z within that mean
-    row; NaN for a model without position embeddings (its table is zero)."""
+    """The dimension that stands out most (largest |robust z|) in the mean of the position rows a block uses, and that
+    z; NaN for a model without position embeddings (its table is zero)."""
     if not model.config.position_embeddings:
         return {"pe_top_dim": math.nan, "pe_top_z": math.nan}
     offset = model.config.pad_token_id + 1
