@@ -51,7 +51,7 @@ pca_tokens = 3000  # token vectors in the PCA view
 pca_layer = -1  # hidden state for the PCA view; -1 is the last layer
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import pandas as pd

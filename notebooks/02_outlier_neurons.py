@@ -48,7 +48,7 @@ z_threshold = 10.0  # robust z-score that flags a dimension in a layer
 min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import pandas as pd

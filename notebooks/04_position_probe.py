@@ -60,7 +60,7 @@ z_threshold = 10.0  # outlier criterion of chapter 02
 min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
 seed = 0
 device = "auto"  # "auto" uses CUDA when present, for the model and the probe
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import numpy as np

@@ -74,7 +74,7 @@ min_layer_share = 0.5  # share of contextual layers in which a model-level outli
 retrain = False  # True: train again even if a model with the same settings is saved
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import numpy as np
@@ -88,7 +88,7 @@ from lib.encode.extraction import extract
 from lib.encode.models import load_model
 from lib.errors import require
 from lib.measure import metrics, outliers, positional
-from lib.settings import models_dir
+from lib.settings import autocast_precision, models_dir, pick_device
 from lib.train import pretrain
 
 run_names = ch.names(names, "names")
@@ -115,6 +115,7 @@ settings = dict(
     dropout=dropout,
     eval_every=eval_every,
     seed=seed,
+    precision=autocast_precision(dtype, pick_device(device)),
 )
 configs = {
     run_names[0]: pretrain.PretrainConfig(position_embeddings=True, **settings),

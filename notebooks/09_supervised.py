@@ -61,7 +61,7 @@ min_layer_share = 0.5  # share of contextual layers in which a model-level outli
 pool_special = True  # mean pooling includes [CLS]/[SEP] (the sentence-transformers' pooling, which the paper cites); false: the sentence's subwords only
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import numpy as np

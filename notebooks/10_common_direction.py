@@ -43,7 +43,7 @@ plane_points = 5000  # embeddings drawn for the projection plots
 check_rows = 0  # rows for the Appendix A check (0 = the whole matrix; the identity holds for any subset)
 seed = 0
 device = "auto"
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import numpy as np

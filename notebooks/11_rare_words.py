@@ -44,7 +44,7 @@ collections = "brown,gutenberg"  # parts of the corpus to count
 bin_size = 1000  # tokens per bin (paper: 1,000)
 seed = 0
 device = "auto"
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import numpy as np

@@ -45,7 +45,7 @@ profile = "default"  # names the results folder
 models = "minilm,mpnet,trained:roberta-pe,trained:roberta-nope"  # comma-separated model specs; trained:* come from chapter 05
 seed = 0
 device = "auto"
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 import math

@@ -68,7 +68,7 @@ flow_layers = 4  # coupling layers of the RealNVP flow
 flow_hidden = 256  # width of each coupling layer's network
 seed = 0  # first seed; runs use seed, seed + 1, ...
 device = "auto"  # "auto" uses CUDA when present
-dtype = "float32"
+dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
 from dataclasses import replace
@@ -80,6 +80,7 @@ from lib.book import paper, plotting
 from lib.datasets.tasks import GLUE_TASKS, glue_samples
 from lib.encode.models import load_model
 from lib.measure import isotropy
+from lib.settings import autocast_precision, pick_device
 from lib.train import calibration, finetune
 
 specs, results = ch.begin("13_isotropy_calibration", profile, models)
@@ -101,6 +102,7 @@ base = finetune.FinetuneConfig(
     spectrum_gamma_exp=spectrum_gamma_exp,
     flow_layers=flow_layers,
     flow_hidden=flow_hidden,
+    precision=autocast_precision(dtype, pick_device(device)),
 )
 base.check()
 parameters = ch.parameters("13_isotropy_calibration", globals())

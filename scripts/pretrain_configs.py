@@ -17,10 +17,20 @@ from pathlib import Path
 import pandas as pd
 
 from lib.errors import cli
+from lib.settings import autocast_precision, pick_device
 from lib.train import pretrain
 
 COMMON = dict(
-    valid_share=0.02, weight_decay=0.01, adam_betas=(0.9, 0.98), adam_eps=1e-6, clip=1.0, mask_prob=0.15, dropout=0.1, seed=0, position_embeddings=True
+    valid_share=0.02,
+    weight_decay=0.01,
+    adam_betas=(0.9, 0.98),
+    adam_eps=1e-6,
+    clip=1.0,
+    mask_prob=0.15,
+    dropout=0.1,
+    seed=0,
+    position_embeddings=True,
+    precision=autocast_precision("auto", pick_device("auto")),
 )
 CONFIGS = {
     "A 2x128 seq64": dict(vocab_size=4096, hidden_size=128, layers=2, heads=2, intermediate_size=512, seq_len=64, batch_size=32, lr=2e-3),

@@ -87,6 +87,7 @@ def config(**changes) -> finetune.FinetuneConfig:
         spectrum_gamma_exp=0.5,
         flow_layers=4,
         flow_hidden=256,
+        precision="none",
     )
     return finetune.FinetuneConfig(**{**settings, **changes})
 

@@ -38,6 +38,7 @@ TINY = dict(  # every setting, as chapter 05 passes them (PretrainConfig has no 
     dropout=0.0,
     eval_every=10,
     seed=0,
+    precision="none",
 )
 
 

@@ -1,5 +1,6 @@
 """Streaming collectors for `extraction.extract`, every one the book uses: per-layer statistics, seeded
-token samples, all tokens, sentence means, word (span) means, and per-position averages.
+token samples, all tokens, sentence means, word (span) means, per-position averages, and any of them
+restricted to a subset of the sentences.
 
 All are exact and order-independent: statistics are sums, samples choose tokens by a hash of
 (seed, sentence index, position), and AllTokens sorts by (sentence, position), so the same inputs
@@ -14,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import require
-from .extraction import TokenBatch
+from .extraction import Collector, TokenBatch
 from .models import LoadedModel, embedding_layernorm
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -264,6 +265,31 @@ class AllTokens:
         """(n_tokens, width) float32 vectors of one layer."""
         require(0 <= layer < self.n_layers, f"layer {layer} is not among the collected layers 0..{self.n_layers - 1}")
         return np.concatenate([part[0][layer] for part in self._parts]).astype(np.float32)[self._sorted()]
+
+
+class Subset:
+    """Collector: passes to `collector` only the tokens of the chosen sentences (`member[i]` for sentence i), so one
+    extraction of several overlapping sets' union gives each set its own statistics."""
+
+    def __init__(self, collector: Collector, member: np.ndarray):
+        self.collector, self.member = collector, np.asarray(member, dtype=bool)
+
+    def update(self, batch: TokenBatch) -> None:
+        keep = np.flatnonzero(self.member[batch.sentence_ids])
+        if len(keep) == len(batch.sentence_ids):
+            self.collector.update(batch)
+        elif len(keep):
+            index = torch.from_numpy(keep).to(batch.hidden.device)
+            self.collector.update(
+                TokenBatch(
+                    batch.hidden.index_select(1, index),
+                    batch.token_ids[keep],
+                    batch.positions[keep],
+                    batch.sentence_ids[keep],
+                    batch.special[keep],
+                    batch.rows[keep],
+                )
+            )
 
 
 class _GroupMeans:

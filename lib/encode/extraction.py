@@ -19,6 +19,7 @@ import torch
 from tqdm import tqdm
 
 from ..errors import require
+from ..settings import autocast
 from .models import LoadedModel
 
 TRIM_EVERY = 32  # batches between returning freed heap memory to the OS
@@ -151,7 +152,8 @@ def iterate(
                 release_memory()
             token_lists = [enc.ids(i) for i in group]
             ids, mask = pad_batch(token_lists, pad_id)
-            out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_hidden_states=True)
+            with autocast(lm.precision, lm.device):
+                out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_hidden_states=True)
             keep = mask.bool()
             flat = keep.flatten().nonzero().squeeze(1).to(lm.device)
             hidden = torch.empty(len(out.hidden_states), len(flat), lm.width, device=lm.device, dtype=torch.float32)

@@ -23,7 +23,7 @@ from transformers.utils import logging as hf_logging
 from ..errors import BookError, require
 from ..io import sha256, write_folder_atomic
 from ..provenance import record
-from ..settings import cache_dir, models_dir, pick_device, torch_dtype
+from ..settings import autocast_precision, cache_dir, models_dir, pick_device, torch_dtype
 
 EMBEDDED = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2",
@@ -43,6 +43,7 @@ class LoadedModel:
     model: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
     device: torch.device
+    precision: str = "none"  # "bfloat16": forward passes under bf16 autocast (settings.autocast_precision)
 
     @property
     def n_layers(self) -> int:
@@ -138,7 +139,8 @@ def resolve(spec: str) -> tuple[str, str]:
 
 
 def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> LoadedModel:
-    """Load a model and tokenizer in eval mode on the chosen device."""
+    """Load a model and tokenizer in eval mode on the chosen device; dtype "auto" keeps float32 weights and runs the
+    forward passes of `extraction` under bf16 autocast where the hardware has it (`settings.autocast_precision`)."""
     if not isinstance(spec, str) or not spec.strip():
         raise BookError(f"empty model spec; {HINT}")
     spec = spec.strip()
@@ -153,16 +155,16 @@ def load_model(spec: str, device: str = "auto", dtype: str = "float32") -> Loade
         model = AutoModel.from_pretrained(where, dtype=torch_dtype(dtype))
     finally:
         hf_logging.set_verbosity(level)
-    return wrap(model, tokenizer, spec, name, torch_device)
+    return wrap(model, tokenizer, spec, name, torch_device, autocast_precision(dtype, torch_device))
 
 
-def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, spec: str, name: str, device: torch.device) -> LoadedModel:
+def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, spec: str, name: str, device: torch.device, precision: str = "none") -> LoadedModel:
     """Put a model in eval mode on a device and make its tokenizer pad on the right."""
     model.to(device).eval()
     if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with EOS, the attention mask hides it
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=device)
+    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=device, precision=precision)
 
 
 def check_available(spec: str) -> tuple[str, str]:

@@ -7,7 +7,8 @@ embedding to a Gaussian latent on which the head is trained. The flow is trained
 (the task loss reaches the encoder and head through it but does not change it) and that likelihood does
 not reach the encoder, which could otherwise collapse the embeddings to raise it. The paper fine-tunes with a constant learning rate (no schedule), as here.
 
-Training batches are drawn in a seeded random order. The development set is scored longest first, which pads far
+Forward passes may run under bf16 autocast (`precision`; the weights, optimiser, losses, pooling and the isotropy
+measures stay float32). Training batches are drawn in a seeded random order. The development set is scored longest first, which pads far
 less and gives the same predictions. (Length-grouped training batches, as the Trainer's `group_by_length`, were tried
 and dropped: at these few dozen steps they changed the scores well beyond seed noise, e.g. MRPC F1 78 → 64.)
 Finished runs are cached under a key that includes the code of the modules that compute them.
@@ -34,7 +35,7 @@ from ..errors import require
 from ..io import write_atomic
 from ..measure import isotropy, metrics
 from ..measure.metrics import glue_score, student_p, welch_p
-from ..settings import cache_dir
+from ..settings import autocast, cache_dir
 from . import calibration
 
 METHODS = ("none", "cosreg", "spectrum-pol", "spectrum-exp", "flow")
@@ -58,6 +59,7 @@ class FinetuneConfig:
     spectrum_gamma_exp: float  # exponential prior c1·exp(−c2·k^γ); c1 = σ1 of the pre-trained matrix
     flow_layers: int
     flow_hidden: int
+    precision: str  # "bfloat16": forward passes (training and dev scoring) under bf16 autocast (`settings.autocast_precision`); "none"
     flow_lr: float = 1e-3  # the flow's own learning rate (not a chapter parameter)
 
     def check(self) -> None:
@@ -66,6 +68,7 @@ class FinetuneConfig:
             value = getattr(self, name)
             require(isinstance(value, int) and value > 0, f"fine-tuning setting {name} must be a positive integer, got {value!r}")
         require(self.lr > 0, f"lr must be positive, got {self.lr}")
+        require(self.precision in ("bfloat16", "none"), f"precision must be 'bfloat16' or 'none', got {self.precision!r}")
 
 
 class SequenceModel(nn.Module):
@@ -139,7 +142,9 @@ def _batches(tokenizer, frame: pd.DataFrame, order: np.ndarray, size: int, max_l
         yield {k: v.to(device) for k, v in enc.items()}, torch.tensor(rows["label"].to_numpy()).to(device)
 
 
-def predict(model: SequenceModel, tokenizer, frame: pd.DataFrame, max_length: int, device: torch.device, regression: bool) -> tuple[np.ndarray, np.ndarray]:
+def predict(
+    model: SequenceModel, tokenizer, frame: pd.DataFrame, max_length: int, device: torch.device, regression: bool, precision: str = "none"
+) -> tuple[np.ndarray, np.ndarray]:
     """The model's prediction (a value for regression, else a class) and pooled output embedding (n, width) for every
     row of frame, in frame's order; rows are scored longest first, 64 at a time, in eval mode."""
     model.eval()
@@ -147,7 +152,9 @@ def predict(model: SequenceModel, tokenizer, frame: pd.DataFrame, max_length: in
     outputs, embeddings = [], []
     with torch.no_grad():
         for batch, _ in _batches(tokenizer, frame, longest_first, 64, max_length, device):
-            out, pooled = model(batch)
+            with autocast(precision, device):
+                out, pooled = model(batch)
+            out, pooled = out.float(), pooled.float()
             outputs.append(out.squeeze(-1) if regression else out.argmax(dim=-1))
             embeddings.append(pooled.double())
     predicted = np.empty(len(frame), dtype=np.float64 if regression else np.int64)
@@ -188,7 +195,9 @@ def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
             leave=False,
         )
         for batch, labels in bar:
-            out, pooled = model(batch)
+            with autocast(cfg.precision, lm.device):  # the forward pass only; losses and the calibration terms in float32
+                out, pooled = model(batch)
+            out, pooled = out.float(), pooled.float()
             task_loss = nn.functional.mse_loss(out.squeeze(-1), (labels.float() - centre) / scale) if regression else nn.functional.cross_entropy(out, labels)
             extra = calibration_loss(model, cfg, prior, pooled)
             optimizer.zero_grad(set_to_none=True)
@@ -202,7 +211,7 @@ def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
             task_total, extra_total, n = task_total + task_loss.item(), extra_total + extra.item(), n + 1
         seconds.append(time.perf_counter() - start)
         history.append({"epoch": epoch, "task_loss": task_total / n, "calibration_loss": extra_total / n, "seconds": seconds[-1]})
-    predicted, pooled = predict(model, lm.tokenizer, dev_set, cfg.max_length, lm.device, regression)
+    predicted, pooled = predict(model, lm.tokenizer, dev_set, cfg.max_length, lm.device, regression, cfg.precision)
     measures, context = isotropy.partition_measures(w.detach().double().cpu().numpy()), isotropy.partition_measures(pooled)
     return FinetuneResult(
         glue_score(GLUE_TASKS[task][1], dev_set["label"].to_numpy(), predicted),

@@ -35,7 +35,7 @@ from ..errors import require
 from ..io import write_atomic, write_folder_atomic
 from ..measure import outliers
 from ..measure.outliers import robust_z
-from ..settings import cache_dir, pick_device
+from ..settings import autocast, cache_dir, pick_device
 from .bpe import train_tokenizer
 
 IGNORE = -100  # label of tokens that are not predicted
@@ -66,6 +66,7 @@ class PretrainConfig:
     dropout: float
     eval_every: int
     seed: int
+    precision: str  # "bfloat16": training forward passes under bf16 autocast (`settings.autocast_precision`); "none"
 
     def check(self) -> None:
         """One clear line for settings that cannot work."""
@@ -75,6 +76,7 @@ class PretrainConfig:
         require(self.hidden_size % self.heads == 0, f"hidden_size {self.hidden_size} must be divisible by heads {self.heads}")
         require(self.seq_len >= 8, f"seq_len must be at least 8 tokens, got {self.seq_len}")
         require(0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}")
+        require(self.precision in ("bfloat16", "none"), f"precision must be 'bfloat16' or 'none', got {self.precision!r}")
         require(
             self.lr > 0 and 0 <= self.warmup < self.steps, f"need lr > 0 and 0 <= warmup < steps, got lr={self.lr}, warmup={self.warmup}, steps={self.steps}"
         )
@@ -351,7 +353,8 @@ def train(
         model.train()
         blocks = train_blocks[batch_indices(len(train_blocks), cfg.batch_size, cfg.seed, step)]
         inputs, labels = mask_tokens(blocks, tokenizer, cfg.mask_prob, _generator(cfg.seed, step, 2))
-        loss = masked_lm_loss(model, inputs.to(torch_device), labels.to(torch_device))
+        with autocast(cfg.precision, torch_device):  # evaluation stays float32
+            loss = masked_lm_loss(model, inputs.to(torch_device), labels.to(torch_device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
