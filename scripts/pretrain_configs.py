@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 
 from lib.errors import cli
-from lib.settings import autocast_precision, pick_device
 from lib.train import pretrain
 
 COMMON = dict(
@@ -30,7 +29,7 @@ COMMON = dict(
     dropout=0.1,
     seed=0,
     position_embeddings=True,
-    precision=autocast_precision("auto", pick_device("auto")),
+    precision="none",  # float32 steps, as the configurations were compared on 2026-11-23
 )
 CONFIGS = {
     "A 2x128 seq64": dict(vocab_size=4096, hidden_size=128, layers=2, heads=2, intermediate_size=512, seq_len=64, batch_size=32, lr=2e-3),

@@ -173,8 +173,8 @@ def test_classifier_with_bias_learns_what_a_bias_free_probe_cannot():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2000, 4)).astype(np.float32)
     y = (x[:, 0] > 1.0).astype(int)  # a threshold away from the origin needs a bias
-    with_bias = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, batch_size=128, lr=5e-2, device="cpu", bias=True)
-    without = probe.train_probe(x, y, x, y, n_classes=2, epochs=20, batch_size=128, lr=5e-2, device="cpu")
+    with_bias = probe.fit_classifier(x, y, x, y, bias=True)
+    without = probe.fit_classifier(x, y, x, y, bias=False)
     assert with_bias.bias is not None and without.bias is None
     assert with_bias.accuracy(x, y) > 0.97 > without.accuracy(x, y) - 0.1
     assert with_bias.accuracy(x, y) > without.accuracy(x, y)
@@ -212,3 +212,28 @@ def test_contribution_summary_ranks_and_maps_the_outlier_dimensions():
     assert row["top_other_dim"] == others[int(mean[others].argmax())] and row["mean_all"] == pytest.approx(mean.mean())
     by_position = probe.contribution_by_position(contrib, positions, 4)
     np.testing.assert_allclose(heat, np.column_stack([by_position[:, 2], by_position[:, 4], by_position[:, others].max(axis=1)]))
+
+
+@pytest.mark.parametrize("n_classes,bias", [(2, False), (5, True)])
+def test_sentence_classifier_is_fitted_to_convergence_and_chosen_on_dev(n_classes, bias):
+    """The softmax form decides as scikit-learn's own fit of the chosen C does; the chosen C has the best dev accuracy."""
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = _toy(400, 0, n_classes, width=40)
+    xd, yd = _toy(300, 1, n_classes, width=40)
+    x, xd = x + 3.0, xd + 3.0  # a shared offset, as sentence vectors have
+    fitted = probe.fit_classifier(x, y, xd, yd, bias=bias)
+    assert set(fitted.dev_accuracy) == set(probe.DEFAULT_CS)
+    assert fitted.dev_accuracy[fitted.c] == max(fitted.dev_accuracy.values())
+    assert fitted.c == min(c for c, a in fitted.dev_accuracy.items() if a == fitted.dev_accuracy[fitted.c])
+    reference = LogisticRegression(C=fitted.c, fit_intercept=bias, max_iter=5000).fit(x, y)
+    agree = (fitted.weight @ xd.T).T + (0 if fitted.bias is None else fitted.bias)
+    assert np.mean(agree.argmax(1) == reference.predict(xd)) > 0.99  # same optimum, reached from another start
+    assert abs(fitted.accuracy(xd, yd) - fitted.dev_accuracy[fitted.c]) < 1e-12
+    assert fitted.dev_accuracy[fitted.c] > 0.9
+
+
+def test_sentence_classifier_says_when_it_does_not_converge():
+    x, y = _toy(200, 0, 3, width=30)
+    with pytest.raises(BookError, match="did not converge in 2 iterations"):
+        probe.fit_classifier(x, y, x, y, bias=False, cs=(1e6,), max_iter=2)

@@ -129,6 +129,17 @@ def classification_splits(task: str, n_train: int, n_dev: int, n_test: int, seed
     return {split: (frame["sentence"].tolist(), frame["label"].to_numpy(dtype=int)) for split, frame in parts.items()}
 
 
+def unlabelled_texts(task: str, n: int, exclude: list[str], seed: int) -> list[str]:
+    """n texts of a task's training split (labels dropped) that are not in exclude, seeded: data for fitting an
+    unsupervised transform beside a labelled sample without reusing it."""
+    require(task in CLASSIFICATION_TASKS, f"unknown task {task!r}; known: {', '.join(CLASSIFICATION_TASKS)}")
+    frame = load(task, "train")
+    texts = frame["text" if task == "imdb" else "sentence"]
+    left = texts[~texts.isin(set(exclude))].drop_duplicates()
+    require(n <= len(left), f"{task} has {len(left):,} training texts outside the samples, fewer than the {n:,} asked for; ask for fewer")
+    return left.iloc[draw(np.random.default_rng(seed), len(left), n)].tolist()
+
+
 GLUE_TASKS = {
     "sst2": ("SST-2", "accuracy"),
     "mrpc": ("MRPC", "f1"),

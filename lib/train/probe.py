@@ -1,33 +1,35 @@
-"""Linear softmax classifiers trained with Adam and cross-entropy: the neuron-level position probe
-of Luo et al. (2021, §3), a bias-free map W (classes x width) from a token vector to its position,
-with each neuron's contribution c(i) = |w_{y,i} * v_i| for the true class y; and, with a bias,
-the frozen-feature classifiers of their §4.4."""
+"""Linear softmax classifiers: the neuron-level position probe of Luo et al. (2021, §3), a bias-free map W
+(classes x width) from a token vector to its position trained with Adam and cross-entropy, with each neuron's
+contribution c(i) = |w_{y,i} * v_i| for the true class y; and the frozen-feature sentence classifiers of their §4.4,
+fitted to convergence (L-BFGS, scikit-learn) with the L2 strength chosen on development data."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
 from tqdm import tqdm
 
-from ..errors import require
+from ..errors import BookError, require
 from ..measure.outliers import descending_ranks
 from ..settings import pick_device
 
 
 @dataclass
 class Probe:
-    """Trained weights (n_classes, width) and bias (or None) from the epoch with the best development accuracy."""
+    """Trained weights (n_classes, width) from the epoch with the best development accuracy."""
 
     weight: np.ndarray
-    bias: np.ndarray | None
     dev_accuracy: list[float]  # after each epoch
     best_epoch: int  # 1-based
 
     def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
         """Share of rows whose highest-scoring class is the label."""
-        return accuracy(self.weight, x, y, self.bias)
+        return accuracy(self.weight, x, y)
 
 
 def _check(x: np.ndarray, y: np.ndarray, n_classes: int, what: str) -> None:
@@ -56,13 +58,12 @@ def train_probe(
     seed: int = 0,
     device: str = "auto",
     desc: str | None = None,
-    bias: bool = False,
 ) -> Probe:
     """Train the probe on (x, y); keep the weights of the epoch with the best accuracy on (x_dev, y_dev).
 
     Weights start at zero (the problem is convex, so no random start is needed) and the batch order
     comes from a generator seeded with `seed`: the same inputs give the same probe. epochs, batch_size and lr
-    have no defaults here: chapters 04 and 09 set them in their parameters cells."""
+    have no defaults here: chapter 04 sets them in its parameters cell."""
     _check(x, y, n_classes, "training set")
     _check(x_dev, y_dev, n_classes, "development set")
     require(epochs > 0 and batch_size > 0 and lr > 0, "epochs, batch_size and lr must be positive")
@@ -70,26 +71,76 @@ def train_probe(
     xt, yt = torch.as_tensor(x, dtype=torch.float32, device=torch_device), torch.as_tensor(y, dtype=torch.long, device=torch_device)
     xd, yd = torch.as_tensor(x_dev, dtype=torch.float32, device=torch_device), torch.as_tensor(y_dev, dtype=torch.long, device=torch_device)
     weight = torch.zeros(n_classes, x.shape[1], device=torch_device, requires_grad=True)
-    offset = torch.zeros(n_classes, device=torch_device, requires_grad=True) if bias else None
-    optimizer = torch.optim.Adam([weight] + ([offset] if bias else []), lr=lr)
+    optimizer = torch.optim.Adam([weight], lr=lr)
     generator = torch.Generator().manual_seed(seed)
-    best, best_offset, best_epoch, history = weight.detach().clone(), None, 0, []
+    best, best_epoch, history = weight.detach().clone(), 0, []
     bar = tqdm(range(1, epochs + 1), desc=desc or "probe", unit="epoch", leave=False)
     for epoch in bar:
         order = torch.randperm(len(yt), generator=generator).to(torch_device)
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            loss = torch.nn.functional.cross_entropy(xt[idx] @ weight.T + (0 if offset is None else offset), yt[idx])
+            loss = torch.nn.functional.cross_entropy(xt[idx] @ weight.T, yt[idx])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
         with torch.no_grad():
-            history.append(_accuracy(weight, offset, xd, yd))
+            history.append(_accuracy(weight, None, xd, yd))
         if history[-1] > max(history[:-1], default=-1.0):
             best, best_epoch = weight.detach().clone(), epoch
-            best_offset = None if offset is None else offset.detach().clone()
         bar.set_postfix(loss=f"{loss.item():.3f}", dev_acc=f"{history[-1]:.3f}")
-    return Probe(best.cpu().numpy(), None if best_offset is None else best_offset.cpu().numpy(), history, best_epoch)
+    return Probe(best.cpu().numpy(), history, best_epoch)
+
+
+DEFAULT_CS = tuple(10.0**k for k in range(-3, 4))  # inverse L2 strengths tried by fit_classifier
+
+
+@dataclass
+class Classifier:
+    """A fitted sentence classifier: weights (n_classes, width), bias (or None), the chosen inverse L2 strength C and
+    the development accuracy of every C tried."""
+
+    weight: np.ndarray
+    bias: np.ndarray | None
+    c: float
+    dev_accuracy: dict[float, float]
+
+    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        """Share of rows whose highest-scoring class is the label."""
+        return accuracy(self.weight, x, y, self.bias)
+
+
+def _softmax_form(values: np.ndarray) -> np.ndarray:
+    """scikit-learn's one row for a binary problem as two softmax rows with the same decisions (−v/2, v/2)."""
+    return values if len(values) > 1 else np.concatenate([-values / 2, values / 2])
+
+
+def fit_classifier(
+    x: np.ndarray, y: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray, *, bias: bool, cs: tuple[float, ...] = DEFAULT_CS, max_iter: int = 5000
+) -> Classifier:
+    """Multinomial logistic regression fitted to convergence (L-BFGS) for every inverse L2 strength C in cs, each
+    started from the previous solution; keeps the C with the best development accuracy (the smaller C on a tie). A fit
+    that stops at max_iter is an error, not a silent result."""
+    n_classes = int(max(y.max(), y_dev.max())) + 1
+    _check(x, y, n_classes, "training set")
+    _check(x_dev, y_dev, n_classes, "development set")
+    require(len(cs) > 0 and all(c > 0 for c in cs), f"cs must be positive inverse L2 strengths, got {cs!r}")
+    model = LogisticRegression(fit_intercept=bias, max_iter=max_iter, warm_start=True)
+    dev, best = {}, None
+    for c in sorted(cs):
+        model.set_params(C=c)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            try:
+                model.fit(x, y)
+            except ConvergenceWarning:
+                raise BookError(f"the logistic regression with C={c:g} did not converge in {max_iter} iterations; raise max_iter") from None
+        weight = _softmax_form(model.coef_).astype(np.float32)
+        offset = _softmax_form(model.intercept_[:, None])[:, 0].astype(np.float32) if bias else None
+        dev[c] = accuracy(weight, x_dev, y_dev, offset)
+        if best is None or dev[c] > dev[best.c]:
+            best = Classifier(weight, offset, c, {})
+    best.dev_accuracy = dev
+    return best
 
 
 def accuracy(weight: np.ndarray, x: np.ndarray, y: np.ndarray, bias: np.ndarray | None = None) -> float:
