@@ -139,6 +139,7 @@ for spec in specs:
                         "dev_accuracy": 100 * model.dev_accuracy[model.c],
                         "test_accuracy": 100 * model.accuracy(x["test"], labels["test"]),
                         "C": model.c,
+                        "converged": model.converged,
                         "clipped_dims": len(t.dims) if variant == "clipped" else 0,
                         "whitening_fit_texts": len(fit_vectors),
                     }
@@ -175,6 +176,12 @@ summary = pd.DataFrame(summary)
 for spec, part in summary.groupby("spec", sort=False):
     results.table(part, "best", spec, parameters)
 ch.show(summary.drop(columns="spec"), "Ours: test accuracy (%) on the samples above", precision=1)
+fits, weakest = pd.concat([table for _, table in scores.values()]), max(probe.DEFAULT_CS)
+ch.say(
+    f"{int(fits['converged'].sum())} of {len(fits)} classifiers (one per model, task, variant and layer, at the L2 strength "
+    f"chosen on the development sample) converged; the chosen strength was the weakest one tried (C = {weakest:g}) "
+    f"for {int((fits['C'] == weakest).sum())} of them."
+)
 paper_sup = paper.table("luo2021", "supervised").rename(columns={"paper_task": "task"})
 paper_sup["variant"] = paper_sup["paper_variant"].map({"raw": "raw", "clip": "clipped"})
 ch.show_beside_paper(
