@@ -41,6 +41,9 @@
 # (the measures of {doc}`chapter 12 <12_isotropy_word_similarity>`), and the time per epoch. A run here takes a few dozen optimiser
 # steps rather than thousands, so the learning rate is 1e-4 instead of the paper's 2e-5 (the
 # `paper` profile keeps 2e-5; `-p lr 2e-5` shows what the small-step regime does to MiniLM).
+# The paper gives MRPC and WNLI 5 epochs instead of 3 because their training sets are small;
+# here every task trains on the same `n_train` examples, so all get 3 epochs and the same
+# number of steps (the `paper` profile keeps 5; `-p epochs_small 5` restores it here).
 #
 # The paper's translation and summarisation experiments need models and data that are not
 # available offline; the last section shows how the same losses plug into a sequence-to-sequence
@@ -55,7 +58,7 @@ seeds = 3  # runs per (task, method); the paper runs 3
 n_train = 200  # training examples per task (a seeded sample; all when a task has fewer); paper: the full training sets
 n_dev = 500  # development examples per task scored (all when a task has fewer; paper: the full dev sets)
 epochs = 3  # passes over the training sample (paper: 3; 5 for MRPC and WNLI)
-epochs_small = 5  # epochs for MRPC and WNLI
+epochs_small = 3  # epochs for MRPC and WNLI (paper: 5, for their small training sets; here every task trains on n_train examples)
 batch_size = 32  # examples per optimiser step (paper: 32)
 lr = 1e-4  # constant learning rate (paper, BERT: 2e-5 over thousands of steps; the paper profile uses it)
 max_length = 128  # tokens per example; longer inputs are truncated
