@@ -204,6 +204,7 @@ def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_da
         ("05_pretraining", ["-p", "hidden_size", "33"], "must be divisible by heads"),
         ("05_pretraining", ["-p", "names", "same,same"], "names must be two different model names"),
         ("13_isotropy_calibration", ["-p", "methods", "none,whiten"], "methods: unknown 'whiten'; choose from none, cosreg"),
+        ("13_isotropy_calibration", ["-p", "spectrum_scales", "1,x"], "spectrum_scales must be comma-separated positive numbers"),
     ],
 )
 def test_bad_parameters_of_later_chapters(tmp_path, shared_data, chapter, args, expected):
@@ -231,6 +232,9 @@ def test_comma_separated_parameters_and_recorded_values():
         ch.names("sst2,qqp", "tasks", ["sst2", "rte"])
     with pytest.raises(BookError, match="tasks is empty"):
         ch.names(" , ", "tasks")
+    assert ch.positive_numbers("scales", " 1, 0.25,") == [1.0, 0.25] and ch.positive_numbers("scales", "") == []
+    with pytest.raises(BookError, match="scales must be comma-separated positive numbers, got '1,-2'"):
+        ch.positive_numbers("scales", "1,-2")
     namespace = {**declared_parameters("02_outlier_neurons"), "n_sentences": 7, "unrelated": 1}
     recorded = ch.parameters("02_outlier_neurons", namespace)
     assert recorded["n_sentences"] == 7 and not {"profile", "models", "device", "unrelated"} & set(recorded)

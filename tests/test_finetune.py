@@ -13,7 +13,7 @@ import torch
 from lib.datasets import tasks
 from lib.errors import BookError
 from lib.measure.metrics import glue_score, student_p, welch_p
-from lib.train import finetune
+from lib.train import calibration, finetune
 
 from .conftest import tiny_model
 
@@ -145,6 +145,38 @@ def test_spectrum_targets_start_at_the_largest_singular_value_and_follow_their_f
     assert exp[0] == pytest.approx(sigma1) and np.all(np.diff(exp) < 0)
     with pytest.raises(BookError, match="needs a spectrum method"):
         finetune.spectrum_target(w, cfg)
+
+
+def test_spectrum_scale_multiplies_the_prior_and_with_spectrum_keeps_the_singular_vectors():
+    w = torch.randn(40, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64) + 0.5
+    cfg = config(method="spectrum-exp")
+    prior = finetune.spectrum_target(w, replace(cfg, spectrum_scale=0.25))
+    np.testing.assert_allclose(prior.numpy(), 0.25 * finetune.spectrum_target(w, cfg).numpy(), rtol=1e-12)
+    moved = calibration.with_spectrum(w, prior)
+    u, s, vt = np.linalg.svd(w.numpy(), full_matrices=False)
+    u2, s2, vt2 = np.linalg.svd(moved.numpy(), full_matrices=False)
+    np.testing.assert_allclose(s2, prior.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(np.abs(np.sum(vt * vt2, axis=1)), 1.0, atol=1e-8)  # the same right singular vectors, up to sign
+    np.testing.assert_allclose(np.abs(np.sum(u * u2, axis=0)), 1.0, atol=1e-8)
+
+
+def test_i1_of_w_on_its_prior_tends_to_one_as_the_prior_shrinks():
+    """Z(c) → vocabulary size for every direction as W shrinks, so I1 → 1 whatever the prior's shape."""
+    w = torch.randn(300, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64) + 1.0  # a common direction
+    cfg = config(method="spectrum-exp")
+    i1 = [finetune.prior_measures(w, replace(cfg, spectrum_scale=s))["I1"] for s in (1.0, 0.1, 0.001)]
+    assert i1[0] < 0.5 and i1[0] < i1[1] < i1[2] and i1[2] > 0.99
+
+
+def test_start_at_prior_runs_from_w_on_its_prior():
+    """With a learning rate too small to move W, I1 after the run is I1 of W moved onto the prior."""
+    lm = tiny_model("bert")
+    cfg = config(method="spectrum-exp", spectrum_scale=0.1, start_at_prior=True, lr=1e-9, epochs=1)
+    expected = finetune.prior_measures(lm.model.get_input_embeddings().weight.detach().double(), cfg)["I1"]
+    out = finetune.finetune(lm, "sst2", toy(2), toy(1), cfg)
+    assert out.i1 == pytest.approx(expected, abs=1e-4)  # float32 weights; lr 1e-9 moves each by ≤ 2e-9
+    with pytest.raises(BookError, match="start_at_prior needs a spectrum method"):
+        config(start_at_prior=True).check()
 
 
 def test_bad_method_is_one_line():

@@ -222,7 +222,7 @@ def test_sentence_classifier_is_fitted_to_convergence_and_chosen_on_dev(n_classe
     x, y = _toy(400, 0, n_classes, width=40)
     xd, yd = _toy(300, 1, n_classes, width=40)
     x, xd = x + 3.0, xd + 3.0  # a shared offset, as sentence vectors have
-    fitted = probe.fit_classifier(x, y, xd, yd, bias=bias)
+    fitted = probe.fit_classifier(x, y, xd, yd, bias=bias, patience=len(probe.DEFAULT_CS))
     assert set(fitted.dev_accuracy) == set(probe.DEFAULT_CS)
     assert fitted.dev_accuracy[fitted.c] == max(fitted.dev_accuracy.values())
     assert fitted.c == min(c for c, a in fitted.dev_accuracy.items() if a == fitted.dev_accuracy[fitted.c])
@@ -231,6 +231,10 @@ def test_sentence_classifier_is_fitted_to_convergence_and_chosen_on_dev(n_classe
     assert np.mean(agree.argmax(1) == reference.predict(xd)) > 0.99  # same optimum, reached from another start
     assert abs(fitted.accuracy(xd, yd) - fitted.dev_accuracy[fitted.c]) < 1e-12
     assert fitted.dev_accuracy[fitted.c] > 0.9 and fitted.converged
+    early = probe.fit_classifier(x, y, xd, yd, bias=bias)  # patience 2: the path stops two Cs after a best that is not beaten
+    tried = sorted(early.dev_accuracy)
+    assert tried == sorted(probe.DEFAULT_CS)[: len(tried)] and early.c == fitted.c
+    assert len(tried) == len(probe.DEFAULT_CS) or all(early.dev_accuracy[c] <= early.dev_accuracy[early.c] for c in tried[-2:])
 
 
 def test_sentence_classifier_says_when_it_does_not_converge():

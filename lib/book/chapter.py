@@ -54,6 +54,19 @@ def positive_number(name: str, value: object) -> float:
     return value
 
 
+def positive_numbers(name: str, value: object) -> list[float]:
+    """A parameter of comma-separated numbers above zero (e.g. `"1,0.25"`); an empty string gives none."""
+    items = [item.strip() for item in str(value).split(",") if item.strip()]
+    numbers = []
+    for item in items:
+        try:
+            numbers.append(float(item))
+        except ValueError:
+            numbers.append(float("nan"))
+    require(all(n > 0 for n in numbers), f"parameter {name} must be comma-separated positive numbers, got {value!r}")
+    return numbers
+
+
 def share(name: str, value: object) -> float:
     """A parameter that must be a number in (0, 1]."""
     require(isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1, f"parameter {name} must be in (0, 1], got {value!r}")

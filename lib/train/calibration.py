@@ -41,6 +41,13 @@ def singular_values(w: torch.Tensor) -> torch.Tensor:
     return eigenvalues.clamp_min(1e-12).sqrt().to(w.dtype)
 
 
+def with_spectrum(w: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+    """W with its singular values replaced by sigma (descending) and its singular vectors kept: U diag(σ) Vᵀ."""
+    u, _, vt = torch.linalg.svd(w.double(), full_matrices=False)
+    require(len(sigma) == len(vt), f"sigma has {len(sigma)} values but W has {len(vt)} singular values")
+    return (u * sigma.to(u)) @ vt
+
+
 def spectrum_regulariser(w: torch.Tensor, strength: float, prior: torch.Tensor) -> torch.Tensor:
     """Spectrum control: strength · Σ_k (σ_k − prior_k)² over the singular values of W in descending order."""
     sigma = singular_values(w)

@@ -61,6 +61,8 @@ class FinetuneConfig:
     flow_hidden: int
     precision: str  # "bfloat16": forward passes (training and dev scoring) under bf16 autocast (`settings.autocast_precision`); "none"
     flow_lr: float = 1e-3  # the flow's own learning rate (not a chapter parameter)
+    spectrum_scale: float = 1.0  # the prior's first value as a multiple of σ1 of the pre-trained W (chapter 13's scale sweep)
+    start_at_prior: bool = False  # spectrum methods: W starts at its prior (U diag(prior) Vᵀ), as if the penalty had already won
 
     def check(self) -> None:
         require(self.method in METHODS, f"calibration method must be one of {', '.join(METHODS)}, got {self.method!r}")
@@ -69,6 +71,8 @@ class FinetuneConfig:
             require(isinstance(value, int) and value > 0, f"fine-tuning setting {name} must be a positive integer, got {value!r}")
         require(self.lr > 0, f"lr must be positive, got {self.lr}")
         require(self.precision in ("bfloat16", "none"), f"precision must be 'bfloat16' or 'none', got {self.precision!r}")
+        require(self.spectrum_scale > 0, f"spectrum_scale must be positive, got {self.spectrum_scale}")
+        require(not self.start_at_prior or self.method.startswith("spectrum"), f"start_at_prior needs a spectrum method, got {self.method!r}")
 
 
 class SequenceModel(nn.Module):
@@ -102,12 +106,18 @@ def calibration_loss(model: SequenceModel, cfg: FinetuneConfig, prior: torch.Ten
 
 
 def spectrum_target(w: torch.Tensor, cfg: FinetuneConfig) -> torch.Tensor:
-    """The prior that spectrum-pol / spectrum-exp pull W's singular values towards; both start at σ1 of W."""
+    """The prior that spectrum-pol / spectrum-exp pull W's singular values towards; both start at
+    cfg.spectrum_scale × σ1 of W."""
     require(cfg.method in ("spectrum-pol", "spectrum-exp"), f"spectrum_target needs a spectrum method, got {cfg.method!r}")
-    sigma1 = float(calibration.singular_values(w)[0])
+    sigma1 = cfg.spectrum_scale * float(calibration.singular_values(w)[0])
     if cfg.method == "spectrum-pol":
         return calibration.spectrum_prior(min(w.shape), "polynomial", sigma1, cfg.spectrum_c2, cfg.spectrum_gamma_pol, device=w.device)
     return calibration.spectrum_prior(min(w.shape), "exponential", sigma1 * np.exp(cfg.spectrum_c2), cfg.spectrum_c2, cfg.spectrum_gamma_exp, device=w.device)
+
+
+def prior_measures(w: torch.Tensor, cfg: FinetuneConfig) -> dict[str, float]:
+    """I1 and I2 of W moved onto cfg's spectrum prior (its singular vectors kept): where spectrum control pulls W."""
+    return isotropy.partition_measures(calibration.with_spectrum(w, spectrum_target(w, cfg)).cpu().numpy())
 
 
 @dataclass
@@ -176,6 +186,9 @@ def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
     model = SequenceModel(lm.model, lm.width, 1 if regression else int(train_set["label"].max()) + 1, flow).to(lm.device)
     w = model.encoder.get_input_embeddings().weight
     prior = spectrum_target(w.detach(), cfg) if cfg.method.startswith("spectrum") else None
+    if cfg.start_at_prior:
+        with torch.no_grad():
+            w.copy_(calibration.with_spectrum(w.detach(), prior))
     groups = [{"params": [p for n, p in model.named_parameters() if not n.startswith("flow.")], "lr": cfg.lr}]
     if flow is not None:
         groups.append({"params": list(flow.parameters()), "lr": cfg.flow_lr})

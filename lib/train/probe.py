@@ -116,11 +116,21 @@ def _softmax_form(values: np.ndarray) -> np.ndarray:
 
 
 def fit_classifier(
-    x: np.ndarray, y: np.ndarray, x_dev: np.ndarray, y_dev: np.ndarray, *, bias: bool, cs: tuple[float, ...] = DEFAULT_CS, max_iter: int = 5000
+    x: np.ndarray,
+    y: np.ndarray,
+    x_dev: np.ndarray,
+    y_dev: np.ndarray,
+    *,
+    bias: bool,
+    cs: tuple[float, ...] = DEFAULT_CS,
+    max_iter: int = 5000,
+    patience: int = 2,
 ) -> Classifier:
-    """Multinomial logistic regression fitted to convergence (L-BFGS) for every inverse L2 strength C in cs, each
-    started from the previous solution; keeps the C with the best development accuracy (the smaller C on a tie). A fit
-    that stops at max_iter is still scored, and the classifier says whether its own fit converged."""
+    """Multinomial logistic regression fitted to convergence (L-BFGS) for the inverse L2 strengths C in cs, smallest
+    first, each started from the previous solution; the path stops once `patience` Cs in a row fail to beat the best
+    development accuracy so far (the weakly regularised fits are the slow ones). Keeps the C with the best development
+    accuracy (the smaller C on a tie). A fit that stops at max_iter is still scored, and the classifier says whether its
+    own fit converged."""
     n_classes = int(max(y.max(), y_dev.max())) + 1
     _check(x, y, n_classes, "training set")
     _check(x_dev, y_dev, n_classes, "development set")
@@ -138,6 +148,8 @@ def fit_classifier(
         dev[c] = accuracy(weight, x_dev, y_dev, offset)
         if best is None or dev[c] > dev[best.c]:
             best = Classifier(weight, offset, c, converged, {})
+        elif sum(1 for tried in dev if tried > best.c) >= patience:
+            break
     best.dev_accuracy = dev
     return best
 
