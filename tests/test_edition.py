@@ -184,6 +184,12 @@ provenance.record("data", data, "tiny/data.txt")
 if Path({fail!r}).exists():
     raise RuntimeError("asked to fail")
 Results("{name}", profile).table(pd.DataFrame({{"n": [n], "lines": [len(data.read_text().splitlines())]}}), "t", "m", {{"n": n}})
+if {n} == 2:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, n])
+    Results("{name}", profile).figure(fig, "line", "A line.")
 """
 
 
@@ -206,6 +212,7 @@ def tiny_book(tmp_path, monkeypatch):
     monkeypatch.setattr(profiles, "PROFILES", tmp_path / "profiles")
     monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)  # the runner sets it; undone after the test
     yield folder, data, fail
     sources.declared_parameters.cache_clear()
 
@@ -234,12 +241,14 @@ def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys
     assert "n" not in Entry.load(ed.entry("01_tiny")).parts["parameters"]  # the cell's value: nothing was overridden
     statuses = ed.statuses()
     assert statuses["01_tiny"]["status"] == statuses["02_tiny"]["status"] == "reused"
-    # prose of one chapter: only that chapter runs
-    source = folder / "02_tiny.py"
+    # prose of one chapter: only that chapter runs, and rewrites the same files (its figure's PDF has no run date)
+    source, pdf = folder / "02_tiny.py", Path(os.environ["BOOK_RESULTS_DIR"]) / "quick" / "figures" / "02_tiny" / "line.pdf"
+    before = pdf.read_bytes()
     source.write_text(source.read_text().replace("Prose of chapter 2.", "Better prose of chapter 2."))
     _build()
     out = capsys.readouterr().out
     assert "01_tiny: reused" in out and "02_tiny (quick): executing, changed: source" in out
+    assert pdf.read_bytes() == before
     # a data file both read: both run, and say why
     data.write_text("one\ntwo\nthree\n")
     _build()

@@ -141,3 +141,19 @@ def test_tables_display_as_html_plain_text_and_latex(monkeypatch):
     latex = bundle["text/latex"]
     assert r"\begin{tabular}" in latex and r"top\_dim" in latex and r"share\_\%" in latex and r"RoBERTa \& BERT: 100\% of \#vectors" in latex
     assert "82.56" in latex and "82.5612" not in latex
+
+
+def test_a_figure_saved_again_is_byte_identical_under_the_runners_source_date(tmp_path, monkeypatch):
+    """The runner sets SOURCE_DATE_EPOCH for the kernels: a chapter executed again with the same results rewrites the same
+    bytes, so the scorecard, which reads the results folder, is not made stale by a new PDF creation date."""
+    from lib.book import results
+
+    monkeypatch.setattr(results, "display", lambda bundle, raw, metadata: None)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    saved = []
+    for _ in range(2):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1, 4])
+        Results("02_y", "default", root=tmp_path).figure(fig, "curve", "A curve.")
+        saved.append({p.name: p.read_bytes() for p in (tmp_path / "default" / "figures" / "02_y").iterdir()})
+    assert set(saved[0]) == {"curve.pdf", "curve.png"} and saved[0] == saved[1]

@@ -68,6 +68,9 @@ def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, part
         executed_in, executed_out, log = Path(tmp) / "input.ipynb", Path(tmp) / f"{chapter}.ipynb", Path(tmp) / "provenance.jsonl"
         jupytext.write(notebook, executed_in)
         os.environ[provenance.ENV] = str(log)  # the kernel inherits it: lib records what the chapter reads and writes
+        # and this: matplotlib writes it as the figures' PDF creation date, so the same results give byte-identical files
+        # (a chapter executed again with nothing changed does not make the scorecard, which reads the results folder, stale)
+        os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
         try:
             papermill.execute_notebook(
                 str(executed_in),
