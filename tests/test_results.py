@@ -33,6 +33,17 @@ def test_tables_and_meta(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["anisotropy.csv", "meta.json", "outliers.csv"]
 
 
+def test_a_table_written_again_leaves_the_same_bytes(tmp_path):
+    """meta.json carries no run date, so a chapter executed again with the same results does not make the scorecard stale."""
+    frame = pd.DataFrame({"layer": [0, 1], "mean_cosine": [0.1, 0.2]})
+    saved = []
+    for _ in range(2):
+        Results("01_x", "default", root=tmp_path).table(frame, "anisotropy", "minilm", {"n": 5}, {"width": 8})
+        saved.append({p.name: p.read_bytes() for p in (tmp_path / "default" / "minilm" / "01_x").iterdir()})
+    assert set(saved[0]) == {"anisotropy.csv", "meta.json"} and saved[0] == saved[1]
+    assert set(json.loads(saved[0]["meta.json"])) == {"tables", "chapter", "profile", "model", "model_info", "parameters", "lib_version"}
+
+
 def test_figures_png_and_pdf_shown_once_with_label_and_caption(tmp_path, monkeypatch):
     from lib.book import results
 

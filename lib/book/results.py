@@ -9,7 +9,6 @@ Layout, with a stable schema a scorecard can read:
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 import re
 from pathlib import Path
@@ -52,7 +51,8 @@ class Results:
         return self.root / slug(model) / self.chapter
 
     def table(self, frame: pd.DataFrame, name: str, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path:
-        """Write a table as CSV and record its columns and the run's parameters in meta.json."""
+        """Write a table as CSV and record its columns and the run's parameters in meta.json (no date: the same results give
+        the same bytes; when a chapter ran is in the build report)."""
         folder = self.folder(model)
         path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
         meta_path = folder / "meta.json"
@@ -65,7 +65,6 @@ class Results:
                 "model_info": model_info or meta.get("model_info", {}),
                 "parameters": parameters,
                 "lib_version": __version__,
-                "written": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             }
         )
         meta["tables"][slug(name)] = {"file": path.name, "columns": list(map(str, frame.columns)), "rows": len(frame)}
