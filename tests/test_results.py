@@ -42,6 +42,10 @@ def test_a_table_written_again_leaves_the_same_bytes(tmp_path):
         saved.append({p.name: p.read_bytes() for p in (tmp_path / "default" / "minilm" / "01_x").iterdir()})
     assert set(saved[0]) == {"anisotropy.csv", "meta.json"} and saved[0] == saved[1]
     assert set(json.loads(saved[0]["meta.json"])) == {"tables", "chapter", "profile", "model", "model_info", "parameters", "lib_version"}
+    meta_path = tmp_path / "default" / "minilm" / "01_x" / "meta.json"
+    meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "written": "2026-11-23T10:00:00+00:00"}))
+    Results("01_x", "default", root=tmp_path).table(frame, "anisotropy", "minilm", {"n": 5}, {"width": 8})
+    assert meta_path.read_bytes() == saved[0]["meta.json"]  # a date left by an older version is not carried over
 
 
 def test_figures_png_and_pdf_shown_once_with_label_and_caption(tmp_path, monkeypatch):

@@ -56,17 +56,16 @@ class Results:
         folder = self.folder(model)
         path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
         meta_path = folder / "meta.json"
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"tables": {}}
-        meta.update(
-            {
-                "chapter": self.chapter,
-                "profile": self.profile,
-                "model": model,
-                "model_info": model_info or meta.get("model_info", {}),
-                "parameters": parameters,
-                "lib_version": __version__,
-            }
-        )
+        earlier = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        meta = {
+            "tables": earlier.get("tables", {}),
+            "chapter": self.chapter,
+            "profile": self.profile,
+            "model": model,
+            "model_info": model_info or earlier.get("model_info", {}),
+            "parameters": parameters,
+            "lib_version": __version__,
+        }
         meta["tables"][slug(name)] = {"file": path.name, "columns": list(map(str, frame.columns)), "rows": len(frame)}
         write_atomic(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2, default=_json_default)))
         record("output", path, f"{self.profile}/{slug(model)}/{self.chapter}/{path.name}")
