@@ -28,19 +28,19 @@ test: lint
 	$(PY) -m pytest
 
 chapters: env
-	$(PY) -m lib.book.runner --profile $(PROFILE)
+	$(PY) -m lib.build.runner --profile $(PROFILE)
 
 html: env
-	$(PY) -m lib.book.edition --profile $(PROFILE)
+	$(PY) -m lib.build.edition --profile $(PROFILE)
 
 book: chapters
 	$(MAKE) html
 
 student: chapters  # the student edition: exercises without solutions, in _build/<PROFILE>/student/html
-	$(PY) -m lib.book.edition --profile $(PROFILE) --student
+	$(PY) -m lib.build.edition --profile $(PROFILE) --student
 
 publish: chapters
-	$(PY) -m lib.book.edition --profile $(PROFILE) --publish
+	$(PY) -m lib.build.edition --profile $(PROFILE) --publish
 
 data: env
 	$(PY) -m lib.datasets download

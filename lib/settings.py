@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -32,6 +33,16 @@ def cache_dir() -> Path:
 def results_dir() -> Path:
     """Tables and figures the chapters write: $BOOK_RESULTS_DIR, default `results/`."""
     return _path_from_env("BOOK_RESULTS_DIR", REPO_ROOT / "results").resolve()
+
+
+def slug(text: str) -> str:
+    """A folder-safe name for a model spec or table name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
+def chapter_results(profile: str, model: str, chapter: str, root: Path | None = None) -> Path:
+    """Where a chapter writes one model's tables in one edition: `<results>/<profile>/<model>/<chapter>`."""
+    return (root or results_dir()) / profile / slug(model) / chapter
 
 
 def models_dir() -> Path:

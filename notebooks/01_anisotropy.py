@@ -62,6 +62,7 @@ from lib.encode.collectors import SentenceTokenSampler, TokenReservoir
 from lib.encode.extraction import extract
 from lib.encode.models import layer_index, load_model
 from lib.errors import require
+from lib.experiments import schemas
 from lib.measure import geometry
 
 specs, results = ch.begin("01_anisotropy", profile, models)
@@ -90,7 +91,7 @@ for spec in specs:
     _, _, _, vectors = sampler.result()
     table = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed))
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "pca_layer": layer}
-    results.table(table, "anisotropy_by_layer", spec, parameters, info)
+    results.table(table, schemas.ANISOTROPY, spec, parameters, info)
     tables[lm.name] = table
     views[lm.name] = geometry.pca_plane(reservoir.vectors[:, 0, :], seed=seed)
     positions[lm.name], specials[lm.name] = reservoir.positions, reservoir.special
@@ -193,7 +194,7 @@ ch.say("In this edition's run:\n\n" + "\n".join(lines))
 # :label: ex-01-pairs
 #
 # Predict how wide the 95% bands become with a quarter of the pairs, then run
-# `python -m lib.book.runner --chapters 01_anisotropy -p n_sentences 500 -p n_pairs 250` and
+# `python -m lib.build.runner --chapters 01_anisotropy -p n_sentences 500 -p n_pairs 250` and
 # compare. Does the ranking of the layers survive?
 # :::
 

@@ -55,9 +55,8 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
-from lib.encode.collectors import LayerStats
-from lib.encode.extraction import extract
 from lib.encode.models import load_model
+from lib.experiments import outlier_set, schemas
 from lib.measure import outliers
 
 ch.positive_number("z_threshold", z_threshold)
@@ -70,19 +69,17 @@ parameters = ch.parameters("02_outlier_neurons", globals())
 stats, reports, facts = {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    st = LayerStats(covariance=False)
-    extract(lm, sentences, [st], desc=lm.name)
+    st = outlier_set.statistics(lm, sentences)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
     report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, st.count, z_threshold, min_layer_share)
     report.pooled = report.pooled.assign(model=lm.name, spec=spec)
-    mean_long = pd.DataFrame(st.mean).rename_axis("layer").reset_index().melt(id_vars="layer", var_name="dim", value_name="mean")
-    for name, frame in [
-        ("extreme_dimensions_by_layer", report.extremes),
-        ("extreme_dimensions_pooled", report.pooled),
-        ("outlier_dimensions", report.detected),
-        ("mean_vectors", mean_long),
+    for schema, frame in [
+        (schemas.EXTREMES_BY_LAYER, report.extremes),
+        (schemas.EXTREMES_POOLED, report.pooled),
+        (schemas.OUTLIER_DIMENSIONS, report.detected),
+        (schemas.MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
     ]:
-        results.table(frame, name, spec, parameters, info)
+        results.table(frame, schema, spec, parameters, info)
     stats[lm.name], reports[lm.name], facts[lm.name] = st, report, info
     del lm
 
@@ -204,7 +201,7 @@ ch.say(
 # The criterion flags a dimension whose robust z-score reaches 10. Predict how many dimensions
 # each model has flagged in at least one layer with a threshold of 5, and how many of them are
 # model-level outliers. Then run
-# `python -m lib.book.runner --chapters 02_outlier_neurons -p z_threshold 5`.
+# `python -m lib.build.runner --chapters 02_outlier_neurons -p z_threshold 5`.
 # :::
 
 # %% [markdown]

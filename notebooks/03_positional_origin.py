@@ -42,9 +42,7 @@
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
 models = "minilm,mpnet"  # comma-separated model specs
-n_sentences = 2000  # SST-2 training sentences for outlier detection and the per-position averages
-z_threshold = 10.0  # robust z-score that flags a dimension (as in chapter 02)
-min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged
+n_sentences = 2000  # SST-2 training sentences for the per-position averages (the outlier set is chapter 02's)
 max_positions = 64  # sequence positions shown in the propagation figure
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
@@ -59,10 +57,9 @@ from lib.book import paper, plotting
 from lib.encode.collectors import LayerStats, PositionProfile
 from lib.encode.extraction import extract
 from lib.encode.models import load_model
+from lib.experiments import schemas
 from lib.measure import outliers, positional
 
-ch.positive_number("z_threshold", z_threshold)
-ch.share("min_layer_share", min_layer_share)
 ch.positive_int("max_positions", max_positions)
 specs, results = ch.begin("03_positional_origin", profile, models)
 sentences = ch.sst2_sentences(n_sentences, seed)
@@ -76,19 +73,17 @@ for spec in specs:
     layers = tuple(range(min(2, lm.n_layers) + 1))  # embedding output, layers 1 and 2
     with PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
         extract(lm, sentences, [stats, profile_collector], desc=lm.name)
-    detected = outliers.detect_outliers(stats.mean, z_threshold, min_layer_share)
-    model_level = detected[detected["model_outlier"]]
-    dims, signs = model_level["dim"].to_numpy(), model_level["sign"].tolist()
+    reference = ch.outliers_of(lm, spec, profile)
+    z_threshold, detected, dims, signs = reference.criterion.z_threshold, reference.detected, reference.dims, reference.signs
     view = positional.position_view(lm, z_threshold)
     ranks = positional.parameter_ranks(positional.layernorms(lm), dims, signs)
     means = profile_collector.means()
     spread = positional.propagation(means, profile_collector.stages, dims, profile_collector.counts, z_threshold)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": stats.count, "position_offset": view.tables.position_offset}
     for name, frame in [
-        ("outlier_dimensions", detected),
-        ("embedding_tables", view.summary),
+        (schemas.EMBEDDING_TABLES, view.summary),
         ("position_embedding_rows", view.rows),
-        ("layernorm_ranks", ranks),
+        (schemas.LAYERNORM_RANKS, ranks),
         ("propagation", spread),
     ]:
         results.table(frame, name, spec, parameters, info)
@@ -124,8 +119,7 @@ ch.show(
         ],
         ignore_index=True,
     ),
-    f"Model-level outlier dimensions detected on {n_sentences:,} SST-2 sentences (criterion of chapter 02), "
-    "and the position-table row read by sequence position 0",
+    "The models' outlier dimensions (chapter 02's set, the same in every chapter), and the position-table row read by sequence position 0",
 )
 
 # %% [markdown]
@@ -221,6 +215,18 @@ def top_layernorm(ranks: pd.DataFrame, top: int = 5) -> str:
     return f"in the top {top} of the {which} LayerNorm's {symbol} in {count} of {ranks['layer'].max()} layers ({outliers.layer_ranges(layers)})"
 
 
+def dim_sentence(f: dict, d: int) -> str:
+    """Where dimension d ranks among the LayerNorm parameters, and its median z over positions at each stage."""
+    z = f["spread"][f["spread"]["dim"] == d].set_index("stage")["median_z"]
+    text = f" Dim {d} is {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}; its median z over positions is " + ", ".join(
+        f"{v:+.1f} ({stage})" for stage, v in z.items()
+    )
+    last = f["ranks"].query("param == 'gamma' and dim == @d").iloc[-1]
+    if abs(last["value"]) < 1e-3:
+        text += f". The last LayerNorm's γ[{d}] is {last['value']:.1e}: the model switches this dimension off in its output"
+    return text + "."
+
+
 lines = []
 for name, f in found.items():
     summary = f["summary"].set_index("table")
@@ -232,16 +238,7 @@ for name, f in found.items():
         f"{after['rows_with_flagged_dim_percent']:.1f}% of the later positions have one, and dimension {int(after['argmax_dim'])} is the maximum of "
         f"{after['argmax_percent']:.1f}% of them (token table: {summary.loc['token', 'rows_with_flagged_dim_percent']:.1f}% of rows flagged)."
     )
-    for d in f["dims"]:
-        z = f["spread"][f["spread"]["dim"] == d].set_index("stage")["median_z"]
-        text += (
-            f" Dim {d} is {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}; its median z over positions is "
-            + ", ".join(f"{v:+.1f} ({stage})" for stage, v in z.items())
-            + "."
-        )
-        last = f["ranks"].query("param == 'gamma' and dim == @d").iloc[-1]
-        if abs(last["value"]) < 1e-3:
-            text += f" The last LayerNorm's γ[{d}] is {last['value']:.1e}: the model switches this dimension off in its output."
+    text += "".join(dim_sentence(f, d) for d in f["dims"])
     if not len(f["dims"]):
         text += " No model-level outlier dimension was detected."
     lines.append(text)
@@ -290,10 +287,11 @@ ch.say(
 # :::{exercise} Would fewer sentences find the same outliers?
 # :label: ex-03-sample
 #
-# Detection uses the average vector of every layer over all tokens of the sampled sentences.
-# Predict whether a quarter of the sentences would flag the same model-level outlier dimensions,
-# using how far each one's largest robust z-score lies above the threshold. Then run
-# `python -m lib.book.runner --chapters 03_positional_origin -p n_sentences 500`.
+# The outlier set comes from {doc}`chapter 02 <02_outlier_neurons>`: the average vector of every layer over all tokens of
+# its 10,000 sampled sentences. Predict whether a quarter of the sentences would flag the same model-level outlier
+# dimensions, using how far each one's largest robust z-score lies above the threshold. Then run
+# `python -m lib.build.runner --chapters 02_outlier_neurons,03_positional_origin -p n_sentences 2500` (both chapters
+# declare `n_sentences`: chapter 02's sample and this chapter's).
 # :::
 
 # %% [markdown]

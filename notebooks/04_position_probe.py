@@ -32,8 +32,8 @@
 # the lowest three layers and less so higher up, RoBERTa keeping more than BERT; BERT's
 # dimension 557 and RoBERTa's 77 and 588 have the highest contributions, 588 in every layer.
 #
-# Here the probe runs on every layer of every model of the profile. The outlier dimensions are
-# detected as in {doc}`chapter 02 <02_outlier_neurons>` on the probe's training tokens. Tokens are all subword tokens,
+# Here the probe runs on every layer of every model of the profile (`lib/experiments/position_probe.py`). The outlier
+# dimensions are the model's outlier set of {doc}`chapter 02 <02_outlier_neurons>`, the same in every chapter. Tokens are all subword tokens,
 # special tokens included (position 0 is always `[CLS]` / `<s>`). The training sample is a
 # parameter: SST-2's training split has 67,349 phrases, and the probe's cost grows with it.
 # Weights are kept from the epoch with the best development accuracy; accuracies and
@@ -56,24 +56,21 @@ epochs = 10  # passes over the training tokens; the best on dev is kept (paper: 
 batch_size = 128  # tokens per probe update (paper: 128)
 lr = 1e-2  # Adam learning rate (not given in the paper; see the note above)
 heatmap_positions = 40  # positions shown in the heatmaps
-z_threshold = 10.0  # outlier criterion of chapter 02
-min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
 seed = 0
 device = "auto"  # "auto" uses CUDA when present, for the model and the probe
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets.tasks import sample_sentences
-from lib.encode.collectors import AllTokens, LayerStats
+from lib.encode.collectors import AllTokens
 from lib.encode.extraction import extract
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.measure import outliers
+from lib.experiments import position_probe, schemas
 from lib.train import probe
 
 for name, value in dict(
@@ -94,74 +91,27 @@ parameters = ch.parameters("04_position_probe", globals())
 accuracy, contribution, heatmaps, found = {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    stats, tokens = LayerStats(covariance=False), {}
+    dims = ch.outliers_of(lm, spec, profile).dims
+    tokens = {split: AllTokens() for split in splits}
     for split, sentences in splits.items():
-        tokens[split] = AllTokens()
-        extract(lm, sentences, [tokens[split]] + ([stats] if split == "train" else []), desc=f"{lm.name} {split}")
-    detected = outliers.detect_outliers(stats.mean, z_threshold, min_layer_share)
-    dims = detected.loc[detected["model_outlier"], "dim"].to_numpy()
-    keep = {split: t.positions < max_positions for split, t in tokens.items()}
-    dropped = sum(int((~k).sum()) for k in keep.values())
-    if dropped:
-        print(f"{lm.name}: {dropped} tokens at positions >= {max_positions} are left out (the probe has {max_positions} classes)")
-    y = {split: t.positions[keep[split]] for split, t in tokens.items()}
-    acc_rows, contrib_rows, mean_by_dim, maps = [], [], [], []
-    for layer in range(lm.n_layers + 1):
-        x = {split: t.layer(layer)[keep[split]] for split, t in tokens.items()}
-        trained = probe.train_probe(
-            x["train"],
-            y["train"],
-            x["dev"],
-            y["dev"],
-            max_positions,
-            epochs=epochs,
-            batch_size=batch_size,
-            lr=lr,
-            seed=seed,
-            device=device,
-            desc=f"{lm.name} layer {layer}",
-        )
-        c = probe.contributions(trained.weight, x["test"], y["test"])
-        row, mean_c, heat = probe.contribution_summary(c, y["test"], dims, heatmap_positions)
-        acc_rows.append(
-            {
-                "layer": layer,
-                "dev_accuracy": trained.dev_accuracy[trained.best_epoch - 1],
-                "best_epoch": trained.best_epoch,
-                "test_accuracy": probe.accuracy(trained.weight, x["test"], y["test"]),
-                "train_tokens": len(y["train"]),
-                "test_tokens": len(y["test"]),
-            }
-        )
-        contrib_rows.append({"layer": layer, **row})
-        mean_by_dim.append(mean_c)
-        maps.append(heat)
-    accuracy[lm.name], contribution[lm.name] = pd.DataFrame(acc_rows), pd.DataFrame(contrib_rows)
-    maps = np.stack(maps, axis=1)  # (positions, layers, outlier dims + 1)
-    heatmaps[lm.name] = {**{f"dim {d} (outlier)": maps[:, :, i] for i, d in enumerate(dims)}, "largest non-outlier neuron": maps[:, :, -1]}
-    all_neurons = pd.DataFrame(np.array(mean_by_dim)).rename_axis("layer").reset_index().melt(id_vars="layer", var_name="dim", value_name="mean_contribution")
-    heat_long = pd.concat(
-        [
-            pd.DataFrame(m)
-            .rename_axis("position")
-            .reset_index()
-            .melt(id_vars="position", var_name="layer", value_name="mean_contribution")
-            .assign(neuron=label)
-            for label, m in heatmaps[lm.name].items()
-        ],
-        ignore_index=True,
+        extract(lm, sentences, [tokens[split]], desc=f"{lm.name} {split}")
+    run = position_probe.run(
+        tokens, dims, lm.n_layers, max_positions, heatmap_positions, lm.name, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, device=device
     )
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "outlier_dims": dims.tolist(), "dropped_tokens": dropped}
+    if run.dropped:
+        print(f"{lm.name}: {run.dropped} tokens at positions >= {max_positions} are left out (the probe has {max_positions} classes)")
+    accuracy[lm.name], contribution[lm.name], heatmaps[lm.name] = run.accuracy, run.contribution, run.heatmaps
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "outlier_dims": dims.tolist(), "dropped_tokens": run.dropped}
     for name, frame in [
-        ("accuracy_by_layer", accuracy[lm.name]),
-        ("contribution_by_layer", contribution[lm.name]),
-        ("contribution_all_neurons", all_neurons),
-        ("contribution_by_position", heat_long),
-        ("outlier_dimensions", detected),
+        (schemas.PROBE_ACCURACY, run.accuracy),
+        (schemas.PROBE_CONTRIBUTION, run.contribution),
+        ("contribution_all_neurons", run.all_neurons),
+        ("contribution_by_position", position_probe.by_position_table(run.heatmaps)),
     ]:
         results.table(frame, name, spec, parameters, info)
     found[lm.name] = dict(spec=spec, dims=dims)
-    del lm, tokens  # x keeps the last layer of the last model (exercise ex-04-target)
+    x, y = run.last_layer  # the last layer of the last model (exercise ex-04-target)
+    del lm, tokens
 
 # %% [markdown]
 # ## How much position each layer keeps
@@ -279,7 +229,7 @@ ch.say("\n".join(lines))
 # :label: ex-04-lr
 #
 # The paper gives no learning rate; the book uses 1e-2. Before running
-# `python -m lib.book.runner --chapters 04_position_probe -p lr 0.001`, look at the column
+# `python -m lib.build.runner --chapters 04_position_probe -p lr 0.001`, look at the column
 # `best_epoch` of the accuracy tables: what does it tell you about how the smaller rate will do
 # within the same 10 epochs?
 # :::

@@ -63,14 +63,12 @@ warmup = 400  # linear warm-up steps, then linear decay to 0 (paper: 10,000)
 weight_decay = 0.01  # AdamW weight decay, not on biases and LayerNorm (paper: 0.01)
 adam_betas = [0.9, 0.98]  # Adam's (β1, β2) (paper: 0.9, 0.98)
 adam_eps = 1e-6  # Adam's ε (paper: 1e-6)
-clip = 1.0  # gradient-norm clipping (paper: 0.5)
+grad_clip = 1.0  # gradient-norm clipping (paper: 0.5)
 mask_prob = 0.15  # share of tokens chosen for the MLM loss (80% masked, 10% random, 10% kept)
 dropout = 0.1  # dropout on hidden states and attention
 eval_every = 500  # steps between evaluations and checkpoints
 track_blocks = 64  # validation blocks for the outlier track at each checkpoint
 n_sentences = 2000  # SST-2 training sentences for chapter 02's outlier analysis of the trained models
-z_threshold = 10.0  # robust z-score that flags a dimension (as in chapter 02)
-min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged
 retrain = False  # True: train again even if a model with the same settings is saved
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
@@ -78,16 +76,17 @@ dtype = "auto"  # analysis of the trained models: "auto" = float32 weights, bf16
 train_dtype = "auto"  # training steps: "auto" = bf16 autocast where native (1.45x faster steps here; see "Training precision" below), "float32"
 
 # %%
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.book.results import Results
-from lib.encode.collectors import LayerStats
-from lib.encode.extraction import extract
 from lib.encode.models import load_model
 from lib.errors import require
+from lib.experiments import outlier_set, schemas
 from lib.measure import metrics, outliers, positional
 from lib.settings import autocast_precision, models_dir, pick_device
 from lib.train import pretrain
@@ -96,34 +95,12 @@ run_names = ch.names(names, "names")
 require(len(run_names) == 2 and run_names[0] != run_names[1], f"names must be two different model names, with then without position embeddings, got {names!r}")
 require(isinstance(retrain, bool), f"retrain must be True or False, got {retrain!r}")
 ch.positive_int("track_blocks", track_blocks)
-settings = dict(
-    vocab_size=vocab_size,
-    valid_share=valid_share,
-    hidden_size=hidden_size,
-    layers=layers,
-    heads=heads,
-    intermediate_size=intermediate_size,
-    seq_len=seq_len,
-    steps=steps,
-    batch_size=batch_size,
-    lr=lr,
-    warmup=warmup,
-    weight_decay=weight_decay,
-    adam_betas=tuple(adam_betas),
-    adam_eps=adam_eps,
-    clip=clip,
-    mask_prob=mask_prob,
-    dropout=dropout,
-    eval_every=eval_every,
-    seed=seed,
-    precision=autocast_precision(train_dtype, pick_device(device)),
+base = ch.config(
+    pretrain.PretrainConfig, globals(), position_embeddings=True, adam_betas=tuple(adam_betas), precision=autocast_precision(train_dtype, pick_device(device))
 )
-configs = {
-    run_names[0]: pretrain.PretrainConfig(position_embeddings=True, **settings),
-    run_names[1]: pretrain.PretrainConfig(position_embeddings=False, **settings),
-}
-for cfg in configs.values():
-    cfg.check()
+configs = {run_names[0]: base, run_names[1]: replace(base, position_embeddings=False)}
+criterion = ch.outlier_criterion(profile)  # chapter 02's outlier criterion, read in the trained models as in the others
+z_threshold, min_layer_share = criterion.z_threshold, criterion.min_layer_share
 plotting.style()
 results = Results("05_pretraining", profile)
 parameters = ch.parameters("05_pretraining", globals())
@@ -209,7 +186,7 @@ ch.show(
     "final validation perplexity, and the perplexity of token frequencies alone (no context)",
     precision=2,
 )
-results.table(summary, "summary", "trained", parameters, {"name": f"{run_names[0]} vs {run_names[1]}"})
+results.table(summary, schemas.PRETRAIN_SUMMARY, "trained", parameters, {"name": f"{run_names[0]} vs {run_names[1]}"})
 ch.show(
     paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]],
     "Luo et al. (2021), §3 (paper): RoBERTa-base pre-trained on Wikipedia, 200k steps × 256 sequences of up to 512 tokens",
@@ -308,12 +285,11 @@ sentences = ch.sst2_sentences(n_sentences, seed)
 stats, reports = {}, {}
 for name in configs:
     lm = load_model(f"trained:{name}", device=device, dtype=dtype)
-    st = LayerStats(covariance=False)
-    extract(lm, sentences, [st], desc=name)
+    st = outlier_set.statistics(lm, sentences)
     info = {"name": name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
     report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, st.count, z_threshold, min_layer_share)
     report.pooled = report.pooled.assign(model=name)
-    results.table(report.detected, "outlier_dimensions", f"trained:{name}", parameters, info)
+    results.table(report.detected, schemas.PRETRAIN_OUTLIERS, f"trained:{name}", parameters, info)
     results.table(report.pooled, "extreme_dimensions_pooled", f"trained:{name}", parameters, info)
     stats[name], reports[name] = st, report
     del lm
@@ -469,7 +445,7 @@ ch.say("\n".join(lines))
 #
 # Predict whether the perplexity gap between the two models grows or shrinks with twice the
 # steps, from how it moved over the last evaluations of this run. Then run
-# `python -m lib.book.runner --chapters 05_pretraining -p steps 12000 -p names roberta-pe-long,roberta-nope-long`
+# `python -m lib.build.runner --chapters 05_pretraining -p steps 12000 -p names roberta-pe-long,roberta-nope-long`
 # (new names keep the book's own models as they are).
 # :::
 

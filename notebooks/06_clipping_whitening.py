@@ -26,16 +26,18 @@
 # the covariance's SVD, so that the vectors have identity covariance; the average cosine is then
 # near zero in every layer.
 #
-# How the transforms are fitted here:
+# How the transforms are fitted here (`lib/experiments/variants.py`, the same in chapters 06-09):
 #
-# - **clipped**: the model-level outlier dimensions of {doc}`chapter 02 <02_outlier_neurons>`'s criterion (flagged in at least
-#   half of the contextual layers) are set to zero in every layer, the paper's protocol for base
-#   models (§4.1). With `-p clip layer` each layer instead loses the dimensions flagged in that
-#   layer, the protocol the paper uses for the large models (Appendix D.1);
-# - **whitened**: each layer's mean and covariance of all token vectors of a *fitting* sample of
-#   SST-2 sentences, drawn separately from the sentences that are measured. A direction with no
-#   variance at all cannot be scaled to unit variance; such directions (for example a dimension
-#   whose LayerNorm gain is zero) are left out, and the table says how many.
+# - **clipped**: the model's outlier dimensions, detected once by {doc}`chapter 02 <02_outlier_neurons>` (its criterion and
+#   its 10,000 SST-2 sentences; flagged in at least half of the contextual layers), are set to zero in every layer: the
+#   paper's protocol for base models (§4.1), which zeroes one fixed set per model (557 in BERT-base; 77 and 588 in
+#   RoBERTa-base) everywhere. The same set is clipped in chapters 06-09. With `-p clip layer` each layer instead loses
+#   the dimensions flagged in that layer of chapter 02's average vectors, the protocol the paper uses for the large
+#   models (Appendix D.1);
+# - **whitened**: the thesis's whitening (§3.2.3, "all the token embedding vectors in the same layer"): each layer's mean
+#   and covariance of all token vectors of a *fitting* sample of SST-2 sentences, drawn separately from the sentences
+#   that are measured. A direction with no variance at all cannot be scaled to unit variance; such directions (for
+#   example a dimension whose LayerNorm gain is zero) are left out, and the table says how many.
 #
 # Anisotropy follows {doc}`chapter 01 <01_anisotropy>` (one random non-special token per sentence, disjoint pairs of
 # sentences). Self-similarity uses words that occur in at least 10 SST-2 training sentences; a
@@ -50,9 +52,7 @@ n_fit = 2000  # SST-2 training sentences the transforms are fitted on (disjoint 
 n_words = 1000  # words for self-similarity (paper: 1,000)
 per_word = 10  # sentences per word (each word occurs in at least this many)
 pca_tokens = 3000  # token vectors in the PCA views
-z_threshold = 10.0  # outlier criterion of chapter 02
-clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
-min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
+clip = "model"  # "model": zero chapter 02's model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
@@ -65,11 +65,10 @@ import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets.registry import load
 from lib.encode import words
-from lib.encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
-from lib.encode.extraction import extract
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.measure import geometry, outliers, transforms
+from lib.experiments import clipping_geometry, schemas
+from lib.measure import geometry
 
 for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word, pca_tokens=pca_tokens).items():
     ch.positive_int(name, value)
@@ -79,51 +78,32 @@ drawn = ch.sst2_sentences(n_sentences + n_fit, seed)
 measure, fit = drawn[:n_sentences], drawn[n_sentences:]
 train = load("sst2", "train")["sentence"].tolist()
 occurrences = words.word_occurrences(train, n_words, per_word, min_sentences=10, seed=seed)
-word_sentences = [train[s] for _, s, _ in occurrences]
+word_sentences, word_indices = [train[s] for _, s, _ in occurrences], [w for _, _, w in occurrences]
 word_groups = np.repeat(np.arange(n_words), per_word)
 print(f"measure {len(measure):,} and fit {len(fit):,} sentences; self-similarity: {n_words} words x {per_word} sentences")
 parameters = ch.parameters("06_clipping_whitening", globals())
 
 # %%
-aniso, selfsim, views, view_positions, view_special, facts = {}, {}, {}, {}, {}, {}
+aniso, sets, views, view_positions, view_special = {}, {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    stats = LayerStats(covariance=True)
-    extract(lm, fit, [stats], desc=f"{lm.name} fit")
-    variants = transforms.layer_variants(
-        outliers.clip_flags(stats.mean, z_threshold, min_layer_share, clip), transforms.whitening_from_moments(stats.mean, stats.covariance())
-    )
-    sampler, reservoir = SentenceTokenSampler(seed=seed), TokenReservoir(k=pca_tokens, seed=seed, layers=[lm.n_layers])
-    extract(lm, measure, [sampler, reservoir], desc=f"{lm.name} measure")
-    _, _, _, vectors = sampler.result()
-    word_vectors = words.word_vectors(lm, word_sentences, [w for _, _, w in occurrences], desc=f"{lm.name} words")
-    rows = []
-    for variant, per_layer in variants.items():
-        for layer, t in enumerate(per_layer):
-            cos = geometry.pair_cosines(t.transform(vectors[:, layer])[:, None, :], n_pairs, seed)[:, 0]
-            ss = geometry.self_similarity(t.transform(word_vectors[:, layer]), word_groups)
-            rows.append(
-                {
-                    "variant": variant,
-                    "layer": layer,
-                    "mean_cosine": cos.mean(),
-                    "ci95": 1.96 * cos.std(ddof=1) / np.sqrt(len(cos)),
-                    "self_similarity": ss,
-                    "self_similarity_minus_anisotropy": ss - cos.mean(),
-                    "clipped_dims": " ".join(map(str, variants["clipped"][layer].dims)),
-                    "whitening_dropped_components": variants["whitened"][layer].dropped_,
-                }
-            )
-    table = pd.DataFrame(rows)
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": stats.count}
-    results.table(table, "geometry_by_variant", spec, parameters, info)
-    aniso[lm.name], facts[lm.name] = table, info
-    last = reservoir.vectors[:, 0]
-    views[f"{lm.name}, raw"] = geometry.pca_plane(last, seed=seed)
-    views[f"{lm.name}, whitened"] = geometry.pca_plane(variants["whitened"][lm.n_layers].transform(last), seed=seed)
-    for key in (f"{lm.name}, raw", f"{lm.name}, whitened"):
-        view_positions[key], view_special[key] = reservoir.positions, reservoir.special
-    del lm, stats
+    sets[lm.name] = ch.outliers_of(lm, spec, profile)
+    run = clipping_geometry.run(lm, measure, fit, word_sentences, word_indices, word_groups, sets[lm.name], n_pairs, pca_tokens, seed, clip)
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
+    results.table(run.table, schemas.GEOMETRY_BY_VARIANT, spec, parameters, info)
+    aniso[lm.name] = run.table
+    last = run.last_layer.vectors[:, 0]
+    for variant, points in (("raw", last), ("whitened", run.variants.transforms["whitened"][lm.n_layers].transform(last))):
+        key = f"{lm.name}, {variant}"
+        views[key], view_positions[key], view_special[key] = geometry.pca_plane(points, seed=seed), run.last_layer.positions, run.last_layer.special
+    del lm
+ch.say(
+    "**What is clipped and what is whitened.** Clipping zeroes each model's outlier set"
+    + (" in every layer" if clip == "model" else ", per layer, the dimensions flagged in that layer")
+    + ":\n\n"
+    + "\n".join(f"- {s.describe()}" for s in sets.values())
+    + f"\n\nWhitening is fitted per layer on the token vectors of {n_fit:,} other SST-2 training sentences (the thesis's token-level whitening)."
+)
 
 # %% [markdown]
 # ## Anisotropy and self-similarity, raw vs clipped vs whitened
@@ -216,7 +196,8 @@ ch.say(
 #
 # Predict what happens to the clipped cosine when the outlier threshold is halved, so that more
 # dimensions are zeroed in every layer. Then run
-# `python -m lib.book.runner --chapters 06_clipping_whitening -p z_threshold 5`.
+# `python -m lib.build.runner --chapters 02_outlier_neurons,06_clipping_whitening -p z_threshold 5` (the threshold is
+# chapter 02's parameter: its outlier set is the one every chapter clips).
 # :::
 
 # %% [markdown]
@@ -224,25 +205,15 @@ ch.say(
 # :class: dropdown
 # :::
 #
-# For the last model of the loop, the flags at threshold 5 can be estimated from the sampled
-# token vectors already in memory (their mean stands in for the fitted mean):
+# For the last model of the loop, chapter 02's average vectors can be read at threshold 5 without running anything
+# again (`OutlierSet.with_threshold`):
 
 # %%
-clip5 = transforms.layer_variants(outliers.clip_flags(vectors.mean(axis=0), 5.0, min_layer_share, clip), variants["whitened"])["clipped"]
-clip10 = transforms.layer_variants(outliers.clip_flags(vectors.mean(axis=0), z_threshold, min_layer_share, clip), variants["whitened"])["clipped"]
-rows = []
-for layer in range(1, vectors.shape[1]):
-    cos5, cos10 = (geometry.pair_cosines(c[layer].transform(vectors[:, layer])[:, None, :], n_pairs, seed)[:, 0].mean() for c in (clip5, clip10))
-    rows.append(
-        {
-            "layer": layer,
-            f"dims zeroed at {z_threshold:g}": len(clip10[layer].dims),
-            "dims zeroed at 5": len(clip5[layer].dims),
-            f"cosine at {z_threshold:g}": cos10,
-            "cosine at 5": cos5,
-        }
-    )
-ch.show(pd.DataFrame(rows), f"{list(aniso)[-1]}: clipping at two thresholds (flags from the measured tokens' mean)", precision=3)
+name = list(aniso)[-1]
+at = {z: clipping_geometry.clipped_cosines(sets[name].with_threshold(z), run.tokens, n_pairs, seed, clip) for z in (sets[name].criterion.z_threshold, 5.0)}
+both = pd.concat({f"at {z:g}": t.set_index("layer")[["dims_zeroed", "mean_cosine"]] for z, t in at.items()}, axis=1)
+both.columns = [f"{m.replace('_', ' ')} {z}" for z, m in both.columns]
+ch.show(both.reset_index().query("layer >= 1"), f"{name}: clipping chapter 02's average vectors read at two thresholds", precision=3)
 
 # %% [markdown]
 # Zeroing more dimensions removes more of what all vectors share, which is expected to lower the

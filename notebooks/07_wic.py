@@ -32,19 +32,17 @@
 # chapter also **chooses the layer and threshold on the training pairs and reports the
 # development-set accuracy** of that choice, which is an honest estimate.
 #
-# A target word's vector is the average of its subword vectors. Clipping zeroes the model-level
-# outlier dimensions ({doc}`chapter 02 <02_outlier_neurons>`'s criterion) in every layer, the paper's protocol (`-p clip layer`
-# zeroes each layer's own flagged dimensions instead), and whitening uses each layer's token mean and
-# covariance; both are fitted on all tokens of the WiC training sentences (no labels are used)
-# and applied unchanged to the development pairs.
+# A target word's vector is the average of its subword vectors. Clipping zeroes the model's outlier set, detected once
+# by {doc}`chapter 02 <02_outlier_neurons>` and the same as in chapters 06, 08 and 09, in every layer (the paper's protocol;
+# `-p clip layer` zeroes each layer's own flagged dimensions instead). Whitening is the thesis's: each layer's token mean
+# and covariance, fitted on all tokens of the WiC training sentences (no labels are used) and applied unchanged to the
+# development pairs (`lib/experiments/wic.py`).
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
 models = "minilm,mpnet"  # comma-separated model specs
 n_pairs = 5428  # WiC training pairs (5,428 in all; paper: all)
-z_threshold = 10.0  # outlier criterion of chapter 02
-clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
-min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
+clip = "model"  # "model": zero chapter 02's model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
 seed = 0  # which pairs, when n_pairs is below 5,428
 device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
@@ -56,73 +54,34 @@ import pandas as pd
 import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets.tasks import subsample, wic
-from lib.encode import words
-from lib.encode.collectors import LayerStats
 from lib.encode.models import load_model
-from lib.measure import geometry, metrics, outliers, transforms
+from lib.experiments import schemas
+from lib.experiments import wic as protocol
 
 specs, results = ch.begin("07_wic", profile, models)
 train, dev = subsample(wic("train"), n_pairs, seed), wic("dev")
-thresholds = np.round(np.arange(1, 10) / 10, 1)
+thresholds = protocol.THRESHOLDS
 baseline = {split: 100 * frame["same_sense"].mean() for split, frame in (("train", train), ("dev", dev))}
 print(f"WiC: {len(train):,} training pairs, {len(dev):,} development pairs; models: {', '.join(specs)}")
 parameters = ch.parameters("07_wic", globals())
 
 
-def pair_vectors(lm, frame, collectors=(), desc=""):
-    """Target-word vectors of both sentences of every pair: two (n, layers, width) arrays."""
-    sentences = frame["sentence1"].tolist() + frame["sentence2"].tolist()
-    indices = frame["index1"].tolist() + frame["index2"].tolist()
-    v = words.word_vectors(lm, sentences, indices, collectors, desc=desc)
-    return v[: len(frame)], v[len(frame) :]
-
-
 # %%
-grids, best = {}, []
+grids, best, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    stats = LayerStats(covariance=True)
-    train_vectors = pair_vectors(lm, train, [stats], desc=f"{lm.name} train")
-    dev_vectors = pair_vectors(lm, dev, desc=f"{lm.name} dev")
-    usable = {split: ~np.isnan(v[0][:, 0, 0]) & ~np.isnan(v[1][:, 0, 0]) for split, v in (("train", train_vectors), ("dev", dev_vectors))}
-    if not all(u.all() for u in usable.values()):
-        print(f"{lm.name}: {sum(int((~u).sum()) for u in usable.values())} pairs whose target lies beyond the model's maximum length are left out")
-    variants = transforms.layer_variants(
-        outliers.clip_flags(stats.mean, z_threshold, min_layer_share, clip), transforms.whitening_from_moments(stats.mean, stats.covariance())
-    )
-    rows = []
-    for variant, per_layer in variants.items():
-        for layer, t in enumerate(per_layer):
-            for split, (a, b), frame in (("train", train_vectors, train), ("dev", dev_vectors, dev)):
-                keep = usable[split]
-                cos = geometry.row_cosines(t.transform(a[keep, layer]), t.transform(b[keep, layer]))
-                acc = metrics.threshold_accuracies(cos, frame["same_sense"].to_numpy()[keep], thresholds)
-                rows += [{"variant": variant, "layer": layer, "split": split, "threshold": th, "accuracy": 100 * a_} for th, a_ in zip(thresholds, acc)]
-    grid = pd.DataFrame(rows)
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": stats.count}
-    results.table(grid, "accuracy_grid", spec, parameters, info)
-    grids[lm.name] = grid
-    for variant, part in grid.groupby("variant", sort=False):
-        tr = part[part["split"] == "train"]
-        top = tr.loc[tr["accuracy"].idxmax()]
-        dev_acc = part.query("split == 'dev' and layer == @top.layer and threshold == @top.threshold")["accuracy"].iloc[0]
-        best.append(
-            {
-                "model": lm.name,
-                "spec": spec,
-                "variant": variant,
-                "layer": int(top["layer"]),
-                "threshold": top["threshold"],
-                "train_accuracy": top["accuracy"],
-                "dev_accuracy_of_that_choice": dev_acc,
-                "dev_best_accuracy": part[part["split"] == "dev"]["accuracy"].max(),
-                "dev_pairs": int(usable["dev"].sum()),
-            }
-        )
-    del lm, stats
-best = pd.DataFrame(best)
-for spec, part in best.groupby("spec", sort=False):
-    results.table(part, "best", spec, parameters)
+    sets[lm.name] = ch.outliers_of(lm, spec, profile)
+    run = protocol.run(lm, spec, train, dev, sets[lm.name], clip)
+    if run.left_out:
+        print(f"{lm.name}: {run.left_out} pairs whose target lies beyond the model's maximum length are left out")
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
+    results.table(run.grid, schemas.WIC_GRID, spec, parameters, info)
+    results.table(run.best, schemas.WIC_BEST, spec, parameters, info)
+    grids[lm.name] = run.grid
+    best.append(run.best)
+    del lm
+best = pd.concat(best, ignore_index=True)
+ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".join(f"- {s.describe()}" for s in sets.values()))
 
 # %% [markdown]
 # ## Best layer and threshold
@@ -130,7 +89,9 @@ for spec, part in best.groupby("spec", sort=False):
 # `train_accuracy` is the paper's number: the best of all layers × thresholds on the training
 # pairs. `dev_accuracy_of_that_choice` applies that layer and threshold to the development
 # pairs. `dev_best_accuracy` is, for comparison, the best the development set itself would
-# allow (the same optimism as the paper's number, on the development pairs).
+# allow (the same optimism as the paper's number, on the development pairs). The last two columns
+# count the development pairs that only this variant, or only the raw vectors, get right: the
+# pairs on which a paired comparison of the two turns.
 
 # %%
 ch.show(
@@ -219,7 +180,7 @@ ch.say(
 # With `-p n_pairs 500` the layer and threshold are chosen on 500 pairs instead of all of them.
 # Predict whether the chosen setting stays the same, using the accuracy grid: how many settings
 # lie within two standard errors of the best one at 500 pairs? Then run
-# `python -m lib.book.runner --chapters 07_wic -p n_pairs 500`.
+# `python -m lib.build.runner --chapters 07_wic -p n_pairs 500`.
 # :::
 
 # %% [markdown]

@@ -38,13 +38,17 @@
 #   {cite:t}`reimers2019sentence`, whose mean pooling covers every token the attention mask does,
 #   `[CLS]`/`[SEP]` included ({doc}`chapter 02 <02_outlier_neurons>` counts them likewise); `-p pool_special false` pools the
 #   sentence's own subwords only;
-# - **clipped**: zero, in every layer, the model-level outlier dimensions ({doc}`chapter 02 <02_outlier_neurons>`'s criterion)
-#   found in the average token vectors of the set's own sentences, the paper's protocol
-#   (`-p clip layer`: each layer's own flagged dimensions);
-# - **whitened**: μ and W fitted, per layer, on the mean-pooled vectors of all sentences of all
-#   the data sets in the run (no scores are used), as {cite:t}`su2021whitening` fit on their evaluation
-#   sentences; pooling the sets keeps the fit stable (a single small set can have fewer
-#   sentences than the model has dimensions, and whitening then fits noise);
+# - **clipped**: zero, in every layer, the model's outlier set detected once by {doc}`chapter 02 <02_outlier_neurons>`,
+#   the same set as in chapters 06, 07 and 09 (the paper's protocol: one fixed set per model; `-p clip layer`: each layer's
+#   own flagged dimensions);
+# - **whitened**: the thesis's whitening (§3.2.3): per layer, the mean and covariance of the *token* vectors of
+#   `n_fit` sentences of the STS-B **training** split (no scores are used), applied to the pooled sentence vectors of
+#   every scored set. Nothing is fitted on the sentences that are scored;
+# - **whitened-sentences**: the sentence-level whitening of {cite:t}`su2021whitening`, fitted per layer on the
+#   mean-pooled vectors of the same training sentences. Su et al. fit it on the evaluation sentences themselves
+#   (transductively); here it is fitted on training sentences like every other transform;
+# - best layer: the best *contextual* layer (1-L), as the paper searches layers 1-12; the embedding output (layer 0)
+#   is shown in a column of its own;
 # - baseline: average **50-dimensional** GloVe 6B vectors (the paper's baseline uses 300-d
 #   GloVe, which is not available offline, so the two baseline rows are not the same model).
 
@@ -53,9 +57,9 @@ profile = "default"  # names the results folder
 models = "minilm,mpnet"  # comma-separated model specs
 datasets = "stsb,sick,sickall,sts12,sts13,sts14,sts15,sts16"  # comma-separated evaluation sets
 max_pairs = 0  # pairs per data set (0 = all)
-z_threshold = 10.0  # outlier criterion of chapter 02
-clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
-min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
+variants = "raw,clipped,whitened,whitened-sentences"  # transforms compared (raw is always included); see the list above
+n_fit = 4000  # STS-B training sentences the whitening is fitted on (5,749 training pairs)
+clip = "model"  # "model": zero chapter 02's model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
 pool_special = True  # mean pooling includes [CLS]/[SEP] (the sentence-transformers' pooling, which the paper cites); false: the sentence's subwords only
 seed = 0  # which pairs, when max_pairs subsamples
 device = "auto"  # "auto" uses CUDA when present
@@ -68,21 +72,24 @@ import pandas as pd
 import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets import glove
-from lib.datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, subsample
-from lib.encode.collectors import LayerStats, SentenceMeans, Subset
-from lib.encode.extraction import extract
+from lib.datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, sts_training_sentences, subsample
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.measure import geometry, metrics, outliers, transforms
+from lib.experiments import schemas, sts
+from lib.experiments import variants as variant_names
+from lib.measure import geometry, metrics
 
 specs, results = ch.begin("08_sts", profile, models)
 names = ch.names(datasets, "datasets", STS_SETS)
+wanted = variant_names.names(variants)
+ch.positive_int("n_fit", n_fit)
+fit_sentences = sts_training_sentences(n_fit, seed)
 require(isinstance(max_pairs, int) and max_pairs >= 0, f"max_pairs must be 0 (all) or a positive integer, got {max_pairs!r}")
 pairs = {name: sts_pairs(name) for name in names}
 pairs = {name: subsample(frame, max_pairs or len(frame), seed) for name, frame in pairs.items()}
 ch.show(
     pd.DataFrame([{"data set": STS_LABELS[n], "pairs": len(f), "subsets": ", ".join(sorted(f["subset"].unique()))} for n, f in pairs.items()]),
-    "Scored sentence pairs used",
+    f"Scored sentence pairs used; the transforms are fitted on {len(fit_sentences):,} sentences of the STS-B training split",
 )
 parameters = ch.parameters("08_sts", globals())
 
@@ -111,57 +118,25 @@ ch.show(
     "with punctuation tokens averaged in and without them (words only)",
     precision=2,
 )
-_ = results.table(baseline, "glove_baseline", "glove-6b-50d", parameters, {"name": "GloVe 6B 50-d"})
+_ = results.table(baseline, schemas.GLOVE_BASELINE, "glove-6b-50d", parameters, {"name": "GloVe 6B 50-d"})
 
 # %% [markdown]
 # ## Contextual models, every layer
 
 # %%
-sentences = pd.unique(pd.concat([f[c] for f in pairs.values() for c in ("sentence1", "sentence2")])).tolist()  # each encoded once
-where = {s: i for i, s in enumerate(sentences)}
-own = {name: np.unique(frame[["sentence1", "sentence2"]].stack().map(where).to_numpy()) for name, frame in pairs.items()}
-member = {name: np.isin(np.arange(len(sentences)), ids) for name, ids in own.items()}
-print(f"{len(sentences):,} distinct sentences in the {len(pairs)} data sets ({sum(len(i) for i in own.values()):,} counted per set)")
-scores = {}
+scores, best, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    pooled, stats = SentenceMeans(len(sentences), include_special=pool_special), {name: LayerStats(covariance=False) for name in pairs}
-    extract(lm, sentences, [pooled] + [Subset(stats[name], member[name]) for name in pairs], desc=f"{lm.name}, every data set")
-    every_sentence = pooled.result()
-    encoded = {
-        name: (
-            every_sentence[own[name]],
-            np.searchsorted(own[name], frame["sentence1"].map(where).to_numpy()),
-            np.searchsorted(own[name], frame["sentence2"].map(where).to_numpy()),
-            outliers.clip_flags(stats[name].mean, z_threshold, min_layer_share, clip),
-        )
-        for name, frame in pairs.items()
-    }
-    whitening = transforms.whitening_from_vectors(np.concatenate([v for v, *_ in encoded.values()]))  # one fit on every set's sentences
-    variants = {name: transforms.layer_variants(flags, whitening) for name, (_, _, _, flags) in encoded.items()}
-    rows = []
-    for layer in range(lm.n_layers + 1):
-        for name, (vectors, a, b, _) in encoded.items():
-            for variant, per_layer in variants[name].items():
-                y = per_layer[layer].transform(vectors[:, layer])
-                cos, gold, subsets = geometry.row_cosines(y[a], y[b]), pairs[name]["score"].to_numpy(), pairs[name]["subset"].to_numpy()
-                rows.append(
-                    {
-                        "dataset": STS_LABELS[name],
-                        "variant": variant,
-                        "layer": layer,
-                        "spearman_x100": metrics.spearman_x100(cos, gold),
-                        "subset_mean_spearman_x100": np.mean(
-                            [metrics.spearman_x100(cos[subsets == s], gold[subsets == s]) for s in np.unique(subsets) if (subsets == s).sum() > 2] or [np.nan]
-                        ),
-                        "n_pairs": len(a),
-                        "n_sentences": len(vectors),
-                    }
-                )
-    table = pd.DataFrame(rows)
-    results.table(table, "spearman_by_layer", spec, parameters, {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width})
-    scores[spec] = (lm.name, table)
-    del lm, encoded, every_sentence, pooled, stats
+    sets[lm.name] = ch.outliers_of(lm, spec, profile)
+    run = sts.run(lm, pairs, STS_LABELS, fit_sentences, sets[lm.name], wanted, pool_special, clip)
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
+    results.table(run.table, schemas.STS_BY_LAYER, spec, parameters, info)
+    best.append(sts.best_layers(run.table, lm.name, spec))
+    results.table(best[-1], schemas.STS_BEST, spec, parameters, info)
+    scores[spec] = (lm.name, run.table)
+    del lm
+best = pd.concat(best, ignore_index=True)
+ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".join(f"- {s.describe()}" for s in sets.values()))
 
 # %% [markdown]
 # ## Best layer per data set
@@ -171,25 +146,15 @@ for spec in specs:
 # the direction of the changes (raw → clipped → whitened), not the levels.
 
 # %%
-best = []
-for spec, (name, table) in scores.items():
-    top = table.loc[table.groupby(["dataset", "variant"], sort=False)["spearman_x100"].idxmax()]
-    best.append(top.assign(model=name, spec=spec))
-best = pd.concat(best, ignore_index=True)
 order = [STS_LABELS[n] for n in names]
 cells = best.assign(cell=lambda t: t["spearman_x100"].map("{:.2f}".format) + " (" + t["layer"].astype(str) + ")")
 wide = cells.pivot_table(index=["model", "variant"], columns="dataset", values="cell", aggfunc="first", sort=False)[order].reset_index()
 glove_row = pd.DataFrame(
     [{"model": "avg. GloVe 6B 50-d", "variant": "baseline", **baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format).to_dict()}]
 )
-ch.show(pd.concat([glove_row, wide], ignore_index=True), "Ours: best Spearman × 100 (layer) per data set")
-searched = {name: int(table["layer"].max()) for name, table in scores.values()}
-ch.say(
-    "The best layer is searched over "
-    + ", ".join(f"layers 0-{n} of {name}" for name, n in searched.items())
-    + " (0 is the embedding output); the paper's tables search the contextual layers 1-12 of its base models, so a best layer "
-    "of 0 here has no counterpart there."
-)
+ch.show(pd.concat([glove_row, wide], ignore_index=True), "Ours: best Spearman × 100 (layer) per data set, over the contextual layers")
+layer0 = best.pivot_table(index=["model", "variant"], columns="dataset", values="embedding_output_spearman_x100", aggfunc="first", sort=False)[order]
+ch.show(layer0.reset_index(), "The embedding output (layer 0), not searched above: Spearman × 100 per data set", precision=2)
 years = best[(best["variant"] == "raw") & best["dataset"].str.startswith("STS-1")]
 if len(years):
     ch.show(
@@ -222,14 +187,13 @@ for spec, (name, table) in scores.items():
     glove_scores = baseline.set_index("dataset")["spearman_x100"]
     per_layer = table.pivot_table(index=["dataset", "layer"], columns="variant", values="spearman_x100")
     touched = per_layer[(per_layer["clipped"] - per_layer["raw"]).abs() > 1e-9]
+    changes = "; ".join(
+        f"{v} raises it on {int((b[v] > b['raw']).sum())} of {len(b)} (mean change {float((b[v] - b['raw']).mean()):+.2f})" for v in b.columns if v != "raw"
+    )
     lines.append(
-        f"- **{name}**: in the {len(touched)} of {len(per_layer)} (data set, layer) cells where clipping removes a dimension, it raises "
-        f"Spearman in {int((touched['clipped'] > touched['raw']).sum())} "
-        f"(mean change {float((touched['clipped'] - touched['raw']).mean()) if len(touched) else 0.0:+.2f}); "
-        f"clipping raises the best score on {int((b['clipped'] > b['raw']).sum())} of {len(b)} data sets "
-        f"(mean change {float((b['clipped'] - b['raw']).mean()):+.2f}); whitening on {int((b['whitened'] > b['raw']).sum())} of {len(b)} "
-        f"(mean change {float((b['whitened'] - b['raw']).mean()):+.2f}). The raw model beats 50-d GloVe on "
-        f"{int((b['raw'] > glove_scores.reindex(b.index)).sum())} of {len(b)} data sets."
+        f"- **{name}**: clipping changes {len(touched)} of {len(per_layer)} (data set, layer) cells and raises Spearman in "
+        f"{int((touched['clipped'] > touched['raw']).sum())} of them. Best contextual layer per data set: {changes}. "
+        f"The raw model beats 50-d GloVe on {int((b['raw'] > glove_scores.reindex(b.index)).sum())} of {len(b)} data sets."
     )
 published = paper_sts[paper_sts["model"] == "avg-glove"].set_index("paper_dataset")["paper_spearman_x100"]
 glove_gap = (published - baseline.set_index("dataset")["spearman_x100"]).dropna()
@@ -249,8 +213,8 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # mean-pooled sentence vectors track semantic similarity (on data that includes STS-like
 # pairs), so their raw last-layer scores are far above BERT-base's and little is left for a
 # post-hoc transform to fix; the paper's gains come from models that were never trained for
-# this. Whitening also uses the evaluation sentences themselves (not their scores), which the
-# paper's clipping does not.
+# this. Every transform here is fitted on STS-B training sentences, so none of them has seen the
+# sentences it is scored on.
 
 # %% [markdown]
 # ## Exercises
@@ -258,7 +222,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::{exercise} The best layer, or the last?
 # :label: ex-08-layer
 #
-# Following the paper, the best score of each data set is the maximum over layers, chosen on the
+# Following the paper, the best score of each data set is the maximum over the contextual layers, chosen on the
 # scored pairs themselves. For the raw vectors, which layer wins, and how many points would a
 # reader lose by always taking the last layer instead?
 # :::
@@ -271,7 +235,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # %%
 rows = []
 for name, table in scores.values():
-    raw = table[table["variant"] == "raw"]
+    raw = table[(table["variant"] == "raw") & (table["layer"] >= 1)]
     for dataset, part in raw.groupby("dataset", sort=False):
         top = part.loc[part["spearman_x100"].idxmax()]
         last = part[part["layer"] == part["layer"].max()]["spearman_x100"].iloc[0]
@@ -297,7 +261,7 @@ ch.show(pd.DataFrame(rows), "Raw vectors: the best layer against the last layer 
 #
 # With `-p max_pairs 300` every data set is scored on 300 pairs. Predict the 95% interval of the
 # raw last-layer score of each data set at that size, then run
-# `python -m lib.book.runner --chapters 08_sts -p max_pairs 300` and check how many of the
+# `python -m lib.build.runner --chapters 08_sts -p max_pairs 300` and check how many of the
 # scores land inside.
 # :::
 

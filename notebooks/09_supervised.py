@@ -37,15 +37,18 @@
 # - Sentence vectors: the mean of all token vectors of the layer, special tokens included
 #   (the pooling the paper cites, {cite:t}`reimers2019sentence`; see {doc}`chapter 08 <08_sts>`; `-p pool_special false`: the
 #   sentence's own subword vectors only).
-#   Clipping zeroes, in every layer, the model-level outlier dimensions ({doc}`chapter 02 <02_outlier_neurons>`'s criterion)
-#   of the training texts' token vectors, the paper's protocol (`-p clip layer`: each layer's own
-#   flagged dimensions). Whitening is fitted on the sentence vectors of `n_fit` texts: the
-#   training sample and, where it is smaller, further training texts of the task used without
-#   their labels. A covariance of d dimensions estimated from n vectors has its smallest
+#   Clipping zeroes, in every layer, the model's outlier set detected once by {doc}`chapter 02 <02_outlier_neurons>`,
+#   the same set as in chapters 06-08 (the paper's protocol; `-p clip layer`: each layer's own flagged dimensions).
+#   **whitened** is the thesis's whitening (§3.2.3): per layer, the mean and covariance of the *token* vectors of `n_fit`
+#   texts (the training sample and, where it is smaller, further training texts of the task used without their labels),
+#   applied to the pooled sentence vectors. **whitened-sentences** is the sentence-level whitening of
+#   {cite:t}`su2021whitening`, fitted on the pooled vectors of the same texts. Nothing is fitted on development or test
+#   texts. A covariance of d dimensions estimated from n vectors has its smallest
 #   eigenvalues shrunk by about (1 − √(d/n))², and whitening divides by them: with IMDB's 400
-#   training reviews and MPNet's 768 dimensions it would whiten noise, with 1,200 reviews the
+#   training reviews and MPNet's 768 dimensions sentence whitening would whiten noise, with 1,200 reviews the
 #   weakest direction is amplified about 5× too much rather than without bound (the `paper` profile
-#   fits on whole training sets; each IMDB review costs MPNet about a quarter of a second here).
+#   fits on whole training sets; each IMDB review costs MPNet about a quarter of a second here). Token whitening has
+#   hundreds of tokens per review to fit on.
 # - The classifier is the paper's W (no bias), fitted **to convergence** as a logistic regression
 #   (L-BFGS, scikit-learn) for L2 strengths C = 10⁻³, 10⁻², … up to 10³, the development sample
 #   choosing one; the path stops once two strengths in a row fail to beat the best (the weakly
@@ -65,9 +68,8 @@ n_dev = {"sst2": 872, "imdb": 100, "sst5": 1101}  # development samples per task
 n_test = {"sst2": 1821, "imdb": 400, "sst5": 2210}  # test samples per task (accuracy reported on them)
 n_fit = {"sst2": 4000, "imdb": 1200, "sst5": 2000}  # texts the whitening is fitted on: the training sample, then unlabelled training texts
 bias = False  # the paper's classifier is W alone
-z_threshold = 10.0  # outlier criterion of chapter 02
-clip = "model"  # "model": zero the model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
-min_layer_share = 0.5  # share of contextual layers in which a model-level outlier is flagged (as in chapter 02)
+variants = "raw,clipped,whitened,whitened-sentences"  # transforms compared (raw is always included); see the list above
+clip = "model"  # "model": zero chapter 02's model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims
 pool_special = True  # mean pooling includes [CLS]/[SEP] (the sentence-transformers' pooling, which the paper cites); false: the sentence's subwords only
 seed = 0
 device = "auto"  # "auto" uses CUDA when present
@@ -76,20 +78,19 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 # %%
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets.tasks import CLASSIFICATION_TASKS, classification_splits, unlabelled_texts
-from lib.encode.collectors import LayerStats, SentenceMeans
-from lib.encode.extraction import extract
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.measure import outliers, transforms
+from lib.experiments import frozen, schemas
+from lib.experiments import variants as variant_names
 from lib.train import probe
 
 specs, results = ch.begin("09_supervised", profile, models)
 names = ch.names(tasks, "tasks", CLASSIFICATION_TASKS)
+wanted = variant_names.names(variants)
 for table in (n_train, n_dev, n_test, n_fit):
     require(isinstance(table, dict) and set(names) <= set(table), f"n_train, n_dev, n_test and n_fit need an entry for every task ({', '.join(names)})")
 data = {task: classification_splits(task, n_train[task], n_dev[task], n_test[task], seed) for task in names}
@@ -114,43 +115,21 @@ ch.show(
 parameters = ch.parameters("09_supervised", globals())
 
 # %%
-scores = {}
+scores, summary, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    rows = []
-    for task, splits in data.items():
-        stats, pooled = LayerStats(covariance=False), {}
-        for split, (texts, _) in splits.items():
-            if texts:
-                pooled[split] = SentenceMeans(len(texts), include_special=pool_special)
-                extract(lm, texts, [pooled[split]] + ([stats] if split == "train" else []), desc=f"{lm.name} {CLASSIFICATION_TASKS[task]} {split}")
-        vectors = {split: p.result() for split, p in pooled.items()}
-        labels = {split: y for split, (_, y) in splits.items() if split != "fit"}
-        fit_vectors = np.concatenate([vectors["train"]] + ([vectors.pop("fit")] if "fit" in vectors else []))
-        flags = outliers.clip_flags(stats.mean, z_threshold, min_layer_share, clip)
-        variants = transforms.layer_variants(flags, transforms.whitening_from_vectors(fit_vectors))
-        for layer in tqdm(range(lm.n_layers + 1), desc=f"{lm.name} {CLASSIFICATION_TASKS[task]} classifiers", unit="layer"):
-            for variant, per_layer in variants.items():
-                t = per_layer[layer]
-                x = {split: t.transform(v[:, layer]).astype(np.float32) for split, v in vectors.items()}
-                model = probe.fit_classifier(x["train"], labels["train"], x["dev"], labels["dev"], bias=bias)
-                rows.append(
-                    {
-                        "task": CLASSIFICATION_TASKS[task],
-                        "variant": variant,
-                        "layer": layer,
-                        "dev_accuracy": 100 * model.dev_accuracy[model.c],
-                        "test_accuracy": 100 * model.accuracy(x["test"], labels["test"]),
-                        "C": model.c,
-                        "converged": model.converged,
-                        "clipped_dims": len(t.dims) if variant == "clipped" else 0,
-                        "whitening_fit_texts": len(fit_vectors),
-                    }
-                )
-    table = pd.DataFrame(rows)
-    results.table(table, "accuracy_by_layer", spec, parameters, {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width})
+    sets[lm.name] = ch.outliers_of(lm, spec, profile)
+    table = pd.concat(
+        [frozen.run_task(lm, CLASSIFICATION_TASKS[t], data[t], sets[lm.name], wanted, bias, pool_special, clip) for t in names], ignore_index=True
+    )
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": sets[lm.name].describe()}
+    results.table(table, schemas.FROZEN_ACCURACY, spec, parameters, info)
+    summary.append(frozen.best(table, lm.name, spec))
+    results.table(summary[-1], schemas.FROZEN_BEST, spec, parameters, info)
     scores[spec] = (lm.name, table)
     del lm
+summary = pd.concat(summary, ignore_index=True)
+ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".join(f"- {s.describe()}" for s in sets.values()))
 
 # %% [markdown]
 # ## Best accuracy per task
@@ -159,25 +138,6 @@ for spec in specs:
 # `test at best dev layer` chooses the layer on the development sample.
 
 # %%
-summary = []
-for spec, (name, table) in scores.items():
-    for (task, variant), part in table.groupby(["task", "variant"], sort=False):
-        top, chosen = part.loc[part["test_accuracy"].idxmax()], part.loc[part["dev_accuracy"].idxmax()]
-        summary.append(
-            {
-                "model": name,
-                "spec": spec,
-                "task": task,
-                "variant": variant,
-                "best_test": top["test_accuracy"],
-                "best_test_layer": int(top["layer"]),
-                "test_at_best_dev_layer": chosen["test_accuracy"],
-                "best_dev_layer": int(chosen["layer"]),
-            }
-        )
-summary = pd.DataFrame(summary)
-for spec, part in summary.groupby("spec", sort=False):
-    results.table(part, "best", spec, parameters)
 ch.show(summary.drop(columns="spec"), "Ours: test accuracy (%) on the samples above", precision=1)
 fits, weakest = pd.concat([table for _, table in scores.values()]), max(probe.DEFAULT_CS)
 ch.say(
@@ -206,12 +166,9 @@ for task in [CLASSIFICATION_TASKS[t] for t in names]:
 # %% tags=["hide-input"]
 lines = []
 for (name, task), part in summary.groupby(["model", "task"], sort=False):
-    p = part.set_index("variant")
-    lines.append(
-        f"- **{name}, {task}**: best test accuracy {p.loc['raw', 'best_test']:.1f}% raw, {p.loc['clipped', 'best_test']:.1f}% clipped "
-        f"({p.loc['clipped', 'best_test'] - p.loc['raw', 'best_test']:+.1f}), {p.loc['whitened', 'best_test']:.1f}% whitened "
-        f"({p.loc['whitened', 'best_test'] - p.loc['raw', 'best_test']:+.1f})."
-    )
+    p = part.set_index("variant")["best_test"]
+    others = ", ".join(f"{p[v]:.1f}% {v} ({p[v] - p['raw']:+.1f})" for v in p.index if v != "raw")
+    lines.append(f"- **{name}, {task}**: best test accuracy {p['raw']:.1f}% raw, {others}.")
 ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 
 # %% [markdown]
@@ -238,12 +195,9 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::
 
 # %%
-rows = []
-for name, table in scores.values():
-    chosen = table.loc[table.groupby(["task", "variant"], sort=False)["dev_accuracy"].idxmax()].set_index(["task", "variant"])["test_accuracy"]
-    for task in table["task"].unique():
-        rows.append({"model": name, "task": task, **{f"{v} − raw": chosen[(task, v)] - chosen[(task, "raw")] for v in ("clipped", "whitened")}})
-ch.show(pd.DataFrame(rows), "Test accuracy of the layer chosen on dev, against the raw vectors (points, this run)", precision=2)
+chosen = summary.pivot_table(index=["model", "task"], columns="variant", values="test_at_best_dev_layer", sort=False)
+gaps = chosen[wanted[1:]].sub(chosen["raw"], axis=0).add_suffix(" − raw").reset_index()
+ch.show(gaps, "Test accuracy of the layer chosen on dev, against the raw vectors (points, this run)", precision=2)
 
 # %% [markdown]
 # :::{solution-end}

@@ -34,9 +34,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
-models = (
-    "minilm,mpnet,trained:roberta-pe,trained:roberta-nope"  # comma-separated model specs (static input embeddings are read); trained:* come from chapter 05
-)
+models = "minilm,mpnet,chapter05:pe,chapter05:nope"  # comma-separated model specs (static input embeddings are read); chapter05:pe/nope are chapter 05's models
 shifts = "0,1,2,4"  # toy example: distances of the sphere's centre from the origin
 toy_points = 500  # toy example: points on the sphere
 plane_points = 5000  # embeddings drawn for the projection plots
@@ -53,8 +51,7 @@ import lib.book.chapter as ch
 from lib.book import plotting
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.measure import geometry, isotropy, vocabulary
-from lib.measure.transforms import Center
+from lib.experiments import common_direction
 
 specs, results = ch.begin("10_common_direction", profile, models)
 shift_texts = ch.names(shifts, "shifts")
@@ -94,31 +91,13 @@ ch.show(toy, "Singular values of the shifted sphere: the gap grows with the shif
 views, spectra, norms, summary, rings, colour = {}, {}, {}, [], {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    w = vocabulary.embedding_matrix(lm)
-    centered = Center().fit(w).transform(w)
-    sample = np.sort(np.random.default_rng(seed).choice(len(w), size=min(plane_points, len(w)), replace=False))
-    unused, how, _ = vocabulary.reference_tokens(lm)
-    checked = w if not check_rows or check_rows >= len(w) else w[np.sort(np.random.default_rng(seed).choice(len(w), size=check_rows, replace=False))]
-    for label, matrix in (("raw", w), ("centered", centered)):
-        views[f"{lm.name}, {label}"] = geometry.svd_plane(matrix[sample])
-        rings[f"{lm.name}, {label}"] = np.isin(sample, unused)
-        colour[f"{lm.name}, {label}"] = np.linalg.norm(w[sample], axis=1)
-    spectra[lm.name] = {"raw": np.linalg.svd(w, compute_uv=False), "centered": np.linalg.svd(centered, compute_uv=False)}
-    norms[lm.name] = {"raw": np.linalg.norm(w, axis=1), "centered": np.linalg.norm(centered, axis=1)}
-    row = {
-        "model": lm.name,
-        "vocabulary": len(w),
-        "width": w.shape[1],
-        **{f"{k}_raw": v for k, v in isotropy.norm_stats(w).items()},
-        "sigma1_over_sigma2_raw": spectra[lm.name]["raw"][0] / spectra[lm.name]["raw"][1],
-        "sigma1_over_sigma2_centered": spectra[lm.name]["centered"][0] / spectra[lm.name]["centered"][1],
-        "check_rows": len(checked),
-        "mean_pairwise_cosine_brute_force": isotropy.mean_pairwise_cosine(checked),
-        "mean_pairwise_cosine_from_mean_unit_vector": isotropy.cosine_from_mean_unit(checked),
-        "reference_tokens": how,
-    }
-    results.table(pd.DataFrame([row]), "embedding_matrix", spec, parameters, {"name": lm.name, "width": w.shape[1]})
-    summary.append(row)
+    found = common_direction.measure(lm, plane_points, check_rows, seed)
+    for label, view in found.views.items():
+        key = f"{lm.name}, {label}"
+        views[key], rings[key], colour[key] = view, found.reference, found.sample_norms
+    spectra[lm.name], norms[lm.name] = found.spectra, found.norms
+    results.table(pd.DataFrame([found.summary]), "embedding_matrix", spec, parameters, {"name": lm.name, "width": found.summary["width"]})
+    summary.append(found.summary)
     del lm
 summary = pd.DataFrame(summary)
 
@@ -183,7 +162,7 @@ ch.say(
 #
 # Points spread evenly over a unit sphere in 3 dimensions have second moment 1/3 along every
 # axis. Work out σ1/σ2 of the (uncentered) cloud shifted by s along one axis, predict it for s = 8,
-# and check with `python -m lib.book.runner --chapters 10_common_direction -p shifts 0,8`.
+# and check with `python -m lib.build.runner --chapters 10_common_direction -p shifts 0,8`.
 # :::
 
 # %% [markdown]

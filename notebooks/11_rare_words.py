@@ -39,7 +39,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
-models = "minilm,mpnet,trained:roberta-pe,trained:roberta-nope"  # comma-separated model specs; trained:* come from chapter 05
+models = "minilm,mpnet,chapter05:pe,chapter05:nope"  # comma-separated model specs; chapter05:pe/nope are chapter 05's models (its `names`)
 collections = "brown,gutenberg"  # parts of the corpus to count
 bin_size = 1000  # tokens per bin (paper: 1,000)
 seed = 0
@@ -47,13 +47,13 @@ device = "auto"
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets.tasks import corpus_documents
 from lib.encode.models import load_model
+from lib.experiments import rare_tokens, schemas
 from lib.measure import vocabulary
 
 specs, results = ch.begin("11_rare_words", profile, models)
@@ -63,51 +63,27 @@ documents = corpus_documents(tuple(collection_list))
 words = vocabulary.word_counts(documents)
 print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
 parameters = ch.parameters("11_rare_words", globals())
-marks = [0.3, 0.5, 0.98]
 
 # %%
 curves, coverage_rows, by_index, by_frequency, references = {"whole words": vocabulary.coverage(words)}, [], {}, {}, {}
-coverage_rows.append(
-    {
-        "unit": "whole words",
-        "distinct": len(words),
-        "total": int(words.sum()),
-        **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(words, marks))},
-    }
-)
+coverage_rows.append(rare_tokens.coverage_row("whole words", words))
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    counts = vocabulary.token_counts(lm, documents)
-    curves[f"{lm.name} tokens"] = vocabulary.coverage(counts)
-    coverage_rows.append(
-        {
-            "unit": f"{lm.name} tokens",
-            "distinct": int((counts > 0).sum()),
-            "total": int(counts.sum()),
-            **{f"items_for_{int(100 * m)}%": k for m, k in zip(marks, vocabulary.items_for_share(counts, marks))},
-        }
-    )
-    w = vocabulary.embedding_matrix(lm)
-    counts = np.pad(counts, (0, max(0, len(w) - len(counts))))[: len(w)]
     own_corpus = spec.startswith("trained:") and set(collection_list) == {"brown", "gutenberg"}  # the corpus chapter 05 trained on
-    unused, how, unseen = vocabulary.reference_tokens(lm, counts if own_corpus else None)
-    by_index[lm.name] = vocabulary.binned_cosine(w, unused, np.arange(len(w)), bin_size)
-    frequency_order = np.lexsort((np.arange(len(w)), -counts))  # most frequent first, ties by index
-    by_frequency[lm.name] = vocabulary.binned_cosine(w, unused, frequency_order, bin_size)
-    references[lm.name] = how
-    info = {
-        "name": lm.name,
-        "vocabulary": len(w),
-        "reference_tokens": how,
-        "never_trained": unseen,
-        "reference_seen_in_corpus": int((counts[unused] > 0).sum()),
-    }
-    results.table(by_index[lm.name], "unused_cosine_by_index", spec, parameters, info)
-    results.table(by_frequency[lm.name], "unused_cosine_by_frequency", spec, parameters, info)
-    print(f"{lm.name}: the reference tokens are {how}; {info['reference_seen_in_corpus']} of them occur in the corpus")
+    found = rare_tokens.measure(lm, documents, bin_size, own_corpus)
+    curves[f"{lm.name} tokens"], by_index[lm.name], by_frequency[lm.name], references[lm.name] = (
+        found.curve,
+        found.by_index,
+        found.by_frequency,
+        found.info["reference_tokens"],
+    )
+    coverage_rows.append(found.coverage)
+    results.table(found.by_index, "unused_cosine_by_index", spec, parameters, found.info)
+    results.table(found.by_frequency, schemas.RARE_COSINE, spec, parameters, found.info)
+    print(f"{lm.name}: the reference tokens are {found.info['reference_tokens']}; {found.info['reference_seen_in_corpus']} of them occur in the corpus")
     del lm
 coverage_table = pd.DataFrame(coverage_rows)
-_ = results.table(coverage_table, "coverage", "corpus", parameters, {"name": "every model's tokenizer"})
+_ = results.table(coverage_table, schemas.COVERAGE, "corpus", parameters, {"name": "every model's tokenizer"})
 
 # %% [markdown]
 # ## How few tokens cover the corpus
@@ -115,7 +91,9 @@ _ = results.table(coverage_table, "coverage", "corpus", parameters, {"name": "ev
 # {numref}`fig-11-coverage` counts how many of the most frequent items it takes to cover a share of the corpus.
 
 # %%
-results.figure(plotting.coverage_curves(curves, marks), "coverage", "Share of the corpus covered by the most frequent words or subword tokens.")
+results.figure(
+    plotting.coverage_curves(curves, list(rare_tokens.MARKS)), "coverage", "Share of the corpus covered by the most frequent words or subword tokens."
+)
 ch.show(coverage_table, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
 ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
 
@@ -201,7 +179,7 @@ ch.say(
 #
 # Predict whether the rise of the cosine from frequent to rare tokens stays steady when the bins
 # hold 500 tokens instead of 1,000, then run
-# `python -m lib.book.runner --chapters 11_rare_words -p bin_size 500`.
+# `python -m lib.build.runner --chapters 11_rare_words -p bin_size 500`.
 # :::
 
 # %% [markdown]
@@ -213,7 +191,7 @@ ch.say(
 # corpus counts:
 
 # %%
-half = vocabulary.binned_cosine(w, unused, frequency_order, max(1, bin_size // 2))
+half = found.by_frequency_bins(max(1, bin_size // 2))
 full = by_frequency[list(by_frequency)[-1]]
 ch.say(
     f"**{list(by_frequency)[-1]}**: with bins of {bin_size:,} the mean cosine rises in {int((full['mean_cosine'].diff() > 0).sum())} of "

@@ -42,7 +42,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
-models = "minilm,mpnet,trained:roberta-pe,trained:roberta-nope"  # comma-separated model specs; trained:* come from chapter 05
+models = "minilm,mpnet,chapter05:pe,chapter05:nope"  # comma-separated model specs; chapter05:pe/nope are chapter 05's models (its `names`)
 seed = 0
 device = "auto"
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
@@ -57,7 +57,8 @@ import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets.tasks import WORD_SIMILARITY, word_similarity
 from lib.encode.models import load_model
-from lib.measure import isotropy, metrics, transforms, vocabulary
+from lib.experiments import schemas, word_geometry
+from lib.measure import transforms, vocabulary
 
 specs, results = ch.begin("12_isotropy_word_similarity", profile, models)
 benchmarks = {name: word_similarity(name) for name in WORD_SIMILARITY}
@@ -65,46 +66,20 @@ ch.show(pd.DataFrame([{"benchmark": WORD_SIMILARITY[n], "pairs": len(f)} for n, 
 parameters = ch.parameters("12_isotropy_word_similarity", globals())
 
 # %%
-iso_rows, sim_rows, pair_ids = [], [], {}
+iso, sim = [], []
+labelled = {WORD_SIMILARITY[name]: frame for name, frame in benchmarks.items()}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     w = vocabulary.embedding_matrix(lm)
-    d = math.ceil(w.shape[1] / 100)
-    matrices = {
-        "raw": w,
-        "centered": transforms.Center().fit(w).transform(w),
-        "centered-scaled": transforms.ScaledCenter().fit(w).transform(w),
-        f"post-processed (D={d})": transforms.RemoveTopPCs(d).fit(w).transform(w),
-    }
-    for variant, m in matrices.items():
-        iso_rows.append(
-            {"model": lm.name, "spec": spec, "variant": variant, **isotropy.partition_measures(m), "IsoScore": isotropy.isoscore(m), **isotropy.norm_stats(m)}
-        )
-    for name, frame in benchmarks.items():
-        a, b = vocabulary.single_token_ids(lm, frame["word1"].tolist()), vocabulary.single_token_ids(lm, frame["word2"].tolist())
-        keep = (a >= 0) & (b >= 0)
-        pair_ids[name] = (a[keep], b[keep], frame["score"][keep])  # the last model's are kept (exercise ex-12-d)
-        for variant, m in matrices.items():
-            x, y = m[a[keep]], m[b[keep]]
-            inner = np.einsum("nd,nd->n", x, y)
-            cosine = inner / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
-            sim_rows.append(
-                {
-                    "model": lm.name,
-                    "spec": spec,
-                    "benchmark": WORD_SIMILARITY[name],
-                    "variant": variant,
-                    "pairs": len(frame),
-                    "pairs_kept": int(keep.sum()),  # a small vocabulary may keep too few pairs for a correlation: NaN
-                    "pearson_cosine": metrics.pearson_x100(cosine, frame["score"][keep]) if keep.sum() >= 3 else np.nan,
-                    "pearson_inner_product": metrics.pearson_x100(inner, frame["score"][keep]) if keep.sum() >= 3 else np.nan,
-                }
-            )
+    matrices = word_geometry.variants(w)
+    scores, pair_ids = word_geometry.word_similarity(lm, matrices, labelled)  # the last model's pairs are kept (exercise ex-12-d)
+    iso.append(word_geometry.isotropy_table(matrices).assign(model=lm.name, spec=spec))
+    sim.append(scores.assign(model=lm.name, spec=spec))
+    results.table(iso[-1].drop(columns="spec"), schemas.ISOTROPY, spec, parameters)
+    results.table(sim[-1].drop(columns="spec"), schemas.WORD_SIMILARITY, spec, parameters)
     del lm
-iso, sim = pd.DataFrame(iso_rows), pd.DataFrame(sim_rows)
-for spec in specs:
-    results.table(iso[iso["spec"] == spec].drop(columns="spec"), "isotropy", spec, parameters)
-    results.table(sim[sim["spec"] == spec].drop(columns="spec"), "word_similarity", spec, parameters)
+iso, sim = pd.concat(iso, ignore_index=True), pd.concat(sim, ignore_index=True)
+iso, sim = iso[["model", "spec", *iso.columns[:-2]]], sim[["model", "spec", *sim.columns[:-2]]]
 
 # %% [markdown]
 # ## Isotropy before and after centering
@@ -210,13 +185,10 @@ ch.say(
 
 # %%
 rows = []
-for n_components in sorted({2, d}):
-    m = transforms.RemoveTopPCs(n_components).fit(w).transform(w)
-    values = []
-    for a, b, score in pair_ids.values():
-        if len(a) >= 3:
-            values.append(metrics.pearson_x100(np.einsum("nd,nd->n", m[a], m[b]) / (np.linalg.norm(m[a], axis=1) * np.linalg.norm(m[b], axis=1)), score))
-    rows.append({"D": n_components, "average Pearson × 100 (cosine)": float(np.mean(values)) if values else np.nan, "benchmarks": len(values)})
+for n_components in sorted({2, math.ceil(w.shape[1] / 100)}):
+    m = {f"D={n_components}": transforms.RemoveTopPCs(n_components).fit(w).transform(w)}
+    values = pd.concat([word_geometry.similarity_scores(m, *kept) for kept in pair_ids.values()])["pearson_cosine"].dropna()
+    rows.append({"D": n_components, "average Pearson × 100 (cosine)": values.mean() if len(values) else np.nan, "benchmarks": len(values)})
 ch.show(pd.DataFrame(rows), f"{list(iso['model'])[-1]}: word similarity after removing the top D principal components (this run)", precision=2)
 
 # %% [markdown]

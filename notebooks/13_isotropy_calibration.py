@@ -84,6 +84,7 @@ import lib.book.chapter as ch
 from lib.book import paper, plotting
 from lib.datasets.tasks import GLUE_TASKS, glue_samples
 from lib.encode.models import load_model
+from lib.experiments import schemas
 from lib.measure import isotropy
 from lib.measure.metrics import welch_p
 from lib.settings import autocast_precision, pick_device
@@ -96,23 +97,7 @@ for name in ("seeds", "n_train", "n_dev", "epochs", "epochs_small"):
     ch.positive_int(name, globals()[name])
 scales = ch.positive_numbers("spectrum_scales", spectrum_scales)
 sweep_task = ch.names(scale_task, "scale_task", GLUE_TASKS)[0]
-base = finetune.FinetuneConfig(
-    method="none",
-    epochs=epochs,
-    batch_size=batch_size,
-    lr=lr,
-    max_length=max_length,
-    seed=seed,
-    cos_strength=cos_strength,
-    spectrum_strength=spectrum_strength,
-    spectrum_c2=spectrum_c2,
-    spectrum_gamma_pol=spectrum_gamma_pol,
-    spectrum_gamma_exp=spectrum_gamma_exp,
-    flow_layers=flow_layers,
-    flow_hidden=flow_hidden,
-    precision=autocast_precision(dtype, pick_device(device)),
-)
-base.check()
+base = ch.config(finetune.FinetuneConfig, globals(), method="none", precision=autocast_precision(dtype, pick_device(device)))
 parameters = ch.parameters("13_isotropy_calibration", globals())
 
 
@@ -147,7 +132,7 @@ for spec in specs:
 # %%
 summary = finetune.summarise(runs)
 for spec, of_model in runs.groupby("spec", sort=False):
-    results.table(finetune.summarise(of_model), "summary", spec, parameters)
+    results.table(finetune.summarise(of_model), schemas.CALIBRATION_SUMMARY, spec, parameters)
 for model, frame in summary.groupby("model", sort=False):
     ch.show(
         frame.drop(columns=["model"]), f"{model}: GLUE dev score × 100, isotropy of W after fine-tuning, time per epoch relative to no calibration", precision=3
@@ -391,7 +376,7 @@ if scales:
 # %% [markdown]
 # ## On a GPU: the paper's setting, and sequence-to-sequence models
 #
-# `python -m lib.book.runner --profile paper --chapters 13_isotropy_calibration` fine-tunes BERT-base,
+# `python -m lib.build.runner --profile paper --chapters 13_isotropy_calibration` fine-tunes BERT-base,
 # RoBERTa-base and DistilBERT on the full training sets with the paper's settings (it needs the
 # models from the Hugging Face hub, so a machine that is online once). Every finished run is kept
 # in the cache folder under a hash of the weights, data and settings, so an interrupted grid
@@ -452,7 +437,7 @@ ch.say(
 #
 # Predict what a hundred times stronger spectrum penalty does to I1 of W in runs of this length,
 # remembering that the optimiser is Adam. Then run
-# `python -m lib.book.runner --chapters 13_isotropy_calibration -p tasks sst2 -p methods none,spectrum-exp -p spectrum_strength 0.1`.
+# `python -m lib.build.runner --chapters 13_isotropy_calibration -p tasks sst2 -p methods none,spectrum-exp -p spectrum_strength 0.1`.
 # :::
 
 # %% [markdown]

@@ -3,7 +3,8 @@
     python scripts/compare_results.py OLD_RESULTS NEW_RESULTS [--profile quick]
 
 Every CSV under either tree is listed as `identical` (same bytes), `missing` on one side, or `differs`, with the
-columns that differ and the largest absolute difference of each numeric one. Columns that hold wall-clock times
+columns that differ and the largest absolute difference of each numeric one (rows are matched by their key columns
+when a table holds the same rows in another order). Columns that hold wall-clock times
 (they differ between any two runs) are reported apart. Exits with status 1 when a non-timing column differs.
 """
 
@@ -35,6 +36,16 @@ def differing_columns(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+def aligned(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The two tables with their rows in the same order when they hold the same rows in another order: both sorted by
+    their non-float columns (the keys, e.g. variant and layer), if those are the same on both sides."""
+    keys = [c for c in old.columns if c in new.columns and not pd.api.types.is_float_dtype(old[c])]
+    if not keys or len(old) != len(new):
+        return old, new
+    a, b = (t.sort_values(keys, kind="stable").reset_index(drop=True) for t in (old, new))
+    return (a, b) if a[keys].astype(str).equals(b[keys].astype(str)) else (old, new)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", type=Path)
@@ -54,7 +65,7 @@ def main() -> int:
         if a.read_bytes() == b.read_bytes():
             counts["identical"] += 1
             continue
-        diff = differing_columns(pd.read_csv(a), pd.read_csv(b))
+        diff = differing_columns(*aligned(pd.read_csv(a), pd.read_csv(b)))
         real = {c: d for c, d in diff.items() if c not in TIMING}
         kind = "differs" if real or not diff else "timing only"
         counts[kind] += 1

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from lib.book import profiles
-from lib.book.profiles import load_profile, profile_parameters
-from lib.book.runner import plan
-from lib.book.sources import chapters, declared_parameters
+from lib.build import profiles
+from lib.build.profiles import load_profile, profile_parameters
+from lib.build.runner import plan
+from lib.build.sources import chapters, declared_parameters
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 
@@ -30,7 +30,7 @@ def run(tmp_path, *args, env_extra=None):
         **(env_extra or {}),
     }
     return subprocess.run(
-        [sys.executable, "-m", "lib.book.runner", *args],
+        [sys.executable, "-m", "lib.build.runner", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -129,6 +129,13 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert set(wic["variant"]) == {"raw", "clipped", "whitened"} and wic["train_accuracy"].between(50, 100).all()
     sts = pd.read_csv(results / "minilm" / "08_sts" / "spearman_by_layer.csv")
     assert sts.query("dataset == 'STS-B' and variant == 'raw'")["spearman_x100"].max() > 60  # a sentence-similarity model
+    best_sts = pd.read_csv(results / "minilm" / "08_sts" / "best.csv")
+    assert (best_sts["layer"] >= 1).all() and set(best_sts["variant"]) == {"raw", "clipped", "whitened", "whitened-sentences"}
+    clipped = {
+        json.loads((results / "mpnet" / c / "meta.json").read_text())["model_info"]["clipping_set"]
+        for c in ("06_clipping_whitening", "07_wic", "08_sts", "09_supervised")
+    }
+    assert len(clipped) == 1 and "chapter 02's results" in clipped.pop()  # one clipping set per model, chapter 02's
     supervised = pd.read_csv(results / "minilm" / "09_supervised" / "accuracy_by_layer.csv")
     assert supervised["test_accuracy"].between(0, 100).all() and set(supervised["task"]) == {"SST-2", "IMDB", "SST-5"}
     matrix = pd.read_csv(results / "mpnet" / "10_common_direction" / "embedding_matrix.csv").iloc[0]
@@ -154,7 +161,7 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     # a notebook as a reader downloads it from the built page executes again, from another folder
     env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "again"), "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_BUILD_DIR": str(tmp_path / "build")}
     staged = subprocess.run(
-        [sys.executable, "-c", "from lib.book.edition import Edition, stage; print(stage(Edition('quick')))"],
+        [sys.executable, "-c", "from lib.build.edition import Edition, stage; print(stage(Edition('quick')))"],
         capture_output=True,
         text=True,
         env=env,
@@ -222,6 +229,20 @@ def test_missing_data_directory_stops_the_chapter(tmp_path):
 def test_unknown_profile(tmp_path):
     done = run(tmp_path, "--profile", "huge")
     assert_clean_failure(tmp_path, done, "unknown profile 'huge'; choose one of default, paper, quick")
+
+
+def test_a_config_is_built_from_the_parameters_cell_and_chapter_05s_models_by_alias():
+    import lib.book.chapter as ch
+    from lib.train.pretrain import PretrainConfig
+
+    cell = {**declared_parameters("05_pretraining"), "adam_betas": (0.9, 0.98)}
+    cfg = ch.config(PretrainConfig, cell, position_embeddings=False, precision="none")
+    assert cfg.grad_clip == cell["grad_clip"] and cfg.steps == cell["steps"] and not cfg.position_embeddings
+    with pytest.raises(BookError, match="divisible by heads"):
+        ch.config(PretrainConfig, {**cell, "hidden_size": 33}, position_embeddings=True, precision="none")
+    assert ch.trained_spec("chapter05:nope", "quick") == "trained:quick-roberta-nope"
+    assert ch.trained_spec("chapter05:pe", "default") == "trained:roberta-pe" and ch.trained_spec("minilm", "quick") == "minilm"
+    assert ch.outlier_criterion("quick").n_sentences == 400 and ch.outlier_criterion("default").z_threshold == 10.0
 
 
 def test_comma_separated_parameters_and_recorded_values():

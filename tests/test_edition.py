@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from lib import codehash, provenance
-from lib.book import cache, edition, profiles, reference, runner, sources
-from lib.book.cache import Entry
-from lib.book.edition import Edition
+from lib.build import cache, edition, profiles, reference, runner, sources
+from lib.build.cache import Entry
+from lib.build.edition import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 
@@ -341,7 +341,7 @@ def test_pages_workflow_is_valid():
     for target in ("test", "publish"):
         assert f"make {target}" in steps and target in targets
     assert "actions/cache" in steps and "actions/upload-pages-artifact" in steps and "_build/${{ env.PROFILE }}/html" in steps
-    colab = next(step for step in jobs["build"]["steps"] if "lib.book.launch colab" in step.get("run", ""))
+    colab = next(step for step in jobs["build"]["steps"] if "lib.build.launch colab" in step.get("run", ""))
     assert colab["if"] == "github.event_name != 'pull_request'" and " colab\n" in colab["run"] and "git push -f" in colab["run"]
 
 
@@ -360,6 +360,12 @@ def test_parameter_reference_covers_every_parameter_of_every_chapter():
     rows = {r["parameter"]: r for r in reference.reference("13_isotropy_calibration")}
     assert rows["tasks"]["quick"] == "sst2,stsb" and rows["lr"]["paper"] == 2e-5 and rows["lr"]["quick"] is None
     assert rows["methods"]["allowed"] == "comma-separated, any of: none, cosreg, spectrum-pol, spectrum-exp, flow"
+    pretraining = {r["parameter"]: r for r in reference.reference("05_pretraining")}  # keyed by (chapter, parameter)
+    assert "clip" not in pretraining and pretraining["grad_clip"]["allowed"] == "a number" and pretraining["grad_clip"]["paper"] == 0.5
+    assert {r["parameter"]: r for r in reference.reference("06_clipping_whitening")}["clip"]["allowed"] == "model, layer"
+    assert "auto" in pretraining["dtype"]["allowed"].split(", ") and "auto" in pretraining["train_dtype"]["allowed"].split(", ")
+    shared = {c: [n for n in ("z_threshold", "min_layer_share") if n in sources.declared_parameters(c)] for c in sources.chapters()}
+    assert {c for c, found in shared.items() if found} == {"02_outlier_neurons"}  # the outlier criterion has one home
 
 
 def test_a_parameter_without_a_meaning_stops_the_reference(tiny_book):

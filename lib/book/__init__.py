@@ -1,2 +1,2 @@
-"""The book around the computations: chapter `sources` and their parameters cells, the chapter `runner`, notebook
-helpers (`chapter`), `results` files, the papers' numbers (`paper`), `plotting`."""
+"""What a chapter calls around the computations: notebook helpers (`chapter`), `results` files and `figures`,
+`plotting`, the papers' numbers (`paper`) and the claims `scorecard`. How the book is built is in `lib.build`."""

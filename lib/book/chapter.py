@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from typing import TypeVar
 
 import pandas as pd
 from IPython.display import Markdown, display
 
+from ..build.profiles import PROFILES, profile_parameters
+from ..build.sources import declared_parameters, source_file
 from ..datasets.tasks import sample_sentences
-from ..encode.models import check_available
+from ..encode.models import LoadedModel, check_available
 from ..errors import require
+from ..experiments import outlier_set
+from ..provenance import record
 from . import paper, plotting
 from .results import Results
-from .sources import declared_parameters
+
+T = TypeVar("T")
 
 
 def names(value: object, what: str, allowed: Iterable[str] | None = None) -> list[str]:
@@ -34,9 +41,23 @@ def parameters(chapter: str, namespace: Mapping[str, object]) -> dict[str, objec
     return {name: namespace[name] for name in declared_parameters(chapter) if name not in ("profile", "models", "device")}
 
 
-def parse_models(models: str) -> list[str]:
-    """Comma-separated model specs from a parameter cell, each checked to be loadable."""
-    specs = names(models, "models (e.g. -p models minilm,mpnet)")
+PRETRAINED = {"chapter05:pe": 0, "chapter05:nope": 1}  # chapter 05's two models, by the order of its `names`
+
+
+def trained_spec(spec: str, profile: str) -> str:
+    """`chapter05:pe` / `chapter05:nope` as `trained:<name>`, the name chapter 05 gives that model in this edition (so a
+    profile names its trained models once, in chapter 05's section); any other spec as it is."""
+    if spec not in PRETRAINED:
+        return spec
+    run_names = names(chapter_parameters("05_pretraining", profile)["names"], "chapter 05's names")
+    require(len(run_names) == 2, f"chapter 05's names must be two model names, got {run_names}")
+    return f"trained:{run_names[PRETRAINED[spec]]}"
+
+
+def parse_models(models: str, profile: str = "default") -> list[str]:
+    """Comma-separated model specs from a parameter cell (chapter 05's models by their `chapter05:` aliases), each
+    checked to be loadable."""
+    specs = [trained_spec(spec, profile) for spec in names(models, "models (e.g. -p models minilm,mpnet)")]
     for spec in specs:
         check_available(spec)
     return specs
@@ -76,7 +97,43 @@ def share(name: str, value: object) -> float:
 def begin(chapter: str, profile: str, models: str) -> tuple[list[str], Results]:
     """Check the model list and set the figure style; returns (model specs, the chapter's Results). Nothing is written yet."""
     plotting.style()
-    return parse_models(models), Results(chapter, profile)
+    return parse_models(models, profile), Results(chapter, profile)
+
+
+def chapter_parameters(chapter: str, profile: str) -> dict[str, object]:
+    """Another chapter's parameters in this edition (its cell's values, with the profile's changes when the profile is a
+    file in profiles/), recorded as inputs of the running chapter so that it runs again when they change."""
+    record("data", source_file(chapter), f"parameters cell of {chapter}")
+    values = dict(declared_parameters(chapter))
+    if (PROFILES / f"{profile}.yaml").is_file():
+        record("data", PROFILES / f"{profile}.yaml", f"profile {profile}")
+        values.update(profile_parameters(profile, chapter))
+    return values
+
+
+def config(cls: type[T], namespace: Mapping[str, object], **fixed: object) -> T:
+    """A dataclass (e.g. `PretrainConfig`) built from the parameters cell: each field takes the chapter's parameter of
+    the same name, unless given in `fixed`; the config's own `check()` then runs. So a hyperparameter is named once in a
+    chapter, in its parameters cell."""
+    names = {f.name for f in fields(cls) if f.init}
+    taken = {n: namespace[n] for n in names - set(fixed) if n in namespace}
+    built = cls(**taken, **fixed)
+    if hasattr(built, "check"):
+        built.check()
+    return built
+
+
+def outlier_criterion(profile: str) -> outlier_set.Criterion:
+    """Chapter 02's outlier criterion and sample in this edition: the one definition of an outlier dimension."""
+    p = chapter_parameters(outlier_set.CHAPTER, profile)
+    return outlier_set.Criterion(float(p["z_threshold"]), float(p["min_layer_share"]), int(p["n_sentences"]), int(p["seed"]))
+
+
+def outliers_of(lm: LoadedModel, spec: str, profile: str) -> outlier_set.OutlierSet:
+    """The model's outlier set in this edition (chapter 02's results, or recomputed as chapter 02 would), announced."""
+    found = outlier_set.reference(lm, spec, profile, outlier_criterion(profile))
+    print(f"outlier set of {found.describe()}")
+    return found
 
 
 def sst2_sentences(n: int, seed: int) -> list[str]:

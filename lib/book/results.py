@@ -20,15 +20,11 @@ from IPython.display import display
 
 from .. import __version__
 from ..errors import require
+from ..experiments.schemas import Schema
 from ..io import write_atomic
 from ..provenance import record
-from ..settings import results_dir
+from ..settings import chapter_results, results_dir, slug
 from . import figures
-
-
-def slug(text: str) -> str:
-    """A folder-safe name for a model spec or table name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
 
 
 def _json_default(obj: Any) -> Any:
@@ -48,11 +44,16 @@ class Results:
         self.root = (root or results_dir()) / profile
 
     def folder(self, model: str) -> Path:
-        return self.root / slug(model) / self.chapter
+        return chapter_results(self.profile, model, self.chapter, self.root.parent)
 
-    def table(self, frame: pd.DataFrame, name: str, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path:
+    def table(self, frame: pd.DataFrame, name: str | Schema, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path:
         """Write a table as CSV and record its columns and the run's parameters in meta.json (no date: the same results give
-        the same bytes; when a chapter ran is in the build report)."""
+        the same bytes; when a chapter ran is in the build report). A table with a schema (`lib.experiments.schemas`) is
+        checked against it first."""
+        if isinstance(name, Schema):
+            require(name.chapter == self.chapter, f"table {name.name} is declared for {name.chapter}, not {self.chapter}")
+            name.check(frame)
+            name = name.name
         folder = self.folder(model)
         path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
         meta_path = folder / "meta.json"

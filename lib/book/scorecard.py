@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ..build.sources import chapters
 from ..errors import require
+from ..experiments.schemas import schema
 from ..provenance import record
 from ..settings import results_dir
 from .results import slug
-from .sources import chapters
 
 HOLDS, MIXED, FAILS, UNTESTABLE, NOT_RUN = "holds", "mixed", "does not hold", "not testable", "not run"
 VERDICTS = (HOLDS, MIXED, FAILS, UNTESTABLE, NOT_RUN)
@@ -64,6 +65,7 @@ def claims(path: Path = REGISTRY) -> list[Claim]:
             require(not missing, f"{path.name}: {claim.id} needs {', '.join(missing)} (or `untestable` with a reason)")
             require(claim.rule in RULES, f"{path.name}: {claim.id}: unknown rule {claim.rule!r}; rules are {', '.join(sorted(RULES))}")
             require(claim.chapter in chapters(), f"{path.name}: {claim.id}: no chapter {claim.chapter!r}")
+            schema(claim.chapter, claim.table)  # every scored table has declared columns
         out.append(claim)
     ids = [c.id for c in out]
     require(len(ids) == len(set(ids)), f"{path.name}: claim ids repeat")
@@ -82,8 +84,9 @@ class Tables:
         return self.root / model / chapter / f"{table}.csv"
 
     def read(self, model: str, chapter: str, table: str) -> pd.DataFrame | None:
+        """The table, checked against its declared schema (`lib.experiments.schemas`), or None when it was not written."""
         path = self.path(model, chapter, table)
-        return pd.read_csv(path) if path.is_file() else None
+        return schema(chapter, table).check(pd.read_csv(path)) if path.is_file() else None
 
     def models(self, chapter: str, table: str) -> list[str]:
         """Model folders that hold the table, sorted."""
@@ -237,8 +240,9 @@ def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
 
 
 def _best_by_set(t: pd.DataFrame) -> pd.DataFrame:
-    """Best Spearman per data set and variant, over layers; the all-pairs SICK row (a second view of SICK) left out."""
-    t = t[~t["dataset"].str.contains("all pairs")]
+    """Best Spearman per data set and variant, over the contextual layers (as the paper searches); the all-pairs SICK row
+    (a second view of SICK) left out."""
+    t = t[~t["dataset"].str.contains("all pairs") & (t["layer"] >= 1)]
     return t.groupby(["dataset", "variant"])["spearman_x100"].max().unstack("variant")
 
 

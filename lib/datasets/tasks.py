@@ -103,6 +103,15 @@ def sts_pairs(name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def sts_training_sentences(n: int, seed: int) -> list[str]:
+    """n distinct sentences of the STS Benchmark training split (all, if it has fewer; scores dropped), seeded: data for
+    fitting a transform that is then applied to the scored test sets without touching them."""
+    _check_size(n)
+    rows = [line.split("\t") for line in load("stsb", "train")["line"]]
+    sentences = pd.unique(pd.Series([p[i] for p in rows if len(p) >= 7 for i in (5, 6)]))
+    return [sentences[i] for i in draw(np.random.default_rng(seed), len(sentences), n)]
+
+
 CLASSIFICATION_TASKS = {"sst2": "SST-2", "imdb": "IMDB", "sst5": "SST-5"}
 
 

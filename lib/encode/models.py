@@ -128,7 +128,7 @@ def resolve(spec: str) -> tuple[str, str]:
         folder = models_dir() / name
         if not (folder / "config.json").exists():
             raise BookError(
-                f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: `python -m lib.book.runner --chapters 05_pretraining` "
+                f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: `python -m lib.build.runner --chapters 05_pretraining` "
                 "(default profile: roberta-pe, roberta-nope; quick: quick-roberta-pe, quick-roberta-nope), or point BOOK_MODELS_DIR at a folder that holds it"
             )
         return str(folder), name

@@ -178,18 +178,6 @@ def whitening_from_vectors(vectors: np.ndarray, k: int | None = None) -> list[Wh
     return [Whiten(k, drop_null=True).fit(vectors[:, layer]) for layer in range(vectors.shape[1])]
 
 
-def layer_variants(clip_flags: np.ndarray, whitening: list[Whiten]) -> dict[str, list]:
-    """The three variants the chapters compare, per layer: "raw" (identity), "clipped" (zero the dimensions flagged
-    in that layer: clip_flags (layers, width) bool) and "whitened" (the given fitted Whiten of each layer)."""
-    require(len(clip_flags) == len(whitening), f"{len(clip_flags)} layers of clip flags but {len(whitening)} whitening transforms")
-    width = clip_flags.shape[1]
-    return {
-        "raw": [Identity() for _ in clip_flags],
-        "clipped": [Clip(np.flatnonzero(flags), width) for flags in clip_flags],
-        "whitened": list(whitening),
-    }
-
-
 TRANSFORMS = {cls.__name__: cls for cls in (Identity, Clip, Center, ScaledCenter, Whiten, RemoveTopPCs)}
 
 

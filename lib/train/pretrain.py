@@ -61,7 +61,7 @@ class PretrainConfig:
     weight_decay: float
     adam_betas: tuple[float, float]
     adam_eps: float
-    clip: float
+    grad_clip: float  # gradient-norm clipping
     mask_prob: float
     dropout: float
     eval_every: int
@@ -357,7 +357,7 @@ def train(
             loss = masked_lm_loss(model, inputs.to(torch_device), labels.to(torch_device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
         schedule.step()
         step += 1

@@ -55,14 +55,15 @@ def solutions(chapter: str) -> list[str]:
     return [m["label"] for cell in _cells(chapter) if cell.cell_type == "markdown" and (m := _START.match(cell.source))]
 
 
-def parameter_mentions(chapter: str, text: str) -> list[tuple[str, str]]:
-    """(chapter, parameter) for every `-p NAME` inside a backquoted command of an exercise's text; the chapter is the one
-    named by `--chapters` in that command, else this chapter."""
+def parameter_mentions(chapter: str, text: str) -> list[tuple[tuple[str, ...], str]]:
+    """(chapters, parameter) for every `-p NAME` inside a backquoted command of an exercise's text; the chapters are the
+    ones named by `--chapters` in that command, else this chapter. As for the runner, the parameter goes to those of them
+    that declare it."""
     out = []
     for command in (m["command"] for m in _COMMAND.finditer(text)):
         named = _CHAPTERS.search(command)
-        targets = named["chapters"].split(",") if named else [chapter]
-        out += [(target, m["name"]) for m in _PARAMETER.finditer(command) for target in targets]
+        targets = tuple(named["chapters"].split(",")) if named else (chapter,)
+        out += [(targets, m["name"]) for m in _PARAMETER.finditer(command)]
     return out
 
 
@@ -74,10 +75,10 @@ def check(chapter: str) -> list[Exercise]:
     require(len(labels) == len(set(labels)), f"{chapter}: exercise labels repeat: {labels}")
     for exercise in found:
         require(exercise.label.startswith(f"ex-{number}-"), f"{chapter}: exercise label {exercise.label!r} must start with 'ex-{number}-'")
-        for target, name in parameter_mentions(chapter, exercise.text):
+        for targets, name in parameter_mentions(chapter, exercise.text):
             require(
-                name in declared_parameters(target),
-                f"{chapter}: exercise {exercise.label} names parameter {name!r}, which {target} does not declare",
+                any(name in declared_parameters(target) for target in targets),
+                f"{chapter}: exercise {exercise.label} names parameter {name!r}, which {' nor '.join(targets)} does not declare",
             )
     solved = solutions(chapter)
     require(sorted(solved) == sorted(labels), f"{chapter}: exercises {labels} and solutions {solved} do not match one to one")

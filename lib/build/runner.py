@@ -1,13 +1,13 @@
 """Execute the chapter sources with papermill under a parameter profile, for the book build.
 
-    python -m lib.book.runner --profile quick [--chapters 01_anisotropy,02_outlier_neurons] [-p NAME VALUE ...]
+    python -m lib.build.runner --profile quick [--chapters 01_anisotropy,02_outlier_neurons] [-p NAME VALUE ...]
 
-The default edition is what the chapters' `parameters` cells say; a profile (`lib.book.profiles`) lists only the values
+The default edition is what the chapters' `parameters` cells say; a profile (`lib.build.profiles`) lists only the values
 it changes. Every value, from a profile or from `-p`, is checked against the chapters' cells (known name, same type as
 the cell's value) before anything runs.
 
-Each profile has its own edition (`lib.book.edition`: `_build/<profile>/…`). A chapter whose source, imported lib code,
-parameters, packages, data and model files are unchanged since its last run is reused (`lib.book.cache`); the others
+Each profile has its own edition (`lib.build.edition`: `_build/<profile>/…`). A chapter whose source, imported lib code,
+parameters, packages, data and model files are unchanged since its last run is reused (`lib.build.cache`); the others
 are converted from `notebooks/<chapter>.py` (jupytext percent format), executed with their parameters, and written to
 `_build/<profile>/notebooks/<chapter>.ipynb` only when they ran without error, then their cache entry. An interrupted
 run therefore resumes with the chapters still to do. A failing chapter is kept in `notebooks/failed/` for
@@ -134,7 +134,7 @@ def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = F
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.book.runner", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.build.runner", description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
     parser.add_argument("--chapters", default="", help="comma-separated chapter names (default: all)")
     parser.add_argument(

@@ -15,6 +15,9 @@ from typing import Any
 import jupytext
 
 from ..errors import require
+from ..experiments.variants import VARIANTS
+from ..measure.outliers import CLIP_PROTOCOLS
+from ..settings import DTYPES
 from .profiles import KINDS, load_profile
 from .sources import declared_parameters, source_file
 
@@ -25,13 +28,18 @@ SHARED_MEANINGS = {
     "device": '"auto" uses CUDA when present',
     "dtype": "floating-point type of the model's weights and activations",
 }
-ALLOWED = {
+SHARED_ALLOWED = {
     "profile": "a name: letters, digits, '.', '_', '-'",
-    "models": "comma-separated: minilm, mpnet, trained:NAME (chapter 05's models), a local folder, a Hugging Face id",
+    "models": "comma-separated: minilm, mpnet, chapter05:pe, chapter05:nope (chapter 05's models), trained:NAME, a local folder, a Hugging Face id",
     "device": "auto, cpu, cuda",
-    "dtype": "float32, float16, bfloat16",
-    "names": "two folder names under $BOOK_MODELS_DIR: with, then without position embeddings",
-    "clip": "model, layer",
+    "dtype": ", ".join(DTYPES),
+}
+CLIPPING_CHAPTERS = ("06_clipping_whitening", "07_wic", "08_sts", "09_supervised")
+ALLOWED = {  # (chapter, parameter): the values it accepts, where the name alone does not say
+    ("05_pretraining", "names"): "two folder names under $BOOK_MODELS_DIR: with, then without position embeddings",
+    ("05_pretraining", "train_dtype"): ", ".join(DTYPES),
+    **{(c, "clip"): ", ".join(CLIP_PROTOCOLS) for c in CLIPPING_CHAPTERS},
+    **{(c, "variants"): "comma-separated, any of: " + ", ".join(VARIANTS) for c in CLIPPING_CHAPTERS},
 }
 _LISTS = ("tasks", "methods", "datasets", "collections")  # comma-separated subsets of the default's names
 PROFILES = ("quick", "paper")
@@ -54,10 +62,12 @@ def meanings(chapter: str) -> dict[str, str]:
     return out
 
 
-def allowed(name: str, default: Any) -> str:
-    """The values a parameter accepts, in words."""
-    if name in ALLOWED:
-        return ALLOWED[name]
+def allowed(chapter: str, name: str, default: Any) -> str:
+    """The values a chapter's parameter accepts, in words."""
+    if (chapter, name) in ALLOWED:
+        return ALLOWED[(chapter, name)]
+    if name in SHARED_ALLOWED:
+        return SHARED_ALLOWED[name]
     if name in _LISTS:
         return "comma-separated, any of: " + ", ".join(default.split(","))
     return KINDS.get(type(default), "a string")
@@ -74,7 +84,7 @@ def reference(chapter: str) -> list[dict[str, Any]]:
         for profile, spec in profiles.items():
             own, shared = spec.get(chapter, {}), spec.get("all", {})
             row[profile] = profile if name == "profile" else own.get(name, shared.get(name))
-        row["allowed"] = allowed(name, default)
+        row["allowed"] = allowed(chapter, name, default)
         rows.append(row)
     return rows
 

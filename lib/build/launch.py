@@ -9,8 +9,8 @@
 Both links are made from the one repository setting ($BOOK_REPOSITORY, else `repository.url` in `_config.yml`);
 without a GitHub repository there are no links.
 
-    python -m lib.book.launch notebooks          # notebooks/<chapter>.ipynb, for Binder or a local Jupyter
-    python -m lib.book.launch colab DIR          # DIR/<chapter>.ipynb with the Colab setup cell
+    python -m lib.build.launch notebooks          # notebooks/<chapter>.ipynb, for Binder or a local Jupyter
+    python -m lib.build.launch colab DIR          # DIR/<chapter>.ipynb with the Colab setup cell
 """
 
 from __future__ import annotations
@@ -92,14 +92,14 @@ def write(folder: Path, colab: bool = False) -> list[Path]:
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.book.launch", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.build.launch", description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["notebooks", "colab"])
     parser.add_argument("folder", nargs="?", help="where the Colab notebooks go (colab only)")
     args = parser.parse_args(argv)
     if args.what == "notebooks":
         print(f"wrote {len(write(NOTEBOOKS))} notebooks in {NOTEBOOKS}")
     else:
-        require(args.folder is not None, "give the folder for the Colab notebooks: python -m lib.book.launch colab DIR")
+        require(args.folder is not None, "give the folder for the Colab notebooks: python -m lib.build.launch colab DIR")
         print(f"wrote {len(write(Path(args.folder), colab=True))} Colab notebooks in {args.folder}")
 
 

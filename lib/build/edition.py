@@ -1,7 +1,7 @@
 """One edition of the book per profile: where it lives, how its book source is staged, built and published.
 
     _build/<profile>/notebooks/<chapter>.ipynb   executed chapters (a failed one is kept in notebooks/failed/)
-    _build/<profile>/cache/<chapter>.json        what the chapter's last execution depended on (`lib.book.cache`)
+    _build/<profile>/cache/<chapter>.json        what the chapter's last execution depended on (`lib.build.cache`)
     _build/<profile>/build.json                  what the last runs did with each chapter (executed or reused, why)
     _build/<profile>/source/                     the staged book source, generated: edit `book/` and `notebooks/`
     _build/<profile>/html/                       the edition (open html/index.html, or upload the folder)
@@ -11,9 +11,9 @@ Staging copies the hand-written pages, adds to each executed chapter a short not
 from the chapter's defaults, commit, link to the build report) and writes the build report page. Files are rewritten
 only when their content changes, so Sphinx rebuilds only the pages that changed.
 
-    python -m lib.book.edition --profile quick            # stage and build the HTML
-    python -m lib.book.edition --profile default --publish  # the same, then check the site is ready to upload
-    python -m lib.book.edition --profile quick --student  # the student edition (no solutions) of the quick profile
+    python -m lib.build.edition --profile quick            # stage and build the HTML
+    python -m lib.build.edition --profile default --publish  # the same, then check the site is ready to upload
+    python -m lib.build.edition --profile quick --student  # the student edition (no solutions) of the quick profile
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ import nbformat
 import pandas as pd
 import yaml
 
+from ..book import figures, scorecard
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
-from . import exercises, figures, launch, reference, scorecard
+from . import exercises, launch, reference
 from .cache import Entry
 from .profiles import profile_parameters
 from .sources import chapters, declared_parameters, source_file
@@ -334,7 +335,7 @@ def _placeholder(chapter: str, profile: str) -> str:
     return (
         f"# {_title(chapter)}\n\n:::{{admonition}} Not executed in this edition\n:class: warning\n"
         f"This chapter has not been executed for the **{profile}** edition yet. Run\n"
-        f"`python -m lib.book.runner --profile {profile} --chapters {chapter}` (or `make book PROFILE={profile}`).\n:::\n"
+        f"`python -m lib.build.runner --profile {profile} --chapters {chapter}` (or `make book PROFILE={profile}`).\n:::\n"
         + (f"\n## Exercises\n{tasks}" if tasks else "")
     )
 
@@ -494,7 +495,7 @@ def publish(edition: Edition) -> Path:
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.book.edition", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.build.edition", description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
     parser.add_argument("--publish", action="store_true", help="after building, check the site is ready to upload")
     parser.add_argument("--student", action="store_true", help="the student edition: exercises without their solutions")

@@ -1,0 +1,86 @@
+"""Chapter 06's experiment: what clipping and whitening do to the geometry of every layer. Anisotropy as in chapter 01
+(one random non-special token per sentence, disjoint sentence pairs) and self-similarity minus anisotropy (Ethayarajh
+2019; Luo et al. 2021, Fig. 6), for each variant and layer; the whitening is fitted on the token vectors of a separate
+sample of sentences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..encode import words
+from ..encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
+from ..encode.extraction import extract
+from ..encode.models import LoadedModel
+from ..measure import geometry
+from . import variants as variants_
+from .outlier_set import OutlierSet
+from .schemas import GEOMETRY_BY_VARIANT
+
+VARIANTS = ["raw", "clipped", "whitened"]
+
+
+@dataclass
+class Geometry:
+    table: pd.DataFrame  # GEOMETRY_BY_VARIANT
+    variants: variants_.Variants
+    tokens: np.ndarray  # the measured sentences' sampled tokens, (sentences, layers, width)
+    last_layer: TokenReservoir  # a sample of last-layer token vectors for the PCA views
+    fit_tokens: int
+
+
+def layer_geometry(
+    variants: variants_.Variants, tokens: np.ndarray, word_vectors: np.ndarray, word_groups: np.ndarray, n_pairs: int, seed: int
+) -> pd.DataFrame:
+    """Random-pair cosine (mean, 95% half-width) and self-similarity for every variant and layer."""
+
+    def score(transform, layer: int, variant: str) -> dict:
+        cos = geometry.pair_cosines(transform(tokens[:, layer])[:, None, :], n_pairs, seed)[:, 0]
+        ss = geometry.self_similarity(transform(word_vectors[:, layer]), word_groups)
+        return {
+            "mean_cosine": cos.mean(),
+            "ci95": 1.96 * cos.std(ddof=1) / np.sqrt(len(cos)),
+            "self_similarity": ss,
+            "self_similarity_minus_anisotropy": ss - cos.mean(),
+            "clipped_dims": " ".join(map(str, variants.clipped_dims(layer))),
+            "whitening_dropped_components": variants.dropped_components(layer),
+        }
+
+    return GEOMETRY_BY_VARIANT.check(variants.score(score))
+
+
+def clipped_cosines(outlier_set: OutlierSet, tokens: np.ndarray, n_pairs: int, seed: int, protocol: str = "model") -> pd.DataFrame:
+    """Mean random-pair cosine of the clipped vectors in every layer, and how many dimensions were zeroed there."""
+    clipped = variants_.fit(["clipped"], outlier_set, protocol)
+
+    def score(transform, layer: int, variant: str) -> dict:
+        cos = geometry.pair_cosines(transform(tokens[:, layer])[:, None, :], n_pairs, seed)[:, 0]
+        return {"dims_zeroed": len(clipped.clipped_dims(layer)), "mean_cosine": cos.mean()}
+
+    return clipped.score(score)
+
+
+def run(
+    lm: LoadedModel,
+    measure: list[str],
+    fit: list[str],
+    word_sentences: list[str],
+    word_indices: list[int],
+    word_groups: np.ndarray,
+    outlier_set: OutlierSet,
+    n_pairs: int,
+    pca_tokens: int,
+    seed: int,
+    protocol: str = "model",
+) -> Geometry:
+    """Fit the whitening on `fit`'s tokens, measure `measure`'s tokens and the words' vectors, score every variant."""
+    stats = LayerStats(covariance=True)
+    extract(lm, fit, [stats], desc=f"{lm.name} fit")
+    fitted = variants_.fit(VARIANTS, outlier_set, protocol, token_stats=stats)
+    sampler, reservoir = SentenceTokenSampler(seed=seed), TokenReservoir(k=pca_tokens, seed=seed, layers=[lm.n_layers])
+    extract(lm, measure, [sampler, reservoir], desc=f"{lm.name} measure")
+    tokens = sampler.result()[3]
+    word_vectors = words.word_vectors(lm, word_sentences, word_indices, desc=f"{lm.name} words")
+    return Geometry(layer_geometry(fitted, tokens, word_vectors, word_groups, n_pairs, seed), fitted, tokens, reservoir, stats.count)

@@ -1,0 +1,100 @@
+"""The variants the clipping chapters compare, fitted once per model, and the one loop that scores every variant in
+every layer.
+
+- raw: the vectors as the model gives them;
+- clipped: the model's outlier set (`outlier_set`) zeroed, in every layer (Luo et al. 2021, §4.1), or with
+  protocol "layer" each layer's own flagged dimensions (their Appendix D.1, for large models);
+- whitened: the thesis's whitening (Luo 2021, §3.2.3): each layer's mean and covariance of the *token* vectors of a
+  training sample;
+- whitened-sentences: whitening of mean-pooled *sentence* vectors of a training sample (Su et al. 2021), a labelled
+  variant where a chapter scores sentence vectors.
+
+Nothing is fitted on the texts being scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..encode.collectors import LayerStats
+from ..errors import require
+from ..measure import transforms
+from .outlier_set import OutlierSet
+
+VARIANTS = {
+    "raw": "the model's vectors",
+    "clipped": "the model's outlier dimensions zeroed (Luo et al. 2021)",
+    "whitened": "whitening fitted on the token vectors of a training sample (Luo 2021, thesis §3.2.3)",
+    "whitened-sentences": "whitening fitted on the pooled sentence vectors of a training sample (Su et al. 2021)",
+}
+
+
+@dataclass
+class Variants:
+    """Per variant, one fitted transform per layer (index = layer, 0 = embedding output)."""
+
+    transforms: dict[str, list]
+    clip_protocol: str
+
+    @property
+    def n_layers(self) -> int:
+        return len(next(iter(self.transforms.values())))
+
+    def clipped_dims(self, layer: int) -> list[int]:
+        return self.transforms["clipped"][layer].dims.tolist() if "clipped" in self.transforms else []
+
+    def dropped_components(self, layer: int) -> int:
+        return int(self.transforms["whitened"][layer].dropped_) if "whitened" in self.transforms else 0
+
+    def score(self, score: Callable[[Callable[[np.ndarray], np.ndarray], int, str], dict | list[dict]], desc: str | None = None) -> pd.DataFrame:
+        """One row (or several) per variant and layer: {"variant", "layer", **score(transform, layer, variant)}, where transform
+        maps that layer's vectors (n, width) to the variant's. The only loop over variants and layers in the book; with
+        desc, a progress bar."""
+        cells = [(variant, layer) for variant in self.transforms for layer in range(self.n_layers)]
+        rows = []
+        for variant, layer in tqdm(cells, desc=desc, unit="layer", disable=desc is None):
+            out = score(self.transforms[variant][layer].transform, layer, variant)
+            rows += [{"variant": variant, "layer": layer, **row} for row in (out if isinstance(out, list) else [out])]
+        return pd.DataFrame(rows)
+
+
+def names(value: str) -> list[str]:
+    """The variants asked for (comma-separated), each known; raw always included, first."""
+    asked = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in asked if v not in VARIANTS]
+    require(not unknown, f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
+    return ["raw"] + [v for v in asked if v != "raw"]
+
+
+def fit(
+    wanted: list[str],
+    outlier_set: OutlierSet,
+    protocol: str = "model",
+    token_stats: LayerStats | None = None,
+    sentence_vectors: np.ndarray | None = None,
+) -> Variants:
+    """The wanted variants for one model: clipping from its outlier set, token whitening from the per-layer moments of
+    a training sample's tokens (`LayerStats(covariance=True)`), sentence whitening from a training sample's pooled
+    vectors (n, layers, width)."""
+    flags = outlier_set.flags(protocol)
+    out: dict[str, list] = {}
+    for variant in wanted:
+        if variant == "raw":
+            out[variant] = [transforms.Identity() for _ in flags]
+        elif variant == "clipped":
+            out[variant] = [transforms.Clip(np.flatnonzero(row), flags.shape[1]) for row in flags]
+        elif variant == "whitened":
+            require(token_stats is not None, "token whitening needs the token statistics of a training sample")
+            out[variant] = transforms.whitening_from_moments(token_stats.mean, token_stats.covariance())
+        elif variant == "whitened-sentences":
+            require(sentence_vectors is not None, "sentence whitening needs the pooled vectors of a training sample")
+            out[variant] = transforms.whitening_from_vectors(sentence_vectors)
+        else:
+            require(False, f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    require(len({len(v) for v in out.values()}) == 1, "the variants were fitted on different numbers of layers")
+    return Variants(out, protocol)

@@ -1,0 +1,101 @@
+"""Chapter 07's experiment: word sense in context (WiC) without training (Luo et al. 2021, §4.2; thesis Table 4.1).
+
+The cosine of the target word's two vectors predicts "same sense" above a threshold; every (layer, threshold) is
+scored on the training pairs (the paper's number is the best of them) and on the development pairs. The layer and
+threshold chosen on the training pairs are then scored on the development pairs, and for each variant the pairs that
+only it or only the raw vectors get right are counted (the discordant pairs of a paired comparison)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..encode import words
+from ..encode.collectors import LayerStats
+from ..encode.models import LoadedModel
+from ..measure import geometry, metrics
+from . import variants as variants_
+from .outlier_set import OutlierSet
+from .schemas import WIC_BEST, WIC_GRID
+
+THRESHOLDS = np.round(np.arange(1, 10) / 10, 1)  # the paper's 0.1, 0.2, …, 0.9
+VARIANTS = ["raw", "clipped", "whitened"]
+
+
+@dataclass
+class WicRun:
+    grid: pd.DataFrame  # WIC_GRID
+    best: pd.DataFrame  # WIC_BEST
+    fit_tokens: int
+    left_out: int  # pairs whose target lies beyond the model's maximum length
+
+
+def pair_vectors(lm: LoadedModel, frame: pd.DataFrame, collectors=(), desc: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Target-word vectors of both sentences of every pair: two (n, layers, width) arrays (NaN where the target is cut)."""
+    sentences = frame["sentence1"].tolist() + frame["sentence2"].tolist()
+    indices = frame["index1"].tolist() + frame["index2"].tolist()
+    v = words.word_vectors(lm, sentences, indices, collectors, desc=desc)
+    return v[: len(frame)], v[len(frame) :]
+
+
+def _cosines(transform, pair: tuple[np.ndarray, np.ndarray], layer: int) -> np.ndarray:
+    return geometry.row_cosines(transform(pair[0][:, layer]), transform(pair[1][:, layer]))
+
+
+def accuracy_grid(variants: variants_.Variants, splits: dict[str, tuple[np.ndarray, np.ndarray]], labels: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Accuracy (%) of every variant, layer, split and threshold."""
+
+    def score(transform, layer: int, variant: str) -> list[dict]:
+        rows = []
+        for split, pair in splits.items():
+            acc = metrics.threshold_accuracies(_cosines(transform, pair, layer), labels[split], THRESHOLDS)
+            rows += [{"split": split, "threshold": t, "accuracy": 100 * a} for t, a in zip(THRESHOLDS, acc)]
+        return rows
+
+    return WIC_GRID.check(variants.score(score))
+
+
+def best_settings(
+    grid: pd.DataFrame, variants: variants_.Variants, dev: tuple[np.ndarray, np.ndarray], dev_labels: np.ndarray, model: str, spec: str
+) -> pd.DataFrame:
+    """Per variant: the best (layer, threshold) on the training pairs, its development accuracy, the best development
+    accuracy of any setting (an optimistic bound), and the development pairs that only this variant or only the raw
+    vectors get right at their chosen settings."""
+    correct = {}
+    rows = []
+    for variant, part in grid.groupby("variant", sort=False):
+        train = part[part["split"] == "train"]
+        top = train.loc[train["accuracy"].idxmax()]
+        layer, threshold = int(top["layer"]), float(top["threshold"])
+        correct[variant] = (_cosines(variants.transforms[variant][layer].transform, dev, layer) > threshold) == dev_labels
+        rows.append(
+            {
+                "model": model,
+                "spec": spec,
+                "variant": variant,
+                "layer": layer,
+                "threshold": threshold,
+                "train_accuracy": top["accuracy"],
+                "dev_accuracy_of_that_choice": 100 * correct[variant].mean(),
+                "dev_best_accuracy": part[part["split"] == "dev"]["accuracy"].max(),
+                "dev_pairs": len(dev_labels),
+                "dev_right_only_here": int((correct[variant] & ~correct["raw"]).sum()),
+                "dev_right_only_raw": int((correct["raw"] & ~correct[variant]).sum()),
+            }
+        )
+    return WIC_BEST.frame(rows)
+
+
+def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outlier_set: OutlierSet, protocol: str = "model") -> WicRun:
+    """Encode both splits, fit the whitening on the tokens of the training sentences (no labels), score every variant."""
+    stats = LayerStats(covariance=True)
+    vectors = {"train": pair_vectors(lm, train, [stats], desc=f"{lm.name} train"), "dev": pair_vectors(lm, dev, desc=f"{lm.name} dev")}
+    usable = {split: ~np.isnan(a[:, 0, 0]) & ~np.isnan(b[:, 0, 0]) for split, (a, b) in vectors.items()}
+    splits = {split: (a[usable[split]], b[usable[split]]) for split, (a, b) in vectors.items()}
+    labels = {split: frame["same_sense"].to_numpy()[usable[split]] for split, frame in (("train", train), ("dev", dev))}
+    fitted = variants_.fit(VARIANTS, outlier_set, protocol, token_stats=stats)
+    grid = accuracy_grid(fitted, splits, labels)
+    best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec)
+    return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()))

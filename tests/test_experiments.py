@@ -1,0 +1,184 @@
+"""The experiments layer on planted vectors (exact values) and on tiny models (the whole protocol runs)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from lib.encode.collectors import LayerStats
+from lib.encode.extraction import TokenBatch
+from lib.errors import BookError
+from lib.experiments import clipping_geometry, frozen, outlier_set, schemas, sts, variants, wic
+from lib.measure import transforms
+
+from .conftest import SENTENCES, tiny_model
+
+LAYERS, WIDTH = 3, 16
+
+
+def stats_of(tokens: np.ndarray) -> LayerStats:
+    """LayerStats of planted token vectors (n, layers, width)."""
+    stats = LayerStats(covariance=True)
+    n = len(tokens)
+    stats.update(TokenBatch(torch.as_tensor(tokens.transpose(1, 0, 2), dtype=torch.float32), *(np.zeros(n, dtype=int),) * 3, np.zeros(n, bool), np.arange(n)))
+    return stats
+
+
+def planted_set(dims=(3,), shift=50.0, layers=LAYERS, width=WIDTH, model_layers=None) -> outlier_set.OutlierSet:
+    """Average vectors with the given dims far out in every layer (or only in model_layers)."""
+    rng = np.random.default_rng(0)
+    mean = rng.normal(size=(layers, width))
+    for layer in model_layers if model_layers is not None else range(layers):
+        mean[layer, list(dims)] += shift
+    return outlier_set.OutlierSet("planted", mean, outlier_set.Criterion(10.0, 0.5, 100, 0), "planted")
+
+
+def test_schema_names_a_missing_and_an_undeclared_column():
+    frame = pd.DataFrame({"variant": ["raw"], "layer": [1]})
+    with pytest.raises(BookError, match=r"missing \['split', 'threshold', 'accuracy'\], undeclared none"):
+        schemas.WIC_GRID.check(frame)
+    with pytest.raises(BookError, match=r"undeclared \['oops'\]"):
+        schemas.WIC_GRID.check(frame.assign(split="dev", threshold=0.1, accuracy=50.0, oops=1))
+    assert list(schemas.WIC_GRID.frame([{"accuracy": 1.0, "threshold": 0.1, "split": "dev", "layer": 0, "variant": "raw"}]).columns) == list(
+        schemas.WIC_GRID.columns
+    )
+    assert schemas.PROBE_CONTRIBUTION.check(pd.DataFrame(columns=[*schemas.PROBE_CONTRIBUTION.columns, "dim 5", "dim 5 rank"])) is not None
+
+
+def test_outlier_set_reads_chapter_02s_vectors_and_criterion(tmp_path):
+    planted = planted_set(dims=(3, 7))
+    folder = tmp_path / "ed" / "m" / outlier_set.CHAPTER
+    folder.mkdir(parents=True)
+    outlier_set.mean_table(planted.mean).to_csv(folder / "mean_vectors.csv", index=False)
+    (folder / "meta.json").write_text(json.dumps({"parameters": {"z_threshold": 10.0, "min_layer_share": 0.5, "n_sentences": 123, "seed": 4}}))
+
+    class Model:  # only the shape is read when the table exists
+        name, n_layers, width = "m", LAYERS - 1, WIDTH
+
+    found = outlier_set.reference(Model(), "m", "ed", outlier_set.Criterion(99.0, 1.0, 5, 0), root=tmp_path)
+    assert found.dims.tolist() == [3, 7] and found.criterion == outlier_set.Criterion(10.0, 0.5, 123, 4)
+    np.testing.assert_allclose(found.mean, planted.mean)
+    assert "chapter 02's results" in found.source
+    Model.width = WIDTH + 1
+    with pytest.raises(BookError, match="run chapter 02 again"):
+        outlier_set.reference(Model(), "m", "ed", found.criterion, root=tmp_path)
+
+
+def test_outlier_set_is_recomputed_on_chapter_02s_sample_when_missing(tmp_path, shared_data):
+    lm = tiny_model("bert")
+    criterion = outlier_set.Criterion(10.0, 0.5, 20, 0)
+    found = outlier_set.reference(lm, "tiny", "ed", criterion, root=tmp_path)
+    assert found.mean.shape == (lm.n_layers + 1, lm.width) and "recomputed" in found.source
+    from lib.datasets.tasks import sample_sentences
+
+    again = outlier_set.statistics(lm, sample_sentences("sst2", "train", 20, 0)).mean
+    np.testing.assert_allclose(found.mean, again)
+
+
+def test_threshold_and_protocol_decide_what_is_clipped():
+    found = planted_set(dims=(3,), model_layers=[1, 2])  # flagged in both contextual layers: a model-level outlier
+    assert found.dims.tolist() == [3]
+    assert found.flags("model")[:, 3].all()  # zeroed in every layer, layer 0 included (the paper's protocol)
+    assert found.flags("layer")[:, 3].tolist() == [False, True, True]
+    assert found.with_threshold(1e6).dims.tolist() == []
+
+
+def test_variants_score_every_variant_and_layer_once_with_the_fitted_transforms():
+    rng = np.random.default_rng(1)
+    tokens = rng.normal(size=(500, LAYERS, WIDTH)) * np.arange(1, WIDTH + 1) + 5.0
+    fitted = variants.fit(["raw", "clipped", "whitened", "whitened-sentences"], planted_set(), token_stats=stats_of(tokens), sentence_vectors=tokens)
+    seen = fitted.score(lambda t, layer, v: {"mean": float(t(tokens[:, layer]).mean()), "cov": np.cov(t(tokens[:, layer]), rowvar=False)})
+    assert list(zip(seen["variant"], seen["layer"])) == [(v, layer) for v in ("raw", "clipped", "whitened", "whitened-sentences") for layer in range(LAYERS)]
+    for row in seen[seen["variant"].str.startswith("whitened")].itertuples():  # both whitenings: identity covariance on their fit data
+        np.testing.assert_allclose(row.cov, np.eye(WIDTH), atol=1e-4)  # float32 moments, condition number 256
+    assert fitted.clipped_dims(0) == [3]
+    with pytest.raises(BookError, match="unknown variants"):
+        variants.names("raw,sharpened")
+    assert variants.names("clipped") == ["raw", "clipped"]
+
+
+def test_clipping_the_planted_common_dimension_removes_the_anisotropy():
+    rng = np.random.default_rng(2)
+    tokens = rng.normal(size=(400, LAYERS, WIDTH))
+    tokens[:, :, 3] += 30.0  # one dimension shared by every token: the cone
+    fitted = variants.fit(clipping_geometry.VARIANTS, planted_set(), token_stats=stats_of(rng.normal(size=(400, LAYERS, WIDTH)) + tokens.mean(axis=0)))
+    groups = np.repeat(np.arange(40), 10)
+    table = clipping_geometry.layer_geometry(fitted, tokens, tokens, groups, 200, 0).set_index(["variant", "layer"])
+    assert (table.loc["raw", "mean_cosine"] > 0.95).all()
+    assert (table.loc["clipped", "mean_cosine"].abs() < 0.05).all() and (table.loc["whitened", "mean_cosine"].abs() < 0.05).all()
+    assert (table.loc["clipped", "clipped_dims"] == "3").all()
+    by_z = clipping_geometry.clipped_cosines(planted_set(), tokens, 200, 0)
+    assert by_z["dims_zeroed"].tolist() == [1, 1, 1] and (by_z["mean_cosine"].abs() < 0.05).all()
+
+
+def test_wic_chooses_on_train_and_counts_the_pairs_clipping_wins():
+    rng = np.random.default_rng(3)
+    n = 200
+    same = np.arange(n) % 2 == 0
+    a = rng.normal(size=(n, LAYERS, WIDTH))
+    b = np.where(same[:, None, None], a, rng.normal(size=(n, LAYERS, WIDTH)))  # same sense: identical vectors
+    a[:, :, 3] += 40.0  # the shared outlier makes every raw cosine near 1
+    b[:, :, 3] += 40.0
+    splits, labels = {"train": (a, b), "dev": (a[:100], b[:100])}, {"train": same, "dev": same[:100]}
+    fitted = variants.fit(["raw", "clipped"], planted_set())
+    grid = wic.accuracy_grid(fitted, splits, labels)
+    assert len(grid) == 2 * LAYERS * 2 * len(wic.THRESHOLDS)
+    best = wic.best_settings(grid, fitted, splits["dev"], labels["dev"], "planted", "p").set_index("variant")
+    assert best.loc["clipped", "train_accuracy"] == 100.0 and best.loc["clipped", "dev_accuracy_of_that_choice"] == 100.0
+    assert best.loc["raw", "train_accuracy"] == 50.0
+    assert best.loc["clipped", "dev_right_only_here"] == 50 and best.loc["clipped", "dev_right_only_raw"] == 0  # the 50 different-sense pairs
+    assert best.loc["raw", "dev_right_only_here"] == 0
+
+
+def test_sts_best_layer_is_contextual_and_layer_0_is_shown_apart():
+    rng = np.random.default_rng(4)
+    gold = rng.uniform(0, 5, size=60)
+    base = rng.normal(size=(60, WIDTH))
+    vectors = np.zeros((120, LAYERS, WIDTH))
+    away = rng.normal(size=(60, WIDTH))
+    away /= np.linalg.norm(away, axis=1, keepdims=True)
+    for layer, noise in {0: 0.0, 1: 3.0, 2: 1.0}.items():  # layer 0 noiseless, layer 2 better than layer 1
+        vectors[:60, layer] = base
+        vectors[60:, layer] = base + (5 - gold)[:, None] * away + noise * rng.normal(size=(60, WIDTH))
+    encoded = sts.Encoded(vectors, {"toy": (np.arange(60), np.arange(60, 120), gold, np.array(["a"] * 30 + ["b"] * 30))})
+    table = sts.spearman_table(variants.fit(["raw"], planted_set()), encoded, {"toy": "Toy"})
+    assert table["n_pairs"].eq(60).all() and table["n_sentences"].eq(120).all()
+    best = sts.best_layers(table, "planted", "p").iloc[0]
+    scores = table.set_index("layer")["spearman_x100"]
+    assert best["layer"] == int(scores.loc[1:].idxmax()) and best["spearman_x100"] == scores.loc[1:].max()
+    assert best["embedding_output_spearman_x100"] == scores.loc[0]
+    assert scores.loc[0] > scores.loc[1:].max()  # layer 0 would have won the search, and is not the answer
+
+
+def test_frozen_classifiers_learn_a_planted_label_in_every_variant():
+    rng = np.random.default_rng(5)
+    labels = {s: rng.integers(0, 2, size=n) for s, n in (("train", 300), ("dev", 100), ("test", 100))}
+    vectors = {s: rng.normal(size=(len(y), LAYERS, WIDTH)) + 4.0 * y[:, None, None] * (np.arange(WIDTH) == 5) for s, y in labels.items()}
+    fitted = variants.fit(["raw", "clipped", "whitened-sentences"], planted_set(), sentence_vectors=vectors["train"])
+    table = frozen.classify(fitted, vectors, labels, "Toy", 300, bias=True)
+    assert len(table) == 3 * LAYERS and (table["test_accuracy"] > 90).all()
+    assert table.set_index("variant").loc["clipped", "clipped_dims"].eq(1).all() and table.set_index("variant").loc["raw", "clipped_dims"].eq(0).all()
+    best = frozen.best(table, "planted", "p")
+    assert set(best["variant"]) == {"raw", "clipped", "whitened-sentences"} and (best["test_at_best_dev_layer"] > 90).all()
+    label_clipped = frozen.classify(variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True)
+    assert (label_clipped["test_accuracy"] < 70).all()  # the dimension that carries the label is gone
+
+
+def test_sts_protocol_runs_on_a_tiny_model():
+    lm = tiny_model("bert")
+    pairs = {"toy": pd.DataFrame({"subset": "a", "sentence1": SENTENCES[:6], "sentence2": SENTENCES[6:], "score": np.arange(6.0)})}
+    found = outlier_set.OutlierSet(lm.name, np.zeros((lm.n_layers + 1, lm.width)), outlier_set.Criterion(10.0, 0.5, 1, 0), "planted")
+    run = sts.run(lm, pairs, {"toy": "Toy"}, SENTENCES * 4, found, ["raw", "clipped", "whitened", "whitened-sentences"])
+    assert len(run.table) == 4 * (lm.n_layers + 1) and np.isfinite(run.table["spearman_x100"]).all()
+    raw, clipped = (run.table[run.table["variant"] == v]["spearman_x100"].to_numpy() for v in ("raw", "clipped"))
+    np.testing.assert_allclose(raw, clipped)  # nothing to clip: the two are the same vectors
+    assert run.fit_tokens > 0 and run.fit_sentences == len(SENTENCES) * 4
+
+
+def test_clip_of_a_transform_is_the_clip_transform():
+    fitted = variants.fit(["clipped"], planted_set(dims=(2, 9)))
+    assert isinstance(fitted.transforms["clipped"][1], transforms.Clip) and fitted.clipped_dims(1) == [2, 9]
