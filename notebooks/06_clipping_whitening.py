@@ -68,7 +68,6 @@ from lib.encode import words
 from lib.encode.models import load_model
 from lib.errors import require
 from lib.experiments import clipping_geometry, schemas
-from lib.measure import geometry
 
 for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word, pca_tokens=pca_tokens).items():
     ch.positive_int(name, value)
@@ -92,10 +91,8 @@ for spec in specs:
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
     results.table(run.table, schemas.GEOMETRY_BY_VARIANT, spec, parameters, info)
     aniso[lm.name] = run.table
-    last = run.last_layer.vectors[:, 0]
-    for variant, points in (("raw", last), ("whitened", run.variants.transforms["whitened"][lm.n_layers].transform(last))):
-        key = f"{lm.name}, {variant}"
-        views[key], view_positions[key], view_special[key] = geometry.pca_plane(points, seed=seed), run.last_layer.positions, run.last_layer.special
+    for shown, new in zip((views, view_positions, view_special), clipping_geometry.plane_views(run, lm.name, seed)):
+        shown.update(new)
     del lm
 ch.say(
     "**What is clipped and what is whitened.** Clipping zeroes each model's outlier set"

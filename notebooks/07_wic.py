@@ -48,7 +48,6 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
@@ -189,21 +188,12 @@ ch.say(
 # :::
 
 # %%
-rows = []
-for name, grid in grids.items():
-    for variant, part in grid[grid["split"] == "train"].groupby("variant", sort=False):
-        top = part["accuracy"].max()
-        se = 100 * np.sqrt((top / 100) * (1 - top / 100) / 500)  # binomial standard error of an accuracy on 500 pairs
-        rows.append(
-            {
-                "model": name,
-                "variant": variant,
-                "best train accuracy": top,
-                "SE at 500 pairs": se,
-                "settings within 2 SE": int((part["accuracy"] >= top - 2 * se).sum()),
-            }
-        )
-ch.show(pd.DataFrame(rows), "How many (layer, threshold) settings a 500-pair sample could not tell apart from the best (this run's grid)", precision=2)
+close = pd.concat([protocol.settings_near_best(grid, 500).assign(model=name) for name, grid in grids.items()], ignore_index=True)
+ch.show(
+    close[["model", *close.columns[:-1]]],
+    "How many (layer, threshold) settings a 500-pair sample could not tell apart from the best (this run's grid)",
+    precision=2,
+)
 
 # %% [markdown]
 # Where several settings lie within two standard errors, a 500-pair sample may pick any of them,

@@ -220,12 +220,13 @@ ch.show(gaps, "Test accuracy of the layer chosen on dev, against the raw vectors
 # :::
 
 # %%
-rows = []
-for name, table in scores.values():
-    for (task, variant), part in table.groupby(["task", "variant"], sort=False):
-        c = part["C"]
-        rows.append({"model": name, "task": task, "variant": variant, "median C": c.median(), "smallest C": c.min(), "largest C": c.max()})
-ch.show(pd.DataFrame(rows), "The inverse L2 strength C chosen on the development sample, over layers", precision=3)
+fits = pd.concat([table.assign(model=name) for name, table in scores.values()], ignore_index=True)
+chosen_c = fits.groupby(["model", "task", "variant"], sort=False)["C"].agg(["median", "min", "max"]).reset_index()
+ch.show(
+    chosen_c.rename(columns={"median": "median C", "min": "smallest C", "max": "largest C"}),
+    "The inverse L2 strength C chosen on the development sample, over layers",
+    precision=3,
+)
 
 # %% [markdown]
 # Whitened vectors amplify the weak directions to the same scale as the strong ones, and in those

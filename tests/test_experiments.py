@@ -182,3 +182,12 @@ def test_sts_protocol_runs_on_a_tiny_model():
 def test_clip_of_a_transform_is_the_clip_transform():
     fitted = variants.fit(["clipped"], planted_set(dims=(2, 9)))
     assert isinstance(fitted.transforms["clipped"][1], transforms.Clip) and fitted.clipped_dims(1) == [2, 9]
+
+
+def test_settings_near_the_best_count_what_a_small_sample_could_not_tell_apart():
+    grid = pd.DataFrame(
+        {"variant": ["raw"] * 4, "layer": [1, 1, 2, 2], "split": "train", "threshold": [0.1, 0.2, 0.1, 0.2], "accuracy": [70.0, 65.0, 60.0, 69.0]}
+    )
+    near = wic.settings_near_best(grid, 500).iloc[0]
+    se = 100 * np.sqrt(0.7 * 0.3 / 500)  # 2.05 points: 70 and 69 lie within 2 SE, 65 and 60 do not
+    assert near["best train accuracy"] == 70.0 and near["SE at 500 pairs"] == pytest.approx(se) and near["settings within 2 SE"] == 2

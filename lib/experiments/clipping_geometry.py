@@ -62,6 +62,19 @@ def clipped_cosines(outlier_set: OutlierSet, tokens: np.ndarray, n_pairs: int, s
     return clipped.score(score)
 
 
+def plane_views(run: Geometry, name: str, seed: int) -> tuple[dict, dict, dict]:
+    """The last layer's sampled tokens raw and whitened on their first two principal components, keyed "name, variant",
+    with each point's position and whether it is a special token."""
+    last, sample = run.last_layer.vectors[:, 0], run.last_layer
+    points = {"raw": last, "whitened": run.variants.transforms["whitened"][run.variants.n_layers - 1].transform(last)}
+    keys = {variant: f"{name}, {variant}" for variant in points}
+    return (
+        {keys[v]: geometry.pca_plane(p, seed=seed) for v, p in points.items()},
+        {keys[v]: sample.positions for v in points},
+        {keys[v]: sample.special for v in points},
+    )
+
+
 def run(
     lm: LoadedModel,
     measure: list[str],

@@ -88,6 +88,18 @@ def best_settings(
     return WIC_BEST.frame(rows)
 
 
+def settings_near_best(grid: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
+    """Per variant: the best training accuracy, its binomial standard error on n_pairs pairs, and how many (layer,
+    threshold) settings lie within two of those standard errors of it (settings a sample of n_pairs could not tell apart)."""
+    train = grid[grid["split"] == "train"]
+    top = train.groupby("variant", sort=False)["accuracy"].max()
+    se = 100 * np.sqrt((top / 100) * (1 - top / 100) / n_pairs)
+    near = (train["accuracy"] >= train["variant"].map(top - 2 * se)).groupby(train["variant"], sort=False).sum()
+    return pd.DataFrame(
+        {"variant": top.index, "best train accuracy": top.to_numpy(), f"SE at {n_pairs} pairs": se.to_numpy(), "settings within 2 SE": near.to_numpy()}
+    )
+
+
 def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outlier_set: OutlierSet, protocol: str = "model") -> WicRun:
     """Encode both splits, fit the whitening on the tokens of the training sentences (no labels), score every variant."""
     stats = LayerStats(covariance=True)
