@@ -38,7 +38,9 @@
 # `z_threshold` robust standard deviations from the median of the vector (robust standard
 # deviation = 1.4826 × median absolute deviation, which one huge value cannot inflate). A
 # dimension is an outlier *of the model* when this holds in at least `min_layer_share` of the
-# contextual (non-input) layers.
+# contextual (non-input) layers. This chapter's average vectors are the book's one record of each model's outlier
+# dimensions (`lib/experiments/outlier_set.py`): chapters 3-9 read them from here, so every chapter that clips zeroes
+# the same set, as the paper zeroes 557 (BERT-base) or 77 and 588 (RoBERTa-base) everywhere.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder

@@ -24,7 +24,7 @@
 # thesis adds whitening, which raised them further (Table 4.2). Their baseline is the average of
 # 300-dimensional GloVe vectors (as published by {cite:t}`reimers2019sentence`).
 #
-# Here:
+# Here (the protocol is `lib/experiments/sts.py`):
 #
 # - data: the STS-B **test** split (1,379 pairs), the SICK **test** split (`SemEval_set` TEST,
 #   relatedness scores; SentEval's and the paper's split) and, as "SICK-R (all pairs)", all 9,840

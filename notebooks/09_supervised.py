@@ -24,7 +24,7 @@
 # about half a point (Table 3). This chapter repeats that for raw and clipped vectors and adds
 # whitened ones.
 #
-# Set-up here:
+# Set-up here (the protocol is `lib/experiments/frozen.py`):
 #
 # - **SST-2** (GLUE phrases for training, the 872 development and 1,821 test sentences),
 #   **IMDB** (movie reviews; the offline copy has 20,000 training and 25,000 test reviews and no

@@ -31,6 +31,8 @@
 # before and after centering (Figs. 5-6). Appendix A of the paper relates cosine regularisation
 # (the average cosine over all pairs of embeddings) to the mean unit vector; the last section
 # checks that identity numerically on the real matrices.
+#
+# The measurements of this chapter are `lib/experiments/common_direction.py`.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder

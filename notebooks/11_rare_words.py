@@ -26,7 +26,7 @@
 # 0.27 for the most frequent tokens to 0.63 for rare ones (Fig. 3, BERT-base-cased, bins of
 # 1,000 vocabulary indices).
 #
-# Here the corpus is the book's pre-training corpus (Brown + Gutenberg, ~14 MB of text, read
+# The measurements are `lib/experiments/rare_tokens.py`. Here the corpus is the book's pre-training corpus (Brown + Gutenberg, ~14 MB of text, read
 # through the data setting), tokenized with each model's own tokenizer. MiniLM keeps
 # BERT-uncased's vocabulary, `[unused]` tokens included. For a vocabulary without them the paper
 # takes RoBERTa's last 1,000 tokens; in a byte-level BPE vocabulary those are the rarest merges,

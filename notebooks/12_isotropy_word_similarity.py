@@ -39,6 +39,8 @@
 # each embedding's norm, subtracted) and post-processed matrices (Tables 2-3). Pairs in which a
 # word is not a single token of the model's vocabulary are left out, so each model is scored on
 # its own subset; the table says how many pairs remain.
+#
+# The measurements of this chapter are `lib/experiments/word_geometry.py`.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
