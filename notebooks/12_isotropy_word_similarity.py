@@ -75,21 +75,18 @@ for spec in specs:
     w = vocabulary.embedding_matrix(lm)
     matrices = word_geometry.variants(w)
     scores, pair_ids = word_geometry.word_similarity(lm, matrices, labelled)  # the last model's pairs are kept (exercise ex-12-d)
-    iso.append(word_geometry.isotropy_table(matrices).assign(model=lm.name, spec=spec))
-    sim.append(scores.assign(model=lm.name, spec=spec))
-    results.table(iso[-1].drop(columns="spec"), schemas.ISOTROPY, spec, parameters)
-    results.table(sim[-1].drop(columns="spec"), schemas.WORD_SIMILARITY, spec, parameters)
+    iso.append(word_geometry.isotropy_table(matrices, lm.name))
+    sim.append(scores)
+    results.table(iso[-1], schemas.ISOTROPY, spec, parameters)
+    results.table(sim[-1], schemas.WORD_SIMILARITY, spec, parameters)
     del lm
 iso, sim = pd.concat(iso, ignore_index=True), pd.concat(sim, ignore_index=True)
-iso, sim = iso[["model", "spec", *iso.columns[:-2]]], sim[["model", "spec", *sim.columns[:-2]]]
 
 # %% [markdown]
 # ## Isotropy before and after centering
 
 # %%
-ch.show(
-    iso.drop(columns="spec"), "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and norm statistics"
-)
+ch.show(iso, "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and norm statistics")
 ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper): I(W) raw, centered (Wc), post-processed (Wr), and norms")
 
 # %% [markdown]

@@ -191,3 +191,22 @@ def test_settings_near_the_best_count_what_a_small_sample_could_not_tell_apart()
     near = wic.settings_near_best(grid, 500).iloc[0]
     se = 100 * np.sqrt(0.7 * 0.3 / 500)  # 2.05 points: 70 and 69 lie within 2 SE, 65 and 60 do not
     assert near["best train accuracy"] == 70.0 and near["SE at 500 pairs"] == pytest.approx(se) and near["settings within 2 SE"] == 2
+
+
+def test_chapter_11_and_12_tables_have_their_declared_columns():
+    from lib.experiments import rare_tokens, word_geometry
+    from lib.measure import vocabulary
+
+    lm = tiny_model("bert")
+    found = rare_tokens.measure(lm, SENTENCES * 3, bin_size=500, own_corpus=False)
+    schemas.COVERAGE.frame([rare_tokens.coverage_row("whole words", np.array([5, 3, 1])), found.coverage])
+    schemas.RARE_COSINE.check(found.by_frequency)
+    assert len(found.by_frequency_bins(250)) > len(found.by_frequency)
+    lm = tiny_model("gpt2")  # BERT's padding row is zero, which scaled centering cannot normalise
+    matrices = word_geometry.variants(vocabulary.embedding_matrix(lm))
+    iso = word_geometry.isotropy_table(matrices, lm.name).set_index("variant")
+    assert iso.loc["centered", "I1"] > iso.loc["raw", "I1"] and iso.loc["centered", "mean_vector_norm"] < 1e-6
+    bench = {"Toy": pd.DataFrame({"word1": ["good", "bad", "film", "dull"], "word2": ["great", "awful", "movie", "boring"], "score": [9.0, 8.0, 7.0, 1.0]})}
+    scores, kept = word_geometry.word_similarity(lm, matrices, bench)
+    assert len(scores) == len(matrices) and (scores["pairs"] == 4).all() and len(kept["Toy"][0]) == scores["pairs_kept"].iloc[0]
+    assert list(scores.columns) == list(schemas.WORD_SIMILARITY.columns)

@@ -224,7 +224,9 @@ def test_summary_statistics_by_hand():
             "seconds_per_epoch": [10.0, 10.0, 10.0, 12.0, 13.0, 14.0, 5.0, 20.0],
         }
     )
-    summary = finetune.summarise(runs).set_index(["task", "method"])
+    from lib.experiments.schemas import CALIBRATION_SUMMARY
+
+    summary = CALIBRATION_SUMMARY.check(finetune.summarise(runs)).set_index(["task", "method"])  # the columns the scorecard reads
     none, cos = summary.loc[("A", "none")], summary.loc[("A", "cosreg")]
     assert none["runs"] == 3 and none["score_mean"] == pytest.approx(80.0) and none["score_std"] == pytest.approx(1.0)
     assert np.isnan(none["p"]) and not none["significant"] and np.isnan(none["difference"]) and none["time_ratio"] == pytest.approx(1.0)

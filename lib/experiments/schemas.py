@@ -87,11 +87,16 @@ GLOVE_BASELINE = _s(
 )
 FROZEN_ACCURACY = _s("09_supervised", "accuracy_by_layer", "task variant layer dev_accuracy test_accuracy C converged clipped_dims whitening_fit_texts")
 FROZEN_BEST = _s("09_supervised", "best", "model spec task variant best_test best_test_layer test_at_best_dev_layer best_dev_layer")
-COVERAGE = _s("11_rare_words", "coverage", "unit items_for_30% items_for_50% items_for_90% n_items", r".*")
-RARE_COSINE = _s("11_rare_words", "unused_cosine_by_frequency", "n_tokens mean_cosine", r".*")
-ISOTROPY = _s("12_isotropy_word_similarity", "isotropy", "variant I1", r".*")
-WORD_SIMILARITY = _s("12_isotropy_word_similarity", "word_similarity", "variant pearson_cosine", r".*")
-CALIBRATION_SUMMARY = _s("13_isotropy_calibration", "summary", "method", r".*")
+COVERAGE = _s("11_rare_words", "coverage", "unit distinct total items_for_30% items_for_50% items_for_98%")
+RARE_COSINE = _s("11_rare_words", "unused_cosine_by_frequency", "bin_start bin_end n_tokens mean_cosine")
+ISOTROPY = _s("12_isotropy_word_similarity", "isotropy", "model variant I1 I2 IsoScore average_norm mean_vector_norm ratio")
+WORD_SIMILARITY = _s("12_isotropy_word_similarity", "word_similarity", "model benchmark variant pairs pairs_kept pearson_cosine pearson_inner_product")
+CALIBRATION_SUMMARY = _s(
+    "13_isotropy_calibration",
+    "summary",
+    "model task metric method runs score_mean score_std difference p p_student significant I1_mean I1_std I2_mean I2_std I1_context_mean "
+    "I2_context_mean time_ratio",
+)
 
 SCHEMAS: dict[tuple[str, str], Schema] = {
     (s.chapter, s.name): s

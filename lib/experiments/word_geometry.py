@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..encode.models import LoadedModel
 from ..measure import isotropy, metrics, transforms, vocabulary
+from .schemas import ISOTROPY, WORD_SIMILARITY
 
 
 def variants(w: np.ndarray) -> dict[str, np.ndarray]:
@@ -24,11 +25,13 @@ def variants(w: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def isotropy_table(matrices: dict[str, np.ndarray]) -> pd.DataFrame:
+def isotropy_table(matrices: dict[str, np.ndarray], model: str) -> pd.DataFrame:
     """I1 = I(W), I2, IsoScore and norm statistics of every variant."""
-    return pd.DataFrame(
-        [{"variant": v, **isotropy.partition_measures(m), "IsoScore": isotropy.isoscore(m), **isotropy.norm_stats(m)} for v, m in matrices.items()]
-    )
+    rows = [
+        {"model": model, "variant": v, **isotropy.partition_measures(m), "IsoScore": isotropy.isoscore(m), **isotropy.norm_stats(m)}
+        for v, m in matrices.items()
+    ]
+    return ISOTROPY.frame(rows)
 
 
 def similarity_scores(matrices: dict[str, np.ndarray], a: np.ndarray, b: np.ndarray, gold: np.ndarray) -> pd.DataFrame:
@@ -58,6 +61,6 @@ def word_similarity(lm: LoadedModel, matrices: dict[str, np.ndarray], benchmarks
         keep = (a >= 0) & (b >= 0)
         kept[label] = (a[keep], b[keep], frame["score"][keep].to_numpy())
         scores = similarity_scores(matrices, *kept[label])
-        frames.append(scores.assign(benchmark=label, pairs=len(frame), pairs_kept=int(keep.sum())))
+        frames.append(scores.assign(model=lm.name, benchmark=label, pairs=len(frame), pairs_kept=int(keep.sum())))
     table = pd.concat(frames, ignore_index=True)
-    return table[["benchmark", "variant", "pairs", "pairs_kept", "pearson_cosine", "pearson_inner_product"]], kept
+    return WORD_SIMILARITY.check(table[list(WORD_SIMILARITY.columns)]), kept
