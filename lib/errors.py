@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -21,7 +22,8 @@ def require(condition: bool, message: str) -> None:
 
 
 def cli(func: F) -> F:
-    """Run a command-line entry point: a BookError becomes one line on stderr and exit status 2."""
+    """Run a command-line entry point: a BookError becomes one line on stderr and exit status 2; Ctrl-C one line and
+    status 130; a full disk one line and status 2."""
 
     @wraps(func)
     def wrapper(*args, **kwargs):
@@ -29,6 +31,14 @@ def cli(func: F) -> F:
             return func(*args, **kwargs)
         except BookError as err:
             print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            print("error: interrupted; nothing half-written was kept: run the same command again to resume", file=sys.stderr)
+            sys.exit(130)
+        except OSError as err:
+            if err.errno not in (errno.ENOSPC, errno.EROFS, errno.EACCES):
+                raise
+            print(f"error: {err.strerror} while writing {err.filename or 'a file'}; free space or fix permissions, then run again", file=sys.stderr)
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]

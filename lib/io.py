@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from .errors import BookError
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -26,12 +28,27 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return _install(Path(tmp), path, write, 0o666)  # mkstemp makes 0600 files; a built book's images must be readable by a web server
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def write_folder_atomic(folder: Path, write: Callable[[Path], None]) -> Path:
     """Call write(tmp) on an empty temporary folder beside folder, then swap it in for folder.
-    An error leaves folder as it was and no temporary folder behind."""
+    An error leaves folder as it was and no temporary folder behind; the temporary folders of a writer that was killed
+    (its process gone) are removed first."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    return _install(Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.")), folder, write, 0o777)
+    for leftover in folder.parent.glob(f".{folder.name}.*.*"):
+        pid = leftover.name.split(".")[2]
+        if leftover.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+    return _install(Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.{os.getpid()}.")), folder, write, 0o777)
 
 
 def _install(tmp: Path, target: Path, write: Callable[[Path], None], mode: int) -> Path:
@@ -56,6 +73,42 @@ def _install(tmp: Path, target: Path, write: Callable[[Path], None], mode: int) 
             elif leftover.exists():
                 leftover.unlink()
     return target
+
+
+MANIFEST = ".manifest.sha256"  # in a model folder: SHA-256, size and path of every file, written with the folder
+
+
+def write_manifest(folder: Path) -> Path:
+    """Record every file of a folder (its SHA-256, size and relative path) in the folder's manifest."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    lines = "".join(f"{sha256(p)}  {p.stat().st_size}  {p.relative_to(folder).as_posix()}\n" for p in files)
+    return write_atomic(folder / MANIFEST, lambda p: p.write_text(lines, encoding="utf-8"))
+
+
+def verify_manifest(folder: Path, remedy: str) -> None:
+    """Check every file of a folder against its manifest (sizes first, then checksums); a missing, truncated or changed
+    file stops with one line that names it and says what to do (remedy)."""
+    folder = Path(folder)
+    state = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file())
+    if _verified.get(str(folder)) == state:  # checked already in this process and untouched since
+        return
+    try:
+        lines = (folder / MANIFEST).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        raise BookError(f"{folder} has no readable manifest ({MANIFEST}), so its files cannot be checked; {remedy}") from None
+    entries = [line.split("  ", 2) for line in lines if line.strip()]
+    for _, size, name in entries:
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != int(size):
+            raise BookError(f"{path} is {'missing' if not path.is_file() else 'truncated or resized'} (the manifest lists {int(size):,} bytes); {remedy}")
+    for digest, _, name in entries:
+        if sha256(folder / name) != digest:
+            raise BookError(f"{folder / name} differs from the file the manifest records (SHA-256 {digest[:12]}…); {remedy}")
+    _verified[str(folder)] = state
+
+
+_verified: dict[str, tuple] = {}
 
 
 def sha256(path: Path, chunk: int = 1 << 22) -> str:

@@ -35,6 +35,17 @@ def results_dir() -> Path:
     return _path_from_env("BOOK_RESULTS_DIR", REPO_ROOT / "results").resolve()
 
 
+STAGING = "BOOK_RESULTS_STAGING"  # set by the book build while it executes a chapter
+
+
+def output_dir() -> Path:
+    """Where the running chapter writes its tables and figures: while the book build executes a chapter, a fresh folder
+    of its own ($BOOK_RESULTS_STAGING), which replaces the chapter's results only when the chapter succeeds; otherwise
+    the results folder itself. Other chapters' results are always read from `results_dir()`."""
+    staging = os.environ.get(STAGING)
+    return Path(staging).resolve() if staging else results_dir()
+
+
 def slug(text: str) -> str:
     """A folder-safe name for a model spec or table name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")

@@ -68,8 +68,11 @@ from lib.measure import geometry
 specs, results = ch.begin("01_anisotropy", profile, models)
 sentences = ch.sst2_sentences(n_sentences, seed)
 ch.positive_int("n_pairs", n_pairs)
-ch.positive_int("pca_tokens", pca_tokens)
-require(2 * n_pairs <= n_sentences, f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; n_sentences is {n_sentences}")
+ch.sample_size("pca_tokens", pca_tokens, n_sentences)
+require(
+    2 * n_pairs <= len(sentences),
+    f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; the sample has {len(sentences):,} (n_sentences {n_sentences:,})",
+)
 parameters = ch.parameters("01_anisotropy", globals())
 
 # %% [markdown]

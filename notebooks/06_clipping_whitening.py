@@ -69,12 +69,14 @@ from lib.encode.models import load_model
 from lib.errors import require
 from lib.experiments import clipping_geometry, schemas
 
-for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word, pca_tokens=pca_tokens).items():
+for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word).items():
     ch.positive_int(name, value)
-require(2 * n_pairs <= n_sentences, f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; n_sentences is {n_sentences}")
+ch.sample_size("pca_tokens", pca_tokens, n_sentences)
 specs, results = ch.begin("06_clipping_whitening", profile, models)
 drawn = ch.sst2_sentences(n_sentences + n_fit, seed)
 measure, fit = drawn[:n_sentences], drawn[n_sentences:]
+require(2 * n_pairs <= len(measure), f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; the sample has {len(measure):,}")
+require(len(fit) > 1, f"SST-2 has {len(drawn):,} training sentences: none are left to fit the whitening on after n_sentences {n_sentences:,}; ask for fewer")
 train = load("sst2", "train")["sentence"].tolist()
 occurrences = words.word_occurrences(train, n_words, per_word, min_sentences=10, seed=seed)
 word_sentences, word_indices = [train[s] for _, s, _ in occurrences], [w for _, _, w in occurrences]

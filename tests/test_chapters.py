@@ -192,6 +192,8 @@ def assert_clean_failure(tmp_path, done, expected):
     [
         (["-p", "n_sentences", "0"], "n_sentences must be a positive integer"),
         (["-p", "n_pairs", "600"], "need at least 1200 sentences"),
+        (["-p", "n_sentences", "100000", "-p", "n_pairs", "40000"], "the sample has 67,349"),  # before any extraction
+        (["-p", "pca_tokens", "1e12"], "is more tokens than 300 sentences can hold"),
         (["-p", "models", "no-such-model"], "embedded models (offline): minilm, mpnet"),
         (["-p", "models", "minilm", "-p", "pca_layer", "9"], "layer 9 does not exist"),
     ],

@@ -69,6 +69,14 @@ def positive_int(name: str, value: object) -> int:
     return value
 
 
+def sample_size(name: str, value: object, sentences: int) -> int:
+    """A number of tokens to sample from `sentences` sentences: a positive integer no larger than they can hold (512
+    tokens each, the longest input of these models), so that a typo cannot ask for terabytes."""
+    positive_int(name, value)
+    require(value <= 512 * sentences, f"parameter {name} ({value:,}) is more tokens than {sentences:,} sentences can hold; ask for at most {512 * sentences:,}")
+    return value
+
+
 def positive_number(name: str, value: object) -> float:
     """A parameter that must be a number above zero."""
     require(isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0, f"parameter {name} must be a positive number, got {value!r}")

@@ -19,11 +19,11 @@ import pandas as pd
 from IPython.display import display
 
 from .. import __version__
-from ..errors import require
+from ..errors import BookError, require
 from ..experiments.schemas import Schema
 from ..io import write_atomic
 from ..provenance import record
-from ..settings import chapter_results, results_dir, slug
+from ..settings import chapter_results, output_dir, slug
 from . import figures
 
 
@@ -41,7 +41,7 @@ class Results:
     def __init__(self, chapter: str, profile: str, root: Path | None = None):
         require(bool(re.fullmatch(r"[A-Za-z0-9._-]+", profile)), f"profile name {profile!r} must be letters, digits, '.', '_' or '-'")
         self.chapter, self.profile = chapter, profile
-        self.root = (root or results_dir()) / profile
+        self.root = (root or output_dir()) / profile
 
     def folder(self, model: str) -> Path:
         return chapter_results(self.profile, model, self.chapter, self.root.parent)
@@ -57,7 +57,10 @@ class Results:
         folder = self.folder(model)
         path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
         meta_path = folder / "meta.json"
-        earlier = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+        try:
+            earlier = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
+        except (OSError, ValueError):
+            raise BookError(f"{meta_path} is not readable JSON; delete it and run the chapter again") from None
         meta = {
             "tables": earlier.get("tables", {}),
             "chapter": self.chapter,

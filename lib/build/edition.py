@@ -26,6 +26,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,13 +35,14 @@ from typing import Any
 import nbformat
 import pandas as pd
 import yaml
+from filelock import FileLock, Timeout
 
 from ..book import figures, scorecard
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
 from . import exercises, launch, reference
-from .cache import Entry
+from .cache import Entry, digest
 from .profiles import profile_parameters
 from .sources import chapters, declared_parameters, source_file
 
@@ -96,6 +99,34 @@ class Edition:
 
     def entry(self, chapter: str) -> Path:
         return self.cache / f"{chapter}.json"
+
+    def running(self, chapter: str) -> Path:
+        """The fresh folder a chapter being executed writes its results into ($BOOK_RESULTS_STAGING)."""
+        return self.root / "running" / chapter
+
+    @contextmanager
+    def locked(self, what: str) -> Iterator[None]:
+        """Hold this edition's lock (one writer per edition: the runner and the page builder); a second writer stops with
+        one line naming the holder."""
+        holder = self.root / ".lock-holder"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(self.root / ".lock", timeout=0)
+            lock.acquire()
+        except Timeout:
+            try:
+                who = holder.read_text(encoding="utf-8").strip()
+            except OSError:
+                who = "another process"
+            raise BookError(f"the {self.profile} edition is being written by {who}; wait for it to finish (or stop it), then run again") from None
+        except OSError as err:
+            raise BookError(f"cannot write the build folder {self.root} ({err.strerror}); make it writable or set BOOK_BUILD_DIR") from None
+        try:
+            holder.write_text(f"{what} (pid {os.getpid()}, since {now()})\n", encoding="utf-8")
+            yield
+        finally:
+            holder.unlink(missing_ok=True)
+            lock.release()
 
     def statuses(self) -> dict[str, dict[str, Any]]:
         """What the last runs did with each chapter: status (executed/reused), reason, seconds, at."""
@@ -285,12 +316,18 @@ def _all_references() -> str:
 TABLES = "tables"  # beside the staged chapters: the CSV files each page links for download
 
 
-def _stage_tables(source: Path, entry: Entry) -> list[str]:
-    """Copy the CSV tables a chapter's run wrote next to the staged chapters; their paths relative to the chapter pages."""
+def _stage_tables(source: Path, entry: Entry, profile: str) -> list[str]:
+    """Copy the CSV tables a chapter's run wrote next to the staged chapters, each checked to be the file that run wrote;
+    their paths relative to the chapter pages."""
     staged = []
     for output in entry.outputs:
         origin = Path(output["path"])
-        if output["label"].endswith(".csv") and origin.is_file():
+        if output["label"].endswith(".csv"):
+            require(
+                digest(str(origin)) == output["sha256"],
+                f"{origin} is not the table {entry.chapter} wrote in its last run (missing or changed since); "
+                f"run `python -m lib.build.runner --profile {profile} --chapters {entry.chapter}` again",
+            )
             relative = f"{TABLES}/{output['label']}"
             target = source / "book" / "chapters" / relative
             if not target.is_file() or target.read_bytes() != origin.read_bytes():
@@ -392,7 +429,7 @@ def stage(edition: Edition) -> Path:
         staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
         if entry is not None and notebook.is_file():
             entries[chapter] = entry
-            tables = _stage_tables(source, entry)
+            tables = _stage_tables(source, entry, edition.profile)
             _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, edition.student, tables))
             placeholder.unlink(missing_ok=True)
         else:
@@ -500,11 +537,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--publish", action="store_true", help="after building, check the site is ready to upload")
     parser.add_argument("--student", action="store_true", help="the student edition: exercises without their solutions")
     args = parser.parse_args(argv)
+    profile_parameters(args.profile, chapters()[0])  # an unknown profile stops here, before anything is written
     edition = Edition(args.profile, student=args.student)
-    index = build_html(edition)
-    print(f"{edition.profile} edition: {index}")
-    if args.publish:
-        print(f"ready to upload: {publish(edition)} (base URL {os.environ.get('BOOK_BASEURL') or 'not set: set BOOK_BASEURL'})")
+    with edition.locked("python -m lib.build.edition"):
+        index = build_html(edition)
+        print(f"{edition.profile} edition: {index}")
+        if args.publish:
+            print(f"ready to upload: {publish(edition)} (base URL {os.environ.get('BOOK_BASEURL') or 'not set: set BOOK_BASEURL'})")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ under `all` (for every chapter that declares the name) or under a chapter's name
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import yaml
@@ -18,25 +19,61 @@ SHARED = "all"  # profile section whose values go to every chapter that declares
 KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
 
 
-def checked_value(chapter: str, name: str, value: Any) -> Any:
-    """value for a chapter's parameter, if the chapter declares it with a value of the same kind (an int for a float
-    is taken; a string that reads as a number is taken for a number); otherwise one clear line."""
-    declared = declared_parameters(chapter)
-    require(name in declared, f"{chapter} has no parameter {name!r}; its parameters are: {', '.join(declared)}")
-    default = declared[name]
+SCALARS = (bool, int, float, str)
+
+
+def _describe(default: Any) -> str:
+    return KINDS.get(type(default), type(default).__name__)
+
+
+def _checked(value: Any, default: Any, where: str) -> Any:
+    """value checked against the kind of default, recursively (a list's items against the default's first item, a
+    mapping's values against the default's value for that key, else its first value): only plain data (text, numbers,
+    true/false, lists and mappings of them) passes, so that a value written into a notebook can never run as code."""
+    if isinstance(default, dict):
+        require(
+            isinstance(value, dict) and all(isinstance(k, str) for k in value),
+            f"{where} must be a mapping with text keys like its default {default!r}, got {value!r}",
+        )
+        first = next(iter(default.values()), None)
+        return {k: _checked(v, default.get(k, first), f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(default, list):
+        require(isinstance(value, list), f"{where} must be a list like its default {default!r}, got {value!r}")
+        first = default[0] if default else None
+        return [_checked(v, first, f"{where}[{i}]") for i, v in enumerate(value)]
+    if default is None:
+        require(value is None or type(value) in SCALARS, f"{where} must be text, a number or true/false, got {value!r}")
+        return _finite(value, where)
     kind = type(default)
-    if default is None or isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
-        return value
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+    if type(value) is kind:
+        return _finite(value, where)
+    if kind is float and type(value) is int:
         return float(value)
-    if kind in (int, float) and isinstance(value, str):
+    if kind in (int, float) and type(value) is str:
         try:
             number = float(value)
         except ValueError:
             number = None
         if number is not None and (kind is float or number.is_integer()):
-            return kind(number)
-    raise BookError(f"{chapter}: parameter {name} must be {KINDS.get(kind, kind.__name__)} like its default {default!r}, got {value!r}")
+            return _finite(kind(number), where)
+    raise BookError(f"{where} must be {_describe(default)} like its default {default!r}, got {value!r}")
+
+
+def _finite(value: Any, where: str) -> Any:
+    require(not isinstance(value, float) or math.isfinite(value), f"{where} must be a finite number, got {value!r}")
+    return value
+
+
+def checked_value(chapter: str, name: str, value: Any) -> Any:
+    """value for a chapter's parameter, if the chapter declares it with a value of the same kind, nested values
+    included (an int for a float is taken; a string that reads as a number is taken for a number); otherwise one clear
+    line. `profile` is not a parameter a value can set: `--profile` (or the profile file's name) names the edition."""
+    declared = declared_parameters(chapter)
+    require(name in declared, f"{chapter} has no parameter {name!r}; its parameters are: {', '.join(declared)}")
+    require(name != "profile", f"{chapter}: `profile` names the edition and its results folder; choose it with --profile (or PROFILE=), not -p")
+    checked = _checked(value, declared[name], f"{chapter}: parameter {name}")
+    require(name != "seed" or checked >= 0, f"{chapter}: parameter seed must be a whole number ≥ 0 (NumPy's seeds are), got {checked!r}")
+    return checked
 
 
 def load_profile(profile: str) -> dict[str, dict[str, Any]]:
@@ -45,7 +82,9 @@ def load_profile(profile: str) -> dict[str, dict[str, Any]]:
     known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
     require(path.is_file(), f"unknown profile {profile!r}; choose one of {', '.join(known)} (files in {PROFILES})")
     try:
-        spec = yaml.safe_load(path.read_text()) or {}
+        spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as err:
+        raise BookError(f"{path} is not UTF-8 text (byte {err.start}); save it as UTF-8") from None
     except yaml.YAMLError as err:
         raise BookError(f"{path} is not valid YAML: {str(err).splitlines()[0]}") from None
     require(isinstance(spec, dict), f"{path} must be a mapping of chapter names (or `{SHARED}`) to parameters")

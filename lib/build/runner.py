@@ -33,6 +33,7 @@ import yaml
 from .. import provenance
 from ..errors import BookError, cli, require
 from ..io import sha256, write_atomic
+from ..settings import REPO_ROOT, STAGING, results_dir
 from . import cache
 from .edition import Edition, commit, now
 from .profiles import checked_value, profile_parameters
@@ -57,17 +58,37 @@ def plan(profile: str, names: list[str], overrides: dict[str, Any]) -> list[tupl
     return out
 
 
+def _publish_results(staged: Path, profile: str, chapter: str) -> None:
+    """Replace every result folder of the chapter in this edition (one per model, and its figures) by the ones the run
+    just wrote into its own folder: afterwards the edition holds exactly this run's results for the chapter."""
+    final = results_dir() / profile
+    for old in final.glob(f"*/{chapter}"):
+        if old.is_dir():
+            shutil.rmtree(old)
+    for new in sorted((staged / profile).glob(f"*/{chapter}")):
+        target = final / new.parent.name / chapter
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(new), str(target))
+
+
 def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any]) -> cache.Entry:
-    """Execute one chapter; on success its executed notebook, then its cache entry (with the key made of parts),
-    replace the edition's old ones."""
+    """Execute one chapter; its tables and figures go to a fresh folder of its own. On success they replace the
+    chapter's results, then its executed notebook and its cache entry (with the key made of parts) replace the old
+    ones; a run that fails or is killed leaves the edition's results and entry as they were."""
     notebook = jupytext.read(source_file(chapter))
     notebook.metadata["kernelspec"] = KERNEL
     edition.notebooks.mkdir(parents=True, exist_ok=True)
+    staged, scratch = edition.running(chapter), edition.root / "tmp"
+    shutil.rmtree(staged, ignore_errors=True)  # what a killed run of this chapter left
+    for leftover in scratch.glob(f"{chapter}-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    scratch.mkdir(parents=True, exist_ok=True)
     started, start = now(), time.time()
-    with tempfile.TemporaryDirectory(prefix=f"{chapter}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{chapter}-", dir=scratch) as tmp:
         executed_in, executed_out, log = Path(tmp) / "input.ipynb", Path(tmp) / f"{chapter}.ipynb", Path(tmp) / "provenance.jsonl"
         jupytext.write(notebook, executed_in)
         os.environ[provenance.ENV] = str(log)  # the kernel inherits it: lib records what the chapter reads and writes
+        os.environ[STAGING] = str(staged)  # and this: the chapter writes its results there (`settings.output_dir`)
         # and this: matplotlib writes it as the figures' PDF creation date, so the same results give byte-identical files
         # (a chapter executed again with nothing changed does not make the scorecard, which reads the results folder, stale)
         os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
@@ -85,12 +106,18 @@ def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, part
                 extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
             )
         except papermill.PapermillExecutionError as err:
+            shutil.rmtree(staged, ignore_errors=True)
             failed = edition.notebooks / "failed" / executed_out.name
             write_atomic(failed, lambda p: shutil.copyfile(executed_out, p))
             raise BookError(f"chapter {chapter} failed: {err.ename}: {err.evalue} (executed notebook kept in {failed})") from None
         finally:
             os.environ.pop(provenance.ENV, None)
-        records = cache.with_digests(provenance.read(log))
+            os.environ.pop(STAGING, None)
+        edition.entry(chapter).unlink(missing_ok=True)  # from here to the new entry, nothing vouches for the chapter
+        _publish_results(staged, edition.profile, chapter)
+        shutil.rmtree(staged, ignore_errors=True)
+        records = [{**r, "path": str(results_dir() / r["label"])} if r["kind"] == "output" else r for r in provenance.read(log)]
+        records = cache.with_digests(records)
         facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), **commit()}
         path = write_atomic(edition.notebook(chapter), lambda p: shutil.copyfile(executed_out, p))
     entry = cache.Entry(
@@ -149,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--force", action="store_true", help="execute the chapters even where nothing they depend on changed")
     parser.add_argument("--plan", action="store_true", help="only say which chapters would be executed, and why")
     args = parser.parse_args(argv)
-    names = [c.strip() for c in args.chapters.split(",") if c.strip()] or chapters()
+    names = [c.strip() for c in args.chapters.split(",") if c.strip()]
+    require(bool(names) or not args.chapters, f"--chapters {args.chapters!r} names no chapter; chapters are: {', '.join(chapters())}")
+    names = names or chapters()
     overrides = {}
     for name, value in args.parameter:
         try:
@@ -160,10 +189,17 @@ def main(argv: list[str] | None = None) -> None:
     for var in ("BOOK_DATA_DIR", "BOOK_CACHE_DIR", "BOOK_RESULTS_DIR", "BOOK_MODELS_DIR"):
         if os.environ.get(var):  # the kernels run in the output folder: make relative settings absolute
             os.environ[var] = str(Path(os.environ[var]).expanduser().resolve())
+    # the kernels import this checkout's lib, the code the cache keys are made of (lib/__init__.py checks it)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    os.environ["BOOK_LIB_ROOT"] = str(REPO_ROOT)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-    edition = build(args.profile, plans, force=args.force, dry_run=args.plan)
-    if not args.plan:
-        print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
+    if args.plan:
+        build(args.profile, plans, dry_run=True)
+        return
+    edition = Edition(args.profile)
+    with edition.locked("python -m lib.build.runner"):
+        build(args.profile, plans, force=args.force)
+    print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 
 if __name__ == "__main__":

@@ -256,6 +256,10 @@ def _download(spec: DataFile, label: str, tmp: Path) -> None:
     )
 
 
+class DownloadFailed(BookError):
+    """A published file could not be fetched (no connection, server error)."""
+
+
 def download(name: str, root: Path | None = None) -> list[Path]:
     """Fetch a data set's files into the data directory (online users); verify checksums; atomic."""
     root = root or data_dir()
@@ -273,7 +277,7 @@ def download(name: str, root: Path | None = None) -> list[Path]:
         try:
             write_atomic(target, partial(_download, spec, f"{name} {split}"))
         except OSError as err:
-            raise BookError(f"{name} {split}: could not download {spec.url} ({err}); check the connection or copy the file to {target}") from err
+            raise DownloadFailed(f"{name} {split}: could not download {spec.url} ({err}); check the connection or copy the file to {target}") from err
         done.append(target)
     return done
 
@@ -284,10 +288,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("action", choices=["check", "download"])
     parser.add_argument("names", nargs="*", help="data sets (default: all)")
     args = parser.parse_args(argv)
+    failed = []
     for name in args.names or sorted(REGISTRY):
         if args.action == "download":
             try:
                 download(name)
+            except DownloadFailed as err:
+                failed.append(name)
+                print(f"--  {err}")
+                continue
             except BookError as err:
                 if args.names:  # asked for by name: stop and say why
                     raise
@@ -295,3 +304,4 @@ def main(argv: list[str] | None = None) -> None:
                 continue
         for split in dataset(name).files:
             print(f"ok  {name:8s} {split:24s} {verified_path(name, split)}")
+    require(not failed, f"could not download {', '.join(failed)} (see above): check the connection, then run the same command again")

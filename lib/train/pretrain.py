@@ -32,7 +32,7 @@ from ..encode import collectors
 from ..encode.collectors import LayerStats
 from ..encode.extraction import TokenBatch
 from ..errors import require
-from ..io import write_atomic, write_folder_atomic
+from ..io import write_atomic, write_folder_atomic, write_manifest
 from ..measure import outliers
 from ..measure.outliers import robust_z
 from ..settings import autocast, cache_dir, pick_device
@@ -337,12 +337,12 @@ def train(
     path = (checkpoint_dir or cache_dir() / "pretrain") / cfg.key() / "checkpoint.pt"
     step, history, track = 0, [], []
     if path.exists():
-        state = torch.load(path, map_location=torch_device, weights_only=False)
+        state = torch.load(path, map_location=torch_device, weights_only=True)  # tensors and plain data only
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         torch.set_rng_state(state["rng"])
-        step, history, track = state["step"], state["history"], state["track"]
+        step, history, track = state["step"], state["history"], [pd.DataFrame(t) for t in state["track"]]
         print(f"{desc}: resuming from step {step:,} ({path})")
     else:
         torch.manual_seed(cfg.seed + 1)  # dropout
@@ -392,7 +392,7 @@ def train(
                 "rng": torch.get_rng_state(),
                 "step": step,
                 "history": history,
-                "track": track,
+                "track": [t.to_dict(orient="list") for t in track],
                 "config": asdict(cfg),
             }
             write_atomic(path, lambda tmp, state=state: torch.save(state, tmp))
@@ -415,6 +415,7 @@ def save(run: Trained, folder: Path) -> Path:
         run.model.save_pretrained(staging)
         run.tokenizer.save_pretrained(staging)
         (staging / "training.json").write_text(json.dumps(record, indent=1, default=float))
+        write_manifest(staging)  # every later load checks the weights against it (`encode.models.resolve`)
 
     return write_folder_atomic(folder, write)
 
