@@ -19,9 +19,25 @@ import pandas as pd
 TIMING = {"seconds", "training_minutes", "seconds_per_epoch", "time_ratio"}
 
 
+def _keys(old: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+    """The columns that name a row (not floats) on both sides."""
+    return [c for c in old.columns if c in new.columns and not pd.api.types.is_float_dtype(old[c])]
+
+
 def differing_columns(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, str]:
-    """Column -> how it differs (largest absolute difference for numbers)."""
+    """Column -> how it differs (largest absolute difference for numbers). Tables with different numbers of rows are
+    compared on the rows they share (matched by their key columns), and the row counts are reported."""
     out = {}
+    if len(old) != len(new):
+        out["rows"] = f"{len(old)} old, {len(new)} new"
+        keys = _keys(old, new)
+        if not keys:
+            return out
+        shared = old[keys].astype(str).merge(new[keys].astype(str).drop_duplicates(), how="inner").drop_duplicates()
+        pick = lambda t: t.assign(_k=t[keys].astype(str).agg("|".join, axis=1)).set_index("_k")
+        index = shared.astype(str).agg("|".join, axis=1)
+        old, new = pick(old).loc[index].reset_index(drop=True), pick(new).loc[index].reset_index(drop=True)
+        out["rows"] += f", {len(index)} shared"
     for column in sorted(set(old.columns) | set(new.columns)):
         if column not in old or column not in new:
             out[column] = "only on one side"
@@ -39,7 +55,7 @@ def differing_columns(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, str]:
 def aligned(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The two tables with their rows in the same order when they hold the same rows in another order: both sorted by
     their non-float columns (the keys, e.g. variant and layer), if those are the same on both sides."""
-    keys = [c for c in old.columns if c in new.columns and not pd.api.types.is_float_dtype(old[c])]
+    keys = _keys(old, new)
     if not keys or len(old) != len(new):
         return old, new
     a, b = (t.sort_values(keys, kind="stable").reset_index(drop=True) for t in (old, new))

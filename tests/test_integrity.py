@@ -24,7 +24,8 @@ from lib.errors import BookError, cli
 from lib.settings import REPO_ROOT
 
 PAYLOAD_FILE = "/tmp/book-integrity-pwned"
-PAYLOAD = "[!!binary " + base64.b64encode(f"\"+str(open('{PAYLOAD_FILE}','w').write('x'))+\"".encode()).decode() + ", 0.98]"
+# the issue's payload: on the landed code papermill wrote the bytes unescaped into the notebook, and they ran
+PAYLOAD = "[!!binary " + base64.b64encode(f'"+str(open("{PAYLOAD_FILE}","w").write("x"))+"'.encode()).decode() + ", 0.98]"
 
 CHAPTER = """# %% [markdown]
 # # A chapter with models
