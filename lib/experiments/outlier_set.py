@@ -119,7 +119,7 @@ def reference(lm: LoadedModel, spec: str, profile: str, criterion: Criterion, ro
             f"{table} holds {mean.shape[0]} layers × {mean.shape[1]} dims but {lm.name} has {lm.n_layers + 1} × {lm.width}: "
             "run chapter 02 again for this model",
         )
-        return OutlierSet(lm.name, mean, used, f"chapter 02's results, {used.n_sentences:,} SST-2 sentences")
+        return OutlierSet(lm.name, mean, used, "chapter 02's results")
     sentences = sample_sentences("sst2", "train", criterion.n_sentences, criterion.seed)
     mean = statistics(lm, sentences).mean
-    return OutlierSet(lm.name, mean, criterion, f"recomputed on chapter 02's sample ({criterion.n_sentences:,} SST-2 sentences), chapter 02 has not run on it")
+    return OutlierSet(lm.name, mean, criterion, "recomputed as chapter 02 would: it has not run on this model in this edition")
