@@ -12,6 +12,7 @@ import torch
 
 from lib.datasets import tasks
 from lib.errors import BookError
+from lib.io import write_manifest
 from lib.measure.metrics import glue_score, student_p, welch_p
 from lib.train import calibration, finetune
 
@@ -191,6 +192,7 @@ def test_cached_run_reuses_a_result_only_for_the_same_weights_data_and_settings(
     lm = tiny_model("bert")
     lm.model.save_pretrained(tmp_path / "models" / "tiny")
     lm.tokenizer.save_pretrained(tmp_path / "models" / "tiny")
+    write_manifest(tmp_path / "models" / "tiny")  # as chapter 05 saves its models: every load checks the folder against it
     cfg = config(epochs=1, batch_size=10, lr=1e-3)
     first, cached = finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")
     assert not cached and first["steps"] == 2 and first["method"] == "none" and first["task"] == "SST-2"
@@ -203,6 +205,7 @@ def test_cached_run_reuses_a_result_only_for_the_same_weights_data_and_settings(
     with torch.no_grad():  # same name, other weights: a new run
         lm.model.get_input_embeddings().weight.mul_(2.0)
     lm.model.save_pretrained(tmp_path / "models" / "tiny")
+    write_manifest(tmp_path / "models" / "tiny")
     assert not finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")[1]
     assert finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")[1]
     monkeypatch.setattr(finetune, "module_digest", lambda *modules: "other code")  # the code that computes runs changed
