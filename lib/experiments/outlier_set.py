@@ -1,5 +1,5 @@
 """The model's outlier dimensions, detected once (chapter 02's criterion and sample) and used unchanged by every chapter
-that clips or ranks them, as Luo et al. zero one fixed set per model (BERT-base: 557; RoBERTa-base: 77 and 588).
+that clips or ranks them, as Luo et al. zero one fixed set of outlier dimensions per model (their values: `paper_values.yaml`).
 
 `statistics` is chapter 02's pass over its sample; `reference` reads the average vectors chapter 02 wrote for a model
 (`mean_vectors.csv`, its criterion from `meta.json`), or, when chapter 02 has not run on that model in this edition,
