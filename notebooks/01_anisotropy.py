@@ -92,7 +92,7 @@ for spec in specs:
     reservoir = TokenReservoir(k=pca_tokens, seed=seed, layers=[layer])
     extract(lm, sentences, [sampler, reservoir], desc=f"{lm.name}")
     _, _, _, vectors = sampler.result()
-    table = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed))
+    table = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed), geometry.pair_cosines(geometry.centered(vectors), n_pairs, seed))
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "pca_layer": layer}
     results.table(table, schemas.ANISOTROPY, spec, parameters, info)
     tables[lm.name] = table
@@ -245,7 +245,7 @@ ch.say(
 # Computed here on the sampled tokens of the last model of the loop above:
 
 # %%
-centred = vectors - vectors.mean(axis=0, keepdims=True)
+centred = geometry.centered(vectors)
 before = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed))
 after = geometry.anisotropy_table(geometry.pair_cosines(centred, n_pairs, seed))
 ch.say(
@@ -254,8 +254,10 @@ ch.say(
 )
 
 # %% [markdown]
-# A reusable version is a transform, so it belongs in `lib/measure/transforms.py`, which
-# already has `Center` ({doc}`chapter 12 <12_isotropy_word_similarity>` uses it): `transforms.Center().fit(x).transform(x)` per layer.
+# A reusable version is in `lib/measure/geometry.py`: `geometry.centered`, which this chapter's
+# table already uses for its `centered_mean_cosine` column, the isotropic baseline the scorecard
+# compares the raw mean cosine with. For one layer at a time there is also the transform
+# `transforms.Center` ({doc}`chapter 12 <12_isotropy_word_similarity>` uses it).
 #
 # :::{solution-end}
 # :::

@@ -84,7 +84,7 @@ for spec in specs:
         (schemas.EMBEDDING_TABLES, view.summary),
         ("position_embedding_rows", view.rows),
         (schemas.LAYERNORM_RANKS, ranks),
-        ("propagation", spread),
+        (schemas.PROPAGATION, spread),
     ]:
         results.table(frame, name, spec, parameters, info)
     found[lm.name] = dict(

@@ -133,16 +133,43 @@ for name, frame in accuracy.items():
 # add each outlier dimension's rank among all neurons (1 = the largest contribution).
 
 # %%
-with_dims = {name: frame for name, frame in contribution.items() if len(found[name]["dims"])}
+paper_probe = {name: frame[frame["probe"] == "paper"].drop(columns="probe") for name, frame in contribution.items()}
+with_dims = {name: frame for name, frame in paper_probe.items() if len(found[name]["dims"])}
 if with_dims:
     results.figure(
         plotting.contributions_by_layer(with_dims),
         "contribution_by_layer",
         "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer.",
     )
-for name, frame in contribution.items():
-    ch.show(frame, f"{name}: mean contribution by layer (test tokens)", precision=3)
+for name, frame in paper_probe.items():
+    ch.show(frame, f"{name}: mean contribution by layer (test tokens, the paper's probe)", precision=3)
 ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appendix B.1 (paper; read off figures)")
+
+# %% [markdown]
+# ## Controls: is it position, or just size?
+#
+# The paper's probe has no bias. A dimension that is large and nearly the same in every vector
+# can then act as the bias: its weight for each position sets that position's prior, and its
+# contribution |w·v| is large although it says nothing about *which* position a token is at.
+# Two controls are trained beside the paper's probe on every layer (`position_probe.PROBES`):
+# the same probe on **centred** vectors (each layer's training mean subtracted, so no constant
+# can stand in for the bias), and the paper's probe trained on **shuffled** positions (no
+# position information; its accuracy is the chance level). An outlier dimension that ranks first
+# for the paper's probe, falls back for the centred one and still ranks first for the shuffled
+# one earns its contribution by its size, not by position. The scorecard tests the claim with
+# the centred probe's ranks and reports the shuffled one beside it.
+
+# %%
+for name, frame in contribution.items():
+    dims = found[name]["dims"]
+    ranks = frame.pivot(index="layer", columns="probe", values=[f"dim {d} rank" for d in dims] or ["top_dim"])
+    ranks.columns = [f"{a.removesuffix(' rank')}, {b} probe" if dims.size else f"top neuron, {b} probe" for a, b in ranks.columns]
+    acc = accuracy[name].set_index("layer")[["test_accuracy", "centred_test_accuracy", "shuffled_test_accuracy"]]
+    ch.show(
+        acc.join(ranks).reset_index(),
+        f"{name}: test accuracy of the three probes, and the rank of each outlier dimension's mean contribution (1 = largest) under each",
+        precision=3,
+    )
 
 # %% [markdown]
 # ## Contribution by position and layer
@@ -159,7 +186,8 @@ for name, maps in heatmaps.items():
 # %% tags=["hide-input"]
 lines = []
 for name in accuracy:
-    acc, con, dims = accuracy[name], contribution[name], found[name]["dims"]
+    acc, con, dims = accuracy[name], paper_probe[name], found[name]["dims"]
+    centred = contribution[name][contribution[name]["probe"] == "centred"]
     text = (
         f"- **{name}**: test accuracy {100 * acc['test_accuracy'].iloc[0]:.1f}% at the embedding output, "
         f"{100 * acc['test_accuracy'].iloc[1:4].min():.1f}–{100 * acc['test_accuracy'].iloc[1:4].max():.1f}% in layers 1-3, "
@@ -170,7 +198,8 @@ for name in accuracy:
         above = (con[f"dim {d}"] > con["mean_all"]).sum()
         text += (
             f" Dim {d} contributes more than the average neuron in {above} of {len(con)} layers and is the top neuron in {top} "
-            f"(best rank {con[f'dim {d} rank'].min()})."
+            f"(best rank {con[f'dim {d} rank'].min()}); with the centred probe it is the top neuron in "
+            f"{(centred[f'dim {d} rank'] == 1).sum()} (best rank {centred[f'dim {d} rank'].min()})."
         )
     if not len(dims):
         text += " No model-level outlier dimension was detected."

@@ -119,12 +119,11 @@ scores, summary, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     sets[lm.name] = ch.outliers_of(lm, spec, profile)
-    table = pd.concat(
-        [frozen.run_task(lm, CLASSIFICATION_TASKS[t], data[t], sets[lm.name], wanted, bias, pool_special, clip) for t in names], ignore_index=True
-    )
+    runs = [frozen.run_task(lm, CLASSIFICATION_TASKS[t], data[t], sets[lm.name], wanted, bias, pool_special, clip) for t in names]
+    table = pd.concat([run.table for run in runs], ignore_index=True)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": sets[lm.name].describe()}
     results.table(table, schemas.FROZEN_ACCURACY, spec, parameters, info)
-    summary.append(frozen.best(table, lm.name, spec))
+    summary.append(frozen.best(runs, lm.name, spec))
     results.table(summary[-1], schemas.FROZEN_BEST, spec, parameters, info)
     scores[spec] = (lm.name, table)
     del lm

@@ -53,7 +53,7 @@ import lib.book.chapter as ch
 from lib.book import plotting
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import common_direction
+from lib.experiments import common_direction, schemas
 
 specs, results = ch.begin("10_common_direction", profile, models)
 shift_texts = ch.names(shifts, "shifts")
@@ -98,7 +98,9 @@ for spec in specs:
         key = f"{lm.name}, {label}"
         views[key], rings[key], colour[key] = view, found.reference, found.sample_norms
     spectra[lm.name], norms[lm.name] = found.spectra, found.norms
-    results.table(pd.DataFrame([found.summary]), "embedding_matrix", spec, parameters, {"name": lm.name, "width": found.summary["width"]})
+    results.table(
+        schemas.EMBEDDING_MATRIX.frame([found.summary]), schemas.EMBEDDING_MATRIX, spec, parameters, {"name": lm.name, "width": found.summary["width"]}
+    )
     summary.append(found.summary)
     del lm
 summary = pd.DataFrame(summary)

@@ -111,6 +111,11 @@ def test_clipping_the_planted_common_dimension_removes_the_anisotropy():
     assert (table.loc["raw", "mean_cosine"] > 0.95).all()
     assert (table.loc["clipped", "mean_cosine"].abs() < 0.05).all() and (table.loc["whitened", "mean_cosine"].abs() < 0.05).all()
     assert (table.loc["clipped", "clipped_dims"] == "3").all()
+    # the control zeroes one random never-flagged dimension and leaves the cone; changes are paired against raw
+    control = table.loc["clipped-random"]
+    assert (control["mean_cosine"] > 0.95).all() and (control["clipped_dims"] != "3").all() and (table.loc["raw", "change_vs_raw"] == 0).all()
+    drop = table.loc["clipped", "change_vs_raw"] - control["change_vs_raw"]
+    assert (drop < -0.9).all() and (table.loc["clipped", "change_vs_raw_ci95"] < 0.05).all()
     by_z = clipping_geometry.clipped_cosines(planted_set(), tokens, 200, 0)
     assert by_z["dims_zeroed"].tolist() == [1, 1, 1] and (by_z["mean_cosine"].abs() < 0.05).all()
 
@@ -132,6 +137,21 @@ def test_wic_chooses_on_train_and_counts_the_pairs_clipping_wins():
     assert best.loc["raw", "train_accuracy"] == 50.0
     assert best.loc["clipped", "dev_right_only_here"] == 50 and best.loc["clipped", "dev_right_only_raw"] == 0  # the 50 different-sense pairs
     assert best.loc["raw", "dev_right_only_here"] == 0
+    # the paired counts against the clipped variant: clipped against itself has none, raw loses the same 50 pairs
+    assert best.loc["clipped", "dev_right_only_here_vs_clipped"] == 0 and best.loc["raw", "dev_right_only_clipped"] == 50
+
+
+def test_the_random_control_draws_as_many_never_flagged_dimensions():
+    flags = np.zeros((4, 20), dtype=bool)
+    flags[:, [3, 7]] = True
+    flags[0, :] = False  # a layer with nothing flagged loses nothing
+    flags[2, 11] = True  # flagged in one layer only: never drawn
+    drawn = variants.random_dims(flags, seed=0)
+    assert [len(d) for d in drawn] == [0, 2, 3, 2]
+    assert not set(np.concatenate(drawn)) & {3, 7, 11} and drawn[1].tolist() == drawn[3].tolist()
+    assert [d.tolist() for d in variants.random_dims(flags, seed=0)] == [d.tolist() for d in drawn]  # seeded
+    with pytest.raises(BookError, match="too few never-flagged dimensions"):
+        variants.random_dims(np.ones((2, 3), dtype=bool), seed=0)
 
 
 def test_sts_best_layer_is_contextual_and_layer_0_is_shown_apart():
@@ -159,12 +179,19 @@ def test_frozen_classifiers_learn_a_planted_label_in_every_variant():
     labels = {s: rng.integers(0, 2, size=n) for s, n in (("train", 300), ("dev", 100), ("test", 100))}
     vectors = {s: rng.normal(size=(len(y), LAYERS, WIDTH)) + 4.0 * y[:, None, None] * (np.arange(WIDTH) == 5) for s, y in labels.items()}
     fitted = variants.fit(["raw", "clipped", "whitened-sentences"], planted_set(), sentence_vectors=vectors["train"])
-    table = frozen.classify(fitted, vectors, labels, "Toy", 300, bias=True)
+    run = frozen.classify(fitted, vectors, labels, "Toy", 300, bias=True)
+    table = run.table
     assert len(table) == 3 * LAYERS and (table["test_accuracy"] > 90).all()
     assert table.set_index("variant").loc["clipped", "clipped_dims"].eq(1).all() and table.set_index("variant").loc["raw", "clipped_dims"].eq(0).all()
-    best = frozen.best(table, "planted", "p")
-    assert set(best["variant"]) == {"raw", "clipped", "whitened-sentences"} and (best["test_at_best_dev_layer"] > 90).all()
-    label_clipped = frozen.classify(variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True)
+    for (variant, layer), right in run.correct.items():  # the paired record agrees with the table's accuracy
+        row = table[(table["variant"] == variant) & (table["layer"] == layer)]
+        assert 100 * right.mean() == pytest.approx(float(row["test_accuracy"].iloc[0]))
+    best = frozen.best([run], "planted", "p").set_index("variant")
+    assert set(best.index) == {"raw", "clipped", "whitened-sentences"} and (best["test_at_best_dev_layer"] > 90).all()
+    assert (best["test_examples"] == 100).all() and best.loc["raw", ["test_right_only_here", "test_right_only_raw"]].eq(0).all()
+    gain = (best.loc["clipped", "test_right_only_here"] - best.loc["clipped", "test_right_only_raw"]) / 100
+    assert 100 * gain == pytest.approx(best.loc["clipped", "test_at_best_dev_layer"] - best.loc["raw", "test_at_best_dev_layer"])
+    label_clipped = frozen.classify(variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True).table
     assert (label_clipped["test_accuracy"] < 70).all()  # the dimension that carries the label is gone
 
 

@@ -25,11 +25,15 @@ def test_anisotropy_near_zero_for_isotropic_and_high_for_shifted_clouds():
     rng = np.random.default_rng(1)
     v = rng.normal(size=(4000, 2, 64))
     v[:, 1] += 3.0  # layer 1: every vector shifted along the same direction
-    table = geometry.anisotropy_table(geometry.pair_cosines(v, 2000, seed=0))
+    table = geometry.anisotropy_table(geometry.pair_cosines(v, 2000, seed=0), geometry.pair_cosines(geometry.centered(v), 2000, seed=0))
     schemas.ANISOTROPY.check(table)  # the columns chapter 01 writes and the scorecard reads
     assert abs(table.loc[0, "mean_cosine"]) < 0.01
     assert table.loc[1, "mean_cosine"] > 0.85
     assert (table["ci95_low"] < table["mean_cosine"]).all() and (table["mean_cosine"] < table["ci95_high"]).all()
+    # the centred baseline is isotropic in both layers (up to the order-1/n residual of centring on the sample itself);
+    # the excess over it is the shift's alone, with a paired interval
+    assert (table["centered_mean_cosine"].abs() < 0.01).all()
+    assert table.loc[0, "excess_ci95_high"] < 0.001 and table.loc[1, "excess_ci95_low"] > 0.8
 
 
 def test_too_few_sentences_for_the_pairs_is_a_clear_error():

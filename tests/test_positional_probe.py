@@ -242,3 +242,42 @@ def test_sentence_classifier_says_when_it_does_not_converge():
     assert probe.fit_classifier(x, y, x, y, bias=False).converged
     stopped = probe.fit_classifier(x, y, x, y, bias=False, cs=(1e6,), max_iter=2)
     assert not stopped.converged and stopped.c == 1e6
+
+
+class _Tokens:
+    """Stand-in for AllTokens: one layer of vectors and each row's position."""
+
+    def __init__(self, x: np.ndarray, positions: np.ndarray):
+        self.x, self.positions = x, positions
+
+    def layer(self, layer: int) -> np.ndarray:
+        return self.x
+
+
+def _planted_tokens(seed: int, n: int, n_positions: int = 16, width: int = 64, constant: int = 63) -> _Tokens:
+    """Tokens of sentences of 2-16 tokens (so early positions are the frequent ones, as in text), position written into
+    32 dimensions (a weak random code per position, plus noise), noise elsewhere, and one large, nearly constant dimension
+    that carries no position information."""
+    rng = np.random.default_rng(seed)
+    code = 0.5 * np.random.default_rng(99).normal(size=(n_positions, 32))
+    positions = np.concatenate([np.arange(length) for length in rng.integers(2, n_positions + 1, size=n)])[:n]
+    x = rng.normal(size=(n, width)).astype(np.float32)
+    x[:, :32] = code[positions] + rng.normal(size=(n, 32))
+    x[:, constant] = 20 + 0.01 * rng.normal(size=n)
+    return _Tokens(x, positions)
+
+
+def test_a_constant_dimension_without_position_information_is_not_ranked_first():
+    """The issue's simulation: a bias-free probe lets a large constant dimension stand in for the bias (it ranks first
+    with no position information); the centred probe, whose ranks the scorecard uses, does not rank it first, and the
+    shuffled-position control exposes it (first again, at chance accuracy)."""
+    from lib.experiments import position_probe
+
+    tokens = {split: _planted_tokens(seed, n) for split, seed, n in (("train", 0, 3000), ("dev", 1, 600), ("test", 2, 1000))}
+    run = position_probe.run(tokens, np.array([63]), 0, 16, 16, "planted", epochs=8, batch_size=64, lr=1e-2, seed=0, device="cpu")
+    ranks = run.contribution.set_index("probe")["dim 63 rank"]
+    assert ranks["paper"] == 1  # the confound the paper's measure shares
+    assert ranks["centred"] > 32  # no position information, no high rank once a constant cannot act as a bias
+    assert ranks["shuffled"] == 1  # the control: first with no position to predict
+    accuracy = run.accuracy.iloc[0]
+    assert accuracy["centred_test_accuracy"] > 0.5 and accuracy["shuffled_test_accuracy"] < 0.2  # 16 positions: chance 1/16

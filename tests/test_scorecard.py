@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -19,7 +20,7 @@ def test_registry_entries_are_complete_and_rules_exist():
     for c in claims:
         assert c.claim.endswith(".") and c.paper_value and c.section
         if c.untestable is None:
-            assert c.rule in scorecard.RULES and c.reason and c.threshold is not None
+            assert c.rule in scorecard.RULES and c.reason and c.effect and c.margin is not None
     assert {c.paper for c in claims} == {"luo2021", "luo2021_thesis", "bis2021", "ding2022"}
     assert set(scorecard.RULES) == {c.rule for c in claims if c.rule}  # no rule without a claim
 
@@ -50,9 +51,10 @@ REGISTRY = [
         "paper_value": "positive",
         "chapter": "01_anisotropy",
         "table": "anisotropy_by_layer",
-        "rule": "positive_in_every_layer",
-        "threshold": 0.0,
-        "reason": "interval above 0",
+        "rule": "anisotropic_in_every_layer",
+        "effect": "mean cosine above the centred baseline",
+        "margin": 0.1,
+        "reason": "clearly positive",
     },
     {
         "id": "bis2021/centering-isotropy",
@@ -63,7 +65,8 @@ REGISTRY = [
         "chapter": "12_isotropy_word_similarity",
         "table": "isotropy",
         "rule": "centering_raises_isotropy",
-        "threshold": 0.1,
+        "effect": "I(W) centred minus raw",
+        "margin": 0.1,
         "reason": "at least 0.1",
     },
     {
@@ -75,11 +78,27 @@ REGISTRY = [
         "chapter": "13_isotropy_calibration",
         "table": "summary",
         "rule": "flow_costly",
-        "threshold": 2.0,
+        "effect": "time ratio",
+        "margin": 2.0,
         "reason": "twice",
     },
     {"id": "ding2022/translation", "paper": "ding2022", "section": "§4.2", "claim": "BLEU drops.", "paper_value": "3-5", "untestable": "no mBART offline"},
 ]
+
+
+def _anisotropy(means: list[float], half: float) -> pd.DataFrame:
+    """Chapter 01's table with a centred baseline of 0 and a paired interval of ±half around each mean."""
+    means = pd.Series(means)
+    return pd.DataFrame(
+        {
+            "layer": range(len(means)),
+            "mean_cosine": means,
+            "centered_mean_cosine": 0.0,
+            "excess_ci95_low": means - half,
+            "excess_ci95_high": means + half,
+            "n_pairs": 1000,
+        }
+    )
 
 
 @pytest.fixture
@@ -88,21 +107,8 @@ def planted(tmp_path):
     registry.write_text(yaml.safe_dump(REGISTRY, allow_unicode=True))
     root = tmp_path / "results"
     # a claim that holds for one model and fails for another
-    _plant(
-        root,
-        "alpha",
-        "01_anisotropy",
-        "anisotropy_by_layer",
-        pd.DataFrame({"layer": [0, 1, 2], "mean_cosine": [0.1, 0.3, 0.4], "ci95_low": [0.05, 0.2, 0.3]}),
-        "Alpha",
-    )
-    _plant(
-        root,
-        "beta",
-        "01_anisotropy",
-        "anisotropy_by_layer",
-        pd.DataFrame({"layer": [0, 1, 2], "mean_cosine": [0.1, 0.01, -0.02], "ci95_low": [0.05, -0.03, -0.06]}),
-    )
+    _plant(root, "alpha", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.1, 0.3, 0.4], 0.02), "Alpha")
+    _plant(root, "beta", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.1, 0.01, -0.02], 0.02))
     # one that does not hold (centering lowers I(W) here), for alpha only
     _plant(root, "alpha", "12_isotropy_word_similarity", "isotropy", pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.8, 0.75]}), "Alpha")
     # chapter 13 never ran: missing
@@ -113,7 +119,9 @@ def test_verdicts_from_planted_tables(planted):
     registry, root = planted
     card = scorecard.scorecard("planted", root=root, registry=registry).set_index(["claim_id", "model"])
     assert card.loc[("luo2021/anisotropy", "Alpha"), "verdict"] == "holds"
-    assert card.loc[("luo2021/anisotropy", "Alpha"), "ours"] == "95% interval above 0 in 2 of 2 layers; mean cosine 0.300 to 0.400"
+    assert card.loc[("luo2021/anisotropy", "Alpha"), "ours"].startswith("layer 1: 0.300 (95% interval 0.280 to 0.320; paired over 1,000 pairs) → holds")
+    assert card.loc[("luo2021/anisotropy", "Alpha"), "estimate"] == pytest.approx(0.3)  # the weakest layer's effect is shown
+    assert card.loc[("luo2021/anisotropy", "Alpha"), "margin"] == 0.1 and "centred baseline" in card.loc[("luo2021/anisotropy", "Alpha"), "control"]
     assert card.loc[("luo2021/anisotropy", "beta"), "verdict"] == "does not hold"
     assert card.loc[("bis2021/centering-isotropy", "Alpha"), "verdict"] == "does not hold"
     assert card.loc[("bis2021/centering-isotropy", "Alpha"), "source"] == "planted/alpha/12_isotropy_word_similarity/isotropy.csv"
@@ -124,23 +132,44 @@ def test_verdicts_from_planted_tables(planted):
 
 def test_mixed_and_thresholds(planted):
     registry, root = planted
-    _plant(root, "gamma", "01_anisotropy", "anisotropy_by_layer", pd.DataFrame({"layer": [1, 2], "mean_cosine": [0.2, 0.01], "ci95_low": [0.1, -0.01]}))
-    _plant(root, "alpha", "13_isotropy_calibration", "summary", pd.DataFrame({"method": ["none", "flow", "flow"], "time_ratio": [1.0, 1.5, 1.7]}), "Alpha")
+    _plant(root, "gamma", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.5, 0.3, 0.02], 0.01))
+    _plant(root, "delta", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.5, 0.12, 0.1], 0.05))
+    flow = pd.DataFrame({"task": ["a", "a", "b"], "method": ["none", "flow", "flow"], "time_ratio": [1.0, 1.5, 1.7]})
+    _plant(root, "alpha", "13_isotropy_calibration", "summary", flow, "Alpha")
     card = scorecard.scorecard("planted", root=root, registry=registry).set_index(["claim_id", "model"])
-    assert card.loc[("luo2021/anisotropy", "gamma"), "verdict"] == "mixed"  # one of two layers
-    assert (
-        card.loc[("ding2022/flow-cost", "Alpha"), "verdict"] == "mixed"
-        and card.loc[("ding2022/flow-cost", "Alpha"), "ours"] == "1.60× the uncalibrated time per epoch"
-    )
+    assert card.loc[("luo2021/anisotropy", "gamma"), "verdict"] == "mixed"  # holds in one layer, not in the other
+    assert card.loc[("luo2021/anisotropy", "delta"), "verdict"] == "inconclusive"  # intervals contain the margin
+    flow_row = card.loc[("ding2022/flow-cost", "Alpha")]
+    assert flow_row["verdict"] == "inconclusive" and flow_row["ours"].startswith("1.60× (95% interval 0.33 to 2.87×; t over 2 tasks)")
 
 
-def test_wic_verdict_weighs_the_gain_against_its_standard_error(tmp_path):
+def test_wic_verdict_is_paired_over_the_same_development_pairs(tmp_path):
+    """A 2-point gain on 638 pairs: as two independent accuracies its interval (about ±5.4 points) would contain 0; paired
+    over the same pairs, where the variants disagree on only 17 of them (15 to 2), it holds."""
     claim = next(c for c in scorecard.claims() if c.id == "luo2021/wic-clipping")
-    tables = scorecard.Tables("planted", root=tmp_path)
-    for clipped, expected in ((62.0, "holds"), (56.0, "mixed"), (47.0, "does not hold")):
-        frame = pd.DataFrame({"variant": ["raw", "clipped"], "dev_accuracy_of_that_choice": [55.0, clipped], "dev_pairs": [638, 638]})
-        _plant(tmp_path, "m", "07_wic", "best", frame)
-        assert scorecard.RULES[claim.rule](tables, "m", claim).verdict == expected  # 1.96 SE of the difference ≈ 5.4 points
+    frame = pd.DataFrame(
+        {
+            "variant": ["raw", "clipped"],
+            "dev_accuracy_of_that_choice": [60.0, 62.04],
+            "dev_pairs": [638, 638],
+            "dev_right_only_here": [0, 15],
+            "dev_right_only_raw": [0, 2],
+        }
+    )
+    _plant(tmp_path, "m", "07_wic", "best", frame)
+    outcome = scorecard.RULES[claim.rule](scorecard.Tables("planted", root=tmp_path), "m", claim)
+    assert outcome.verdict == "holds" and outcome.estimate.value == pytest.approx(100 * 13 / 638)
+    assert (outcome.estimate.high - outcome.estimate.low) / 2 < 1.5  # paired: far narrower than the ±5.4 of independent accuracies
+
+
+def test_holm_turns_weak_verdicts_inconclusive():
+    """Twenty verdicts at p = 0.04 each would all hold one by one; corrected together, none does. One at p = 0.001
+    survives."""
+    card = pd.DataFrame({"verdict": ["holds"] * 20 + ["does not hold", "holds"], "ours": "x", "p": [0.04] * 20 + [0.001, np.nan]})
+    out = scorecard.holm_corrected(card)
+    assert (out["verdict"].iloc[:20] == "inconclusive").all() and out["ours"].iloc[0].startswith("x (holds before Holm's correction over 21 verdicts")
+    assert out["verdict"].iloc[20] == "does not hold" and out["p_holm"].iloc[20] == pytest.approx(0.021)
+    assert out["verdict"].iloc[21] == "holds" and np.isnan(out["p_holm"].iloc[21])  # an exact verdict has no p-value
 
 
 def test_bad_registry_entries_are_one_line_errors(tmp_path):

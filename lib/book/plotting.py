@@ -192,7 +192,7 @@ def contributions_by_layer(tables: dict[str, pd.DataFrame]):
     """Per model: mean contribution by layer of each outlier dimension, of the largest non-outlier neuron, and of all neurons."""
     fig, axes = plt.subplots(len(tables), 1, figsize=(7.5, 3.8 * len(tables)), squeeze=False)
     for ax, (name, t) in zip(axes[:, 0], tables.items()):
-        dims = [c for c in t.columns if c.startswith("dim ")]
+        dims = [c for c in t.columns if c.startswith("dim ") and not c.endswith(" rank")]
         for color, col in zip(COLORS[1:], dims):
             ax.plot(t["layer"], t[col], "-o", color=color, label=col + " (outlier)")
         ax.plot(t["layer"], t["top_other"], "-s", color=COLORS[0], label="largest non-outlier neuron")

@@ -19,7 +19,7 @@ from . import variants as variants_
 from .outlier_set import OutlierSet
 from .schemas import GEOMETRY_BY_VARIANT
 
-VARIANTS = ["raw", "clipped", "whitened"]
+VARIANTS = ["raw", "clipped", "clipped-random", "whitened"]
 
 
 @dataclass
@@ -34,17 +34,21 @@ class Geometry:
 def layer_geometry(
     variants: variants_.Variants, tokens: np.ndarray, word_vectors: np.ndarray, word_groups: np.ndarray, n_pairs: int, seed: int
 ) -> pd.DataFrame:
-    """Random-pair cosine (mean, 95% half-width) and self-similarity for every variant and layer."""
+    """Random-pair cosine (mean, 95% half-width), its change from raw on the same pairs (with a paired 95% half-width)
+    and self-similarity for every variant and layer."""
 
     def score(transform, layer: int, variant: str) -> dict:
         cos = geometry.pair_cosines(transform(tokens[:, layer])[:, None, :], n_pairs, seed)[:, 0]
+        change = cos - geometry.pair_cosines(tokens[:, layer][:, None, :], n_pairs, seed)[:, 0]
         ss = geometry.self_similarity(transform(word_vectors[:, layer]), word_groups)
         return {
             "mean_cosine": cos.mean(),
             "ci95": 1.96 * cos.std(ddof=1) / np.sqrt(len(cos)),
+            "change_vs_raw": change.mean(),
+            "change_vs_raw_ci95": 1.96 * change.std(ddof=1) / np.sqrt(len(change)),
             "self_similarity": ss,
             "self_similarity_minus_anisotropy": ss - cos.mean(),
-            "clipped_dims": " ".join(map(str, variants.clipped_dims(layer))),
+            "clipped_dims": " ".join(map(str, variants.clipped_dims(layer, variant))),
             "whitening_dropped_components": variants.dropped_components(layer),
         }
 
@@ -91,7 +95,7 @@ def run(
     """Fit the whitening on `fit`'s tokens, measure `measure`'s tokens and the words' vectors, score every variant."""
     stats = LayerStats(covariance=True)
     extract(lm, fit, [stats], desc=f"{lm.name} fit")
-    fitted = variants_.fit(VARIANTS, outlier_set, protocol, token_stats=stats)
+    fitted = variants_.fit(VARIANTS, outlier_set, protocol, token_stats=stats, seed=seed)
     sampler, reservoir = SentenceTokenSampler(seed=seed), TokenReservoir(k=pca_tokens, seed=seed, layers=[lm.n_layers])
     extract(lm, measure, [sampler, reservoir], desc=f"{lm.name} measure")
     tokens = sampler.result()[3]

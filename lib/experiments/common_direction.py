@@ -42,6 +42,7 @@ def measure(lm: LoadedModel, plane_points: int, check_rows: int, seed: int) -> M
         "width": w.shape[1],
         **{f"{k}_raw": v for k, v in isotropy.norm_stats(w).items()},
         **{f"sigma1_over_sigma2_{label}": s[0] / s[1] for label, s in spectra.items()},
+        "top_direction_mean_cosine": isotropy.top_direction_alignment(w),
         "check_rows": len(checked),
         "mean_pairwise_cosine_brute_force": isotropy.mean_pairwise_cosine(checked),
         "mean_pairwise_cosine_from_mean_unit_vector": isotropy.cosine_from_mean_unit(checked),

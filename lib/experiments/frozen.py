@@ -5,6 +5,8 @@ the training texts (and further unlabelled training texts up to n_fit), never on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -19,26 +21,33 @@ from .schemas import FROZEN_ACCURACY, FROZEN_BEST
 Split = tuple[list[str], np.ndarray]  # texts and integer labels (-1: unlabelled)
 
 
-def classify(
-    variants: variants_.Variants, vectors: dict[str, np.ndarray], labels: dict[str, np.ndarray], task: str, fit_texts: int, bias: bool
-) -> pd.DataFrame:
-    """Development and test accuracy (%) of a classifier fitted on the training vectors, for every variant and layer."""
+@dataclass
+class TaskRun:
+    table: pd.DataFrame  # FROZEN_ACCURACY
+    correct: dict[tuple[str, int], np.ndarray]  # (variant, layer) -> which test examples its classifier gets right
+
+
+def classify(variants: variants_.Variants, vectors: dict[str, np.ndarray], labels: dict[str, np.ndarray], task: str, fit_texts: int, bias: bool) -> TaskRun:
+    """Development and test accuracy (%) of a classifier fitted on the training vectors, for every variant and layer,
+    and which test examples each gets right (for paired comparisons)."""
+    correct = {}
 
     def score(transform, layer: int, variant: str) -> dict:
         x = {split: transform(v[:, layer]).astype(np.float32) for split, v in vectors.items()}
         model = probe.fit_classifier(x["train"], labels["train"], x["dev"], labels["dev"], bias=bias)
+        correct[(variant, layer)] = model.predict(x["test"]) == labels["test"]
         return {
             "task": task,
             "dev_accuracy": 100 * model.dev_accuracy[model.c],
             "test_accuracy": 100 * model.accuracy(x["test"], labels["test"]),
             "C": model.c,
             "converged": model.converged,
-            "clipped_dims": len(variants.clipped_dims(layer)) if variant == "clipped" else 0,
+            "clipped_dims": len(variants.clipped_dims(layer, variant)),
             "whitening_fit_texts": fit_texts,
         }
 
     table = variants.score(score, desc=f"{task} classifiers")
-    return FROZEN_ACCURACY.check(table[list(FROZEN_ACCURACY.columns)])
+    return TaskRun(FROZEN_ACCURACY.check(table[list(FROZEN_ACCURACY.columns)]), correct)
 
 
 def run_task(
@@ -50,7 +59,7 @@ def run_task(
     bias: bool = False,
     pool_special: bool = True,
     protocol: str = "model",
-) -> pd.DataFrame:
+) -> TaskRun:
     """Pool every split once; fit the variants on the training texts plus the unlabelled `fit` texts (token moments
     for "whitened", pooled vectors for "whitened-sentences"); score every variant and layer."""
     stats = LayerStats(covariance="whitened" in wanted)
@@ -66,22 +75,29 @@ def run_task(
     return classify(fitted, vectors, labels, task, len(fit_vectors), bias)
 
 
-def best(table: pd.DataFrame, model: str, spec: str) -> pd.DataFrame:
-    """Per task and variant: the best test accuracy over layers (the paper's number) and the test accuracy of the layer
-    with the best development accuracy."""
+def best(runs: list[TaskRun], model: str, spec: str) -> pd.DataFrame:
+    """Per task and variant: the best test accuracy over layers (the paper's number), the test accuracy of the layer
+    with the best development accuracy, and at those chosen layers the test examples only this variant or only the raw
+    vectors get right (the discordant examples of a paired comparison)."""
     rows = []
-    for (task, variant), part in table.groupby(["task", "variant"], sort=False):
-        top, chosen = part.loc[part["test_accuracy"].idxmax()], part.loc[part["dev_accuracy"].idxmax()]
-        rows.append(
-            {
-                "model": model,
-                "spec": spec,
-                "task": task,
-                "variant": variant,
-                "best_test": top["test_accuracy"],
-                "best_test_layer": int(top["layer"]),
-                "test_at_best_dev_layer": chosen["test_accuracy"],
-                "best_dev_layer": int(chosen["layer"]),
-            }
-        )
+    for run in runs:
+        chosen = {}
+        for (task, variant), part in run.table.groupby(["task", "variant"], sort=False):
+            top, chosen[variant] = part.loc[part["test_accuracy"].idxmax()], part.loc[part["dev_accuracy"].idxmax()]
+            rows.append(
+                {
+                    "model": model,
+                    "spec": spec,
+                    "task": task,
+                    "variant": variant,
+                    "best_test": top["test_accuracy"],
+                    "best_test_layer": int(top["layer"]),
+                    "test_at_best_dev_layer": chosen[variant]["test_accuracy"],
+                    "best_dev_layer": int(chosen[variant]["layer"]),
+                }
+            )
+        right = {variant: run.correct[(variant, int(row["layer"]))] for variant, row in chosen.items()}
+        for row in rows[len(rows) - len(chosen) :]:
+            here, raw = right[row["variant"]], right["raw"]
+            row.update(test_examples=len(here), test_right_only_here=int((here & ~raw).sum()), test_right_only_raw=int((raw & ~here).sum()))
     return FROZEN_BEST.frame(rows)

@@ -4,6 +4,8 @@ every layer.
 - raw: the vectors as the model gives them;
 - clipped: the model's outlier set (`outlier_set`) zeroed, in every layer (Luo et al. 2021, §4.1), or with
   protocol "layer" each layer's own flagged dimensions (their Appendix D.1, for large models);
+- clipped-random: as many randomly drawn dimensions zeroed as `clipped` zeroes, none of them ever flagged as an
+  outlier (a control: what zeroing *any* k dimensions does);
 - whitened: the thesis's whitening (Luo 2021, §3.2.3): each layer's mean and covariance of the *token* vectors of a
   training sample;
 - whitened-sentences: whitening of mean-pooled *sentence* vectors of a training sample (Su et al. 2021), a labelled
@@ -29,6 +31,7 @@ from .outlier_set import OutlierSet
 VARIANTS = {
     "raw": "the model's vectors",
     "clipped": "the model's outlier dimensions zeroed (Luo et al. 2021)",
+    "clipped-random": "as many random non-outlier dimensions zeroed (a control)",
     "whitened": "whitening fitted on the token vectors of a training sample (Luo 2021, thesis §3.2.3)",
     "whitened-sentences": "whitening fitted on the pooled sentence vectors of a training sample (Su et al. 2021)",
 }
@@ -45,8 +48,9 @@ class Variants:
     def n_layers(self) -> int:
         return len(next(iter(self.transforms.values())))
 
-    def clipped_dims(self, layer: int) -> list[int]:
-        return self.transforms["clipped"][layer].dims.tolist() if "clipped" in self.transforms else []
+    def clipped_dims(self, layer: int, variant: str = "clipped") -> list[int]:
+        """The dimensions a clipping variant zeroes in a layer (none for the other variants)."""
+        return self.transforms[variant][layer].dims.tolist() if variant.startswith("clipped") and variant in self.transforms else []
 
     def dropped_components(self, layer: int) -> int:
         return int(self.transforms["whitened"][layer].dropped_) if "whitened" in self.transforms else 0
@@ -77,10 +81,11 @@ def fit(
     protocol: str = "model",
     token_stats: LayerStats | None = None,
     sentence_vectors: np.ndarray | None = None,
+    seed: int = 0,
 ) -> Variants:
     """The wanted variants for one model: clipping from its outlier set, token whitening from the per-layer moments of
     a training sample's tokens (`LayerStats(covariance=True)`), sentence whitening from a training sample's pooled
-    vectors (n, layers, width)."""
+    vectors (n, layers, width); the random control's dimensions from `seed`."""
     flags = outlier_set.flags(protocol)
     out: dict[str, list] = {}
     for variant in wanted:
@@ -88,6 +93,8 @@ def fit(
             out[variant] = [transforms.Identity() for _ in flags]
         elif variant == "clipped":
             out[variant] = [transforms.Clip(np.flatnonzero(row), flags.shape[1]) for row in flags]
+        elif variant == "clipped-random":
+            out[variant] = [transforms.Clip(dims, flags.shape[1]) for dims in random_dims(flags, seed)]
         elif variant == "whitened":
             require(token_stats is not None, "token whitening needs the token statistics of a training sample")
             out[variant] = transforms.whitening_from_moments(token_stats.mean, token_stats.covariance())
@@ -98,3 +105,12 @@ def fit(
             require(False, f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
     require(len({len(v) for v in out.values()}) == 1, "the variants were fitted on different numbers of layers")
     return Variants(out, protocol)
+
+
+def random_dims(flags: np.ndarray, seed: int) -> list[np.ndarray]:
+    """Per layer, as many dimensions as that layer flags, drawn at random (seeded) from those never flagged in any
+    layer; layers that flag equally many get the same draw, so a model-level set is matched by one random set."""
+    pool = np.random.default_rng(seed).permutation(np.flatnonzero(~flags.any(axis=0)))
+    counts = flags.sum(axis=1)
+    require(counts.max(initial=0) <= len(pool), "too few never-flagged dimensions to draw a random control set from")
+    return [np.sort(pool[:k]) for k in counts]

@@ -30,12 +30,14 @@ def pair_cosines(vectors: np.ndarray, n_pairs: int, seed: int) -> np.ndarray:
     return np.einsum("pld,pld->pl", a, b) / np.maximum(norms, np.finfo(np.float64).tiny)
 
 
-def anisotropy_table(cosines: np.ndarray) -> pd.DataFrame:
-    """Per layer: mean cosine of random pairs, its standard deviation and a 95% normal interval."""
+def anisotropy_table(cosines: np.ndarray, centered: np.ndarray | None = None) -> pd.DataFrame:
+    """Per layer: mean cosine of random pairs, its standard deviation and a 95% normal interval. With `centered`, the
+    cosines of the same pairs after each layer's mean vector was subtracted (the isotropic baseline of this sample),
+    and a paired 95% interval of the excess of the raw mean cosine over that baseline."""
     n = cosines.shape[0]
     mean, std = cosines.mean(axis=0), cosines.std(axis=0, ddof=1) if n > 1 else np.zeros(cosines.shape[1])
     half = 1.96 * std / np.sqrt(n)
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "layer": np.arange(cosines.shape[1]),
             "mean_cosine": mean,
@@ -45,6 +47,18 @@ def anisotropy_table(cosines: np.ndarray) -> pd.DataFrame:
             "n_pairs": n,
         }
     )
+    if centered is not None:
+        excess = cosines - centered
+        half = 1.96 * excess.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(cosines.shape[1])
+        table = table.assign(
+            centered_mean_cosine=centered.mean(axis=0), excess_ci95_low=excess.mean(axis=0) - half, excess_ci95_high=excess.mean(axis=0) + half
+        )
+    return table
+
+
+def centered(vectors: np.ndarray) -> np.ndarray:
+    """(n, layers, width) vectors minus each layer's mean over the n rows."""
+    return vectors - vectors.mean(axis=0, keepdims=True)
 
 
 @dataclass

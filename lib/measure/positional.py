@@ -217,6 +217,6 @@ def propagation(profile_means: np.ndarray, stages: list[str], dims: np.ndarray, 
                     "max_abs_z": float(np.abs(z[:, d]).max()),
                 }
             )
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=["stage", "dim", "positions", "positions_flagged", "median_z", "max_abs_z"])
     frame["positions_flagged_percent"] = 100.0 * frame["positions_flagged"] / frame["positions"]
     return frame

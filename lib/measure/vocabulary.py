@@ -77,8 +77,9 @@ def reference_tokens(lm: LoadedModel, training_counts: np.ndarray | None = None,
 
 def binned_cosine(w: np.ndarray, reference: np.ndarray, order: np.ndarray, bin_size: int = 1000) -> pd.DataFrame:
     """Mean cosine between the reference rows and the rows in consecutive bins of `order`, reference rows left out of
-    the bins. `bin_start`/`bin_end` are positions in `order` itself, so with order = vocabulary ids they are the
-    vocabulary indices of the bin's first and last token, as in the paper's index axis."""
+    the bins, and the standard deviation over the bin's tokens of each token's mean cosine to the reference rows.
+    `bin_start`/`bin_end` are positions in `order` itself, so with order = vocabulary ids they are the vocabulary indices
+    of the bin's first and last token, as in the paper's index axis."""
     require(bin_size > 0 and len(reference) > 0, "need reference rows and a positive bin size")
     unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     ref_sum = unit[reference].sum(axis=0)  # mean over reference x bin pairs = (Σ_ref u) · (Σ_bin u) / (|ref| |bin|)
@@ -87,12 +88,14 @@ def binned_cosine(w: np.ndarray, reference: np.ndarray, order: np.ndarray, bin_s
     for start in range(0, len(positions), bin_size):
         where = positions[start : start + bin_size]
         ids = order[where]
+        per_token = unit[ids] @ ref_sum / len(reference)
         rows.append(
             {
                 "bin_start": int(where[0]),
                 "bin_end": int(where[-1]),
                 "n_tokens": len(ids),
-                "mean_cosine": float(ref_sum @ unit[ids].sum(axis=0) / (len(reference) * len(ids))),
+                "mean_cosine": float(per_token.mean()),
+                "std_cosine": float(per_token.std(ddof=1)) if len(ids) > 1 else 0.0,
             }
         )
     return pd.DataFrame(rows)

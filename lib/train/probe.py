@@ -109,6 +109,11 @@ class Classifier:
         """Share of rows whose highest-scoring class is the label."""
         return accuracy(self.weight, x, y, self.bias)
 
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The highest-scoring class of every row (the decisions `accuracy` counts)."""
+        logits = torch.as_tensor(x, dtype=torch.float32) @ torch.as_tensor(self.weight).T
+        return (logits + (0 if self.bias is None else torch.as_tensor(self.bias))).argmax(dim=1).numpy()
+
 
 def _softmax_form(values: np.ndarray) -> np.ndarray:
     """scikit-learn's one row for a binary problem as two softmax rows with the same decisions (−v/2, v/2)."""

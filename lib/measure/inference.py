@@ -1,0 +1,125 @@
+"""Effect sizes with their 95% intervals, for the designs the book's claims are tested in (paired items, replicates
+over seeds or data sets, shares, two independent groups), and the decision of an interval against a margin.
+
+Every function returns an `Estimate`; scipy does the distributions. An `exact` estimate is a quantity measured on
+everything there is (a whole embedding matrix): its interval is the value itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..errors import require
+
+LEVEL = 0.95
+Z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    low: float
+    high: float
+    method: str
+    exact: bool = False
+
+    def text(self, digits: int = 2, unit: str = "") -> str:
+        """ "0.41 (95% interval 0.30 to 0.52; t over 6 layers)", or "0.41 (exact: whole matrix)"."""
+        f = f"{{:.{digits}f}}"
+        if self.exact:
+            return f"{f.format(self.value)}{unit} ({self.method})"
+        return f"{f.format(self.value)}{unit} (95% interval {f.format(self.low)} to {f.format(self.high)}{unit}; {self.method})"
+
+    def scaled(self, factor: float, method: str | None = None) -> Estimate:
+        """The same estimate in other units (e.g. a share as percentage points)."""
+        return Estimate(self.value * factor, self.low * factor, self.high * factor, method or self.method, self.exact)
+
+    def p(self, bound: float, side: str) -> float | None:
+        """One-sided p-value that the effect lies beyond `bound` on `side` ("above": effect > bound), read off the
+        interval as a normal interval (so p < 0.025 exactly when the 95% interval clears the bound); None if exact."""
+        if self.exact:
+            return None
+        se = (self.high - self.low) / (2 * Z)
+        if se <= 0:
+            return 0.0 if (self.value > bound if side == "above" else self.value < bound) else 1.0
+        distance = (self.value - bound) if side == "above" else (bound - self.value)
+        return float(stats.norm.sf(distance / se))
+
+
+def exact(value: float, method: str) -> Estimate:
+    """A quantity measured on everything there is: its interval is the value itself."""
+    return Estimate(float(value), float(value), float(value), method, exact=True)
+
+
+def from_interval(value: float, low: float, high: float, method: str) -> Estimate:
+    """An estimate whose interval a chapter computed (and wrote into its table)."""
+    return Estimate(float(value), float(low), float(high), method)
+
+
+def mean_t(values: Sequence[float], over: str) -> Estimate:
+    """The mean of independent replicates (seeds, data sets) with its t-interval."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    require(len(x) >= 2, f"a t-interval over {over} needs at least two values, got {len(x)}")
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return Estimate(float(x.mean()), float(x.mean()) - half, float(x.mean()) + half, f"t over {len(x)} {over}")
+
+
+def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, over: str) -> Estimate:
+    """mean_a − mean_b of two independent groups of replicates, with Welch's interval."""
+    require(n_a >= 2 and n_b >= 2, f"a Welch interval needs at least two {over} per group, got {n_a} and {n_b}")
+    va, vb = sd_a**2 / n_a, sd_b**2 / n_b
+    diff, se = mean_a - mean_b, math.sqrt(va + vb)
+    if se == 0:
+        return Estimate(diff, diff, diff, f"Welch over {n_a} and {n_b} {over}, no spread")
+    df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
+    return Estimate(diff, diff - half, diff + half, f"Welch over {n_a} and {n_b} {over}")
+
+
+def proportion(k: int, n: int, of: str) -> Estimate:
+    """A share k/n with its exact (Clopper-Pearson) interval."""
+    require(n > 0 and 0 <= k <= n, f"a proportion needs 0 <= k <= n and n > 0, got {k}/{n}")
+    ci = stats.binomtest(int(k), int(n)).proportion_ci(LEVEL, method="exact")
+    return Estimate(k / n, float(ci.low), float(ci.high), f"exact binomial over {n:,} {of}")
+
+
+def paired_proportions(only_a: int, only_b: int, n: int, of: str) -> Estimate:
+    """Accuracy of A minus accuracy of B on the same n items, from the discordant counts (A right and B wrong, and the
+    reverse): the paired (Wald) interval of the difference, whose width comes from the discordant items only."""
+    require(n > 0 and only_a >= 0 and only_b >= 0 and only_a + only_b <= n, f"discordant counts {only_a}, {only_b} do not fit {n} items")
+    diff = (only_a - only_b) / n
+    half = Z * math.sqrt(max(only_a + only_b - (only_a - only_b) ** 2 / n, 0.0)) / n
+    return Estimate(diff, diff - half, diff + half, f"paired over {n:,} {of}, {only_a} vs {only_b} discordant")
+
+
+def independent_proportions(p_a: float, n_a: int, p_b: float, n_b: int, of: str) -> Estimate:
+    """p_a − p_b of two shares of separate items (conservative for shares of the same items): Wald interval."""
+    diff = p_a - p_b
+    half = Z * math.sqrt(p_a * (1 - p_a) / n_a + p_b * (1 - p_b) / n_b)
+    return Estimate(diff, diff - half, diff + half, f"two shares of {n_a:,} and {n_b:,} {of}")
+
+
+def spearman(x: Sequence[float], y: Sequence[float], of: str) -> Estimate:
+    """Spearman's rank correlation with a Fisher-z interval (standard error 1.06 / sqrt(n − 3), Fieller et al. 1957)."""
+    n = len(x)
+    require(n >= 4, f"a rank correlation interval needs at least 4 {of}, got {n}")
+    rho = float(stats.spearmanr(x, y).statistic)
+    z, half = math.atanh(max(min(rho, 0.99), -0.99)), Z * 1.06 / math.sqrt(n - 3)  # |ρ| = 1 capped: the transform is infinite there
+    low, high = math.tanh(z - half), math.tanh(z + half)
+    return Estimate(rho, min(low, rho), max(high, rho), f"Spearman over {n} {of}, Fisher z")
+
+
+def holm(pvalues: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (family-wise error), in the input order."""
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p)
+    scaled = np.minimum(1.0, np.maximum.accumulate(p[order] * (len(p) - np.arange(len(p)))))
+    out = np.empty_like(p)
+    out[order] = scaled
+    return out

@@ -1,0 +1,71 @@
+"""The intervals the scorecard's verdicts rest on, against scipy and hand computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from lib.errors import BookError
+from lib.experiments import pretraining
+from lib.measure import inference
+
+
+def test_t_interval_over_replicates_is_scipys():
+    values = [1.2, 3.5, 2.0]
+    est = inference.mean_t(values, "seeds")
+    ci = stats.ttest_1samp(values, 0).confidence_interval(0.95)
+    assert (est.value, est.low, est.high) == pytest.approx((np.mean(values), ci.low, ci.high))
+    with pytest.raises(BookError, match="at least two values"):
+        inference.mean_t([1.0], "seeds")
+
+
+def test_paired_interval_comes_from_the_discordant_items():
+    est = inference.paired_proportions(15, 2, 638, "pairs")
+    assert est.value == pytest.approx(13 / 638)
+    se = math.sqrt(15 + 2 - 13**2 / 638) / 638
+    assert est.high - est.value == pytest.approx(1.959964 * se, rel=1e-5)
+    assert inference.paired_proportions(0, 0, 100, "pairs").high == 0  # the variants never disagree: no difference
+    with pytest.raises(BookError, match="do not fit"):
+        inference.paired_proportions(60, 50, 100, "pairs")
+
+
+def test_exact_binomial_and_welch_intervals():
+    est = inference.proportion(7, 10, "items")
+    ci = stats.binomtest(7, 10).proportion_ci(0.95, method="exact")
+    assert (est.low, est.high) == pytest.approx((ci.low, ci.high))
+    a, b = np.array([3.0, 3.2, 2.9, 3.1]), np.array([1.0, 1.4, 1.1])
+    w = inference.welch(a.mean(), a.std(ddof=1), 4, b.mean(), b.std(ddof=1), 3, "seeds")
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (w.low, w.high) == pytest.approx((ci.low, ci.high))
+
+
+def test_p_value_is_read_off_the_interval():
+    """p < 0.025 one-sided exactly when the 95% interval clears the bound."""
+    est = inference.from_interval(1.0, 0.5, 1.5, "planted")
+    assert est.p(0.5, "above") == pytest.approx(0.025, rel=1e-3) and est.p(1.5, "below") == pytest.approx(0.025, rel=1e-3)
+    assert est.p(0.0, "above") < 0.025 < est.p(0.9, "above")
+    assert inference.exact(3.0, "whole").p(1.0, "above") is None
+
+
+def test_holm_matches_the_step_down_rule():
+    adjusted = inference.holm([0.01, 0.04, 0.03, 0.005])
+    assert adjusted.tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
+def test_spearman_interval_contains_the_estimate_and_narrows_with_n():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=200)
+    y = -x + rng.normal(size=200)
+    small, large = inference.spearman(x[:8], y[:8], "cells"), inference.spearman(x, y, "cells")
+    for est in (small, large, inference.spearman(x[:6], -x[:6], "cells")):
+        assert -1 <= est.low <= est.value <= est.high <= 1
+    assert large.high < 0 and (large.high - large.low) < (small.high - small.low)
+    assert inference.spearman(x[:6], -x[:6], "cells").low < -0.9 < inference.spearman(x[:6], -x[:6], "cells").high  # a perfect rank order of 6 is not certainty
+
+
+def test_seed_pairs_keep_the_first_seeds_names():
+    pairs = pretraining.seed_pairs(["pe", "nope"], 0, 3)
+    assert pairs == {0: ("pe", "nope"), 1: ("pe-seed1", "nope-seed1"), 2: ("pe-seed2", "nope-seed2")}
