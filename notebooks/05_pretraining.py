@@ -425,7 +425,7 @@ ch.say("\n".join(lines))
 #
 # Predict whether the perplexity gap between the two models grows or shrinks with twice the
 # steps, from how it moved over the last evaluations of this run. Then run
-# `python -m lib.build.runner --chapters 05_pretraining -p steps 12000 -p names roberta-pe-long,roberta-nope-long`
+# `python -m lib.build.runner --chapters 05_pretraining -p steps 12000 -p seeds 1 -p names roberta-pe-long,roberta-nope-long`
 # (new names keep the book's own models as they are).
 # :::
 

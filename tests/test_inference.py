@@ -25,9 +25,11 @@ def test_t_interval_over_replicates_is_scipys():
 def test_paired_interval_comes_from_the_discordant_items():
     est = inference.paired_proportions(15, 2, 638, "pairs")
     assert est.value == pytest.approx(13 / 638)
-    se = math.sqrt(15 + 2 - 13**2 / 638) / 638
-    assert est.high - est.value == pytest.approx(1.959964 * se, rel=1e-5)
-    assert inference.paired_proportions(0, 0, 100, "pairs").high == 0  # the variants never disagree: no difference
+    a, b, m = 15.5, 2.5, 640  # Agresti-Min: 0.5 added to each cell
+    assert (est.high - est.low) / 2 == pytest.approx(1.959964 * math.sqrt(a + b - (a - b) ** 2 / m) / m, rel=1e-5)
+    none = inference.paired_proportions(0, 0, 40, "pairs")  # the variants agree on all 40 items
+    assert none.value == 0 and none.low < -0.04 and none.high > 0.04  # 40 items cannot show they always agree
+    assert (inference.paired_proportions(0, 0, 4000, "pairs").high - none.high) < 0  # but 4,000 narrow it
     with pytest.raises(BookError, match="do not fit"):
         inference.paired_proportions(60, 50, 100, "pairs")
 

@@ -91,11 +91,12 @@ def proportion(k: int, n: int, of: str) -> Estimate:
 
 def paired_proportions(only_a: int, only_b: int, n: int, of: str) -> Estimate:
     """Accuracy of A minus accuracy of B on the same n items, from the discordant counts (A right and B wrong, and the
-    reverse): the paired (Wald) interval of the difference, whose width comes from the discordant items only."""
+    reverse): the difference, with the paired interval of Agresti and Min (2005), a Wald interval after adding 0.5 to
+    each cell of the 2 × 2 table, so that no discordant items out of few does not read as certainty."""
     require(n > 0 and only_a >= 0 and only_b >= 0 and only_a + only_b <= n, f"discordant counts {only_a}, {only_b} do not fit {n} items")
-    diff = (only_a - only_b) / n
-    half = Z * math.sqrt(max(only_a + only_b - (only_a - only_b) ** 2 / n, 0.0)) / n
-    return Estimate(diff, diff - half, diff + half, f"paired over {n:,} {of}, {only_a} vs {only_b} discordant")
+    a, b, m = only_a + 0.5, only_b + 0.5, n + 2
+    centre, half = (a - b) / m, Z * math.sqrt(a + b - (a - b) ** 2 / m) / m
+    return Estimate((only_a - only_b) / n, centre - half, centre + half, f"paired over {n:,} {of}, {only_a} vs {only_b} discordant")
 
 
 def independent_proportions(p_a: float, n_a: int, p_b: float, n_b: int, of: str) -> Estimate:
