@@ -8,26 +8,17 @@ import pandas as pd
 import pytest
 
 from lib.book import scorecard
-from lib.book.results import Results
-from lib.experiments.schemas import SCHEMAS
+
+from .test_scorecard import _plant
 
 H, F, M, INC, U, N = scorecard.HOLDS, scorecard.FAILS, scorecard.MIXED, scorecard.INCONCLUSIVE, scorecard.UNTESTABLE, scorecard.NOT_RUN
-
-
-def plant(root, model: str, chapter: str, table: str, frame: pd.DataFrame, name: str | None = None) -> None:
-    """Write a planted table; the declared columns a test does not need are left empty (NaN), so that the scorecard's
-    schema check passes and a rule that read any of them would see NaN."""
-    declared = SCHEMAS.get((chapter, table))
-    if declared is not None:
-        frame = frame.reindex(columns=[*declared.columns, *[c for c in frame.columns if c not in declared.columns]])
-    Results(chapter, "planted", root=root).table(frame, table, model, {}, {"name": name or model})
 
 
 def verdict(root, rule: str, tables: dict[tuple[str, str], pd.DataFrame], model: str = "m") -> scorecard.Outcome:
     claim = next(c for c in scorecard.claims() if c.rule == rule)
     for (chapter_model, table), frame in tables.items():
         where_model, chapter = chapter_model.split("/") if "/" in chapter_model else (model, chapter_model)
-        plant(root, where_model, chapter, table, frame)
+        _plant(root, where_model, chapter, table, frame)
     return scorecard.RULES[rule](scorecard.Tables("planted", root=root), model, claim)
 
 

@@ -227,7 +227,7 @@ def top_extreme_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     best = t.loc[t["percent"].idxmax()]
     n = int(best["n_vectors"])
-    estimate = inference.proportion(round(float(best["percent"]) / 100 * n, 0).__int__(), n, "vectors (tokens of a sentence are not independent: too narrow)")
+    estimate = inference.proportion(round(float(best["percent"]) / 100 * n), n, "vectors (tokens of a sentence are not independent: too narrow)")
     decision = decide(estimate, claim.margin / 100)
     kind = "minimum" if best["kind"] == "argmin" else "maximum"
     return _outcome(decision, f"dim {int(best['dim'])} is the {kind} of {estimate.scaled(100).text(1, '%')}", estimate.scaled(100))
