@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env lint test book chapters html student publish data benchmark clean
+.PHONY: env lint test book chapters html pdf student publish data benchmark clean
 
 env: $(STAMP)
 
@@ -35,6 +35,9 @@ html: env
 
 book: chapters
 	$(MAKE) html
+
+pdf: chapters  # the edition as one PDF in _build/<PROFILE>/book.pdf, linked from its front page (needs TeX Live: see README)
+	$(PY) -m lib.build.edition --profile $(PROFILE) --pdf
 
 student: chapters  # the student edition: exercises without solutions, in _build/<PROFILE>/student/html
 	$(PY) -m lib.build.edition --profile $(PROFILE) --student

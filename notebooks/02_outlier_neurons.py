@@ -141,6 +141,7 @@ ch.show_beside_paper(
     ["model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"],
     "Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences",
     precision=2,
+    name="pooled",
 )
 
 # %% tags=["hide-input"]
@@ -170,7 +171,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::{exercise} Read the table
 # :label: ex-02-read
 #
-# In the pooled table, which dimension is the minimum or maximum of the largest share of all
+# In the pooled table ({numref}`tbl-02-pooled`), which dimension is the minimum or maximum of the largest share of all
 # contextual vectors in each model? How far is that share from BERT-base's 96.60% for dimension
 # 557, and what would you need to run to compare with the paper's own model?
 # :::

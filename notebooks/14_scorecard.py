@@ -60,7 +60,7 @@ from dataclasses import replace
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import scorecard
+from lib.book import paper, scorecard
 from lib.book.results import Results
 
 results = Results("14_scorecard", profile)
@@ -82,37 +82,42 @@ ch.show(
     glance.fillna("–").reset_index(),
     f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, – not run)",
 )
-counts = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(scorecard.VERDICTS), fill_value=0)
+counts = (
+    card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(scorecard.VERDICTS), fill_value=0).rename(index=paper.name)
+)
 ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
 
 # %% [markdown]
 # ## Every verdict, with the effect behind it
 #
-# Per verdict: the effect the claim is about with its 95% interval and the margin it is compared
-# with (`ours` spells out every layer, data set or task it was tested in), what the control
-# showed, the p-value after Holm's correction where the verdict rests on one, the paper's own
-# number, and the table it comes from (in the results folder of this edition,
-# `results/<profile>/<model>/<chapter>/`).
+# Per claim: the effect it is about and the margin it is compared with, the paper's own number, and
+# the table it comes from (in the results folder of this edition,
+# `results/<profile>/<model>/<chapter>/`); then per model the verdict, the effect with its 95%
+# interval in every layer, data set or task it was tested in, what the control showed, and the
+# p-value after Holm's correction where the verdict rests on one.
 
 # %% tags=["hide-input"]
-
-
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|")
+from lib.book.tables import escape
 
 
 def _p(value: float) -> str:
-    return "exact" if pd.isna(value) else f"{value:.2g}"
+    return "exact" if pd.isna(value) else "< 1e-300" if value == 0 else f"{value:.2g}"
 
 
-lines = ["| claim | model | verdict | effect and margin | ours | control | p (Holm) | paper | where |", "|---|---|---|---|---|---|---|---|---|"]
-for r in tested.itertuples():
-    lines.append(
-        f"| **{r.claim_id}** ({r.section}): {_cell(r.claim)} | {r.model} | {marks[r.verdict]} {r.verdict} | {_cell(r.effect)}; margin {r.margin:g} | "
-        f"{_cell(r.ours)} | {_cell(r.control) if isinstance(r.control, str) else ''} | {_p(r.p_holm)} | {_cell(r.paper_value)} | "
-        f"[{r.chapter}]({r.chapter}.html), `{r.table}.csv` |"
+for claim_id, rows in tested.groupby("claim_id", sort=False):
+    first = rows.iloc[0]
+    lines = ["| model | verdict | ours | control | p (Holm) |", "|:---|:---|:---|:---|---:|"]
+    lines += [
+        f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)} | "
+        f"{escape(r.control) if isinstance(r.control, str) else '–'} | {_p(r.p_holm)} |"
+        for r in rows.itertuples()
+    ]
+    ch.say(
+        f"**{claim_id}** ({first.section}): {escape(first.claim)} *Effect*: {escape(first.effect)}; margin {first.margin:g}. "
+        f"*Paper*: {escape(str(first.paper_value))}. *From*: chapter {{doc}}`{first.chapter[:2]} <{first.chapter}>`, `{first.table}.csv`.\n\n"
+        f"::::{{table}} {claim_id}: the verdict on each model\n:name: tbl-14-{claim_id.replace('/', '-').replace('_', '-')}\n:class: wrap\n"
+        ":widths: 16 12 50 14 8\n\n" + "\n".join(lines) + "\n::::"
     )
-ch.say("\n".join(lines))
 
 # %% [markdown]
 # ## Claims the book cannot test, or has not run
@@ -129,12 +134,13 @@ summary = tested.groupby("verdict").size()
 with_p = int(card["p"].notna().sum())
 ch.say(
     f"**In this edition**: {len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
-    + ", ".join(f"{summary.get(v, 0)} {v}" for v in (scorecard.HOLDS, scorecard.MIXED, scorecard.FAILS, scorecard.INCONCLUSIVE, scorecard.UNTESTABLE))
+    + ", ".join(f"{summary.get(v, 0)} {v}" for v in (scorecard.HOLDS, scorecard.MIXED, scorecard.FAILS, scorecard.INCONCLUSIVE))
+    + f" and {summary.get(scorecard.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about)"
     + f". {with_p} of them rest on a p-value and were corrected together (Holm); "
     + f"{int(card['ours'].str.contains('before Holm', regex=False).sum())} became inconclusive by the correction. "
-    + f"Beyond these, {int((card['model'] == '–').sum())} claims have no verdict on a model "
-    + f"({int(((card['model'] == '–') & (card['verdict'] == scorecard.NOT_RUN)).sum())} not run in this edition, "
-    + f"{int(((card['model'] == '–') & (card['verdict'] == scorecard.UNTESTABLE)).sum())} not testable offline)."
+    + f"Besides these verdicts on models, {int((card['model'] == '–').sum())} claims have none "
+    + f"({int(((card['model'] == '–') & (card['verdict'] == scorecard.NOT_RUN)).sum())} because their chapter has not run in this edition, "
+    + f"{int(((card['model'] == '–') & (card['verdict'] == scorecard.UNTESTABLE)).sum())} because the book cannot test them offline at all)."
 )
 
 # %% [markdown]

@@ -17,6 +17,7 @@ from lib.build.cache import Entry
 from lib.build.edition import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
+from tests.books import book_of
 
 
 def _package(root: Path) -> Path:
@@ -196,23 +197,14 @@ if {n} == 2:
 @pytest.fixture
 def tiny_book(tmp_path, monkeypatch):
     """Two tiny chapters in a notebooks folder of their own, built into tmp_path/build."""
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
     data, fail = tmp_path / "data.txt", tmp_path / "fail-02"
     data.write_text("one\ntwo\n")
+    texts = {}
     for n in (1, 2):
         name = f"0{n}_tiny"
         fail_flag = str(fail) if n == 2 else str(tmp_path / "never")
-        (folder / f"{name}.py").write_text(CHAPTER.format(n=n, data=str(data), fail=fail_flag, name=name))
-    monkeypatch.setattr(sources, "NOTEBOOKS", folder)
-    sources.declared_parameters.cache_clear()
-    (tmp_path / "profiles").mkdir()
-    for profile in ("quick", "paper"):  # profiles that change nothing
-        (tmp_path / "profiles" / f"{profile}.yaml").write_text("")
-    monkeypatch.setattr(profiles, "PROFILES", tmp_path / "profiles")
-    monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
-    monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)  # the runner sets it; undone after the test
+        texts[name] = CHAPTER.format(n=n, data=str(data), fail=fail_flag, name=name)
+    folder = book_of(tmp_path, monkeypatch, texts)
     yield folder, data, fail
     sources.declared_parameters.cache_clear()
 
@@ -274,10 +266,13 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     source = edition.stage(ed)
     page = nbformat.read(source / "book" / "chapters" / "01_tiny.ipynb", as_version=4)
     first = page.cells[0].source
-    assert first.startswith("# Tiny chapter 1\n\n:::{admonition} How this page was made")
-    assert "Edition **quick**" in first and "{ref}`build report <build-01_tiny>`" in first and "Prose of chapter 1." in first
+    assert first.startswith("# Tiny chapter 1\n\n::::{admonition} How this page was made")
+    assert "**Quick edition**" in first and "{ref}`build report <build-01_tiny>`" in first and "Prose of chapter 1." in first
     assert "`n = 3`" not in first  # not changed from the cell's default
-    assert ":::{admonition} Parameters of this chapter\n:class: dropdown" in first and "| `n` | a number the chapter writes | `3` |" in first
+    assert ":::{dropdown} Parameters of this chapter\n" in first and "| `n` | a number the chapter writes | `3` |" in first
+    assert first.count("{admonition}") == 1  # one box: provenance and parameters together
+    injected = [c for c in page.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "remove-cell" in injected[0].metadata["tags"]
     assert page.cells[-1].source.startswith("## Result tables of this page") and "{download}`m/t.csv <tables/quick/m/01_tiny/t.csv>`" in page.cells[-1].source
     staged_table = source / "book" / "chapters" / "tables" / "quick" / "m" / "01_tiny" / "t.csv"
     assert staged_table.read_text() == (Path(os.environ["BOOK_RESULTS_DIR"]) / "quick" / "m" / "01_tiny" / "t.csv").read_text()
@@ -378,12 +373,12 @@ def test_a_parameter_without_a_meaning_stops_the_reference(tiny_book):
     assert reference.meanings("02_tiny") == {"profile": "names the results folder", "n": "a number the chapter writes"}
 
 
-def test_a_caution_box_names_the_models_when_they_are_not_the_papers():
+def test_the_page_box_names_the_models_when_they_are_not_the_papers():
     class Ran:
         parts = {"parameters": {"profile": "default"}}
 
     box = edition.models_caveat("02_outlier_neurons", Ran())
-    assert box.startswith(":::{admonition} Not the papers' models\n:class: caution") and "`minilm`" in box and "`bert-base-uncased`" in box
+    assert box.startswith("**Not the papers' models**") and "`minilm`" in box and "`bert-base-uncased`" in box
     Ran.parts = {"parameters": {"models": "roberta-base, bert-base-uncased"}}
     assert edition.models_caveat("02_outlier_neurons", Ran()) == ""  # the papers' models, in any order
     assert edition.models_caveat("05_pretraining", Ran()) == ""  # a chapter without a models parameter

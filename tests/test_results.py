@@ -61,7 +61,9 @@ def test_figures_png_and_pdf_shown_once_with_label_and_caption(tmp_path, monkeyp
     assert (folder / "a_figure.png").read_bytes()[:4] == b"\x89PNG"
     ((bundle, metadata),) = shown
     assert base64.b64decode(bundle["image/png"]) == (folder / "a_figure.png").read_bytes()  # the page shows the saved file
-    assert metadata == {"book_figure": {"name": "fig-02-a-figure", "caption": "A line, as {cite:t}`bis2021too` draw it."}}
+    assert metadata == {
+        "book_figure": {"name": "fig-02-a-figure", "caption": "A line, as {cite:t}`bis2021too` draw it.", "pdf": "default/figures/02_y/a_figure.pdf"}
+    }
     assert not plt.fignum_exists(fig.number)  # closed: the inline backend does not show it a second time
 
 
@@ -92,7 +94,10 @@ def test_marked_figures_get_cells_of_their_own_in_page_order():
         ("code", "# fig-01-y", ["fig-01-y"]),
         ("code", "plain()", ["c"]),
     ]
-    assert nb.cells[2].metadata == {"tags": ["remove-input"], "mystnb": {"figure": {"name": "fig-01-x", "caption": "cap fig-01-x"}}}
+    assert nb.cells[2].metadata == {
+        "tags": ["remove-input"],
+        "mystnb": {"figure": {"name": "fig-01-x", "caption": "cap fig-01-x"}, "image": {"alt": "cap fig-01-x"}},
+    }
     assert nb.cells[3].metadata["tags"] == ["remove-input"] and "mystnb" not in nb.cells[3].metadata
     nbformat.validate(nb)
 
@@ -143,19 +148,19 @@ def test_sha256_of_a_file(tmp_path):
     assert sha256(path) == hashlib.sha256(b"abc" * 1000).hexdigest() == sha256(path, chunk=7)
 
 
-def test_tables_display_as_html_plain_text_and_latex(monkeypatch):
-    from lib.book import chapter
+def test_tables_display_as_myst_html_and_plain_text(monkeypatch):
+    from lib.book import chapter, tables
 
     shown = []
-    monkeypatch.setattr(chapter, "display", lambda bundle, raw: shown.append(bundle))
-    chapter.show(pd.DataFrame({"top_dim": [588, 77], "share_%": [82.5612, float("nan")]}), "RoBERTa & BERT: 100% of #vectors", precision=2)
-    bundle = shown[0]
-    assert set(bundle) == {"text/html", "text/plain", "text/latex"}
-    assert "82.56" in bundle["text/html"] and "<caption>RoBERTa &" in bundle["text/html"]
+    monkeypatch.setattr(tables, "display", lambda bundle, raw, metadata: shown.append((bundle, metadata)))
+    chapter.show(pd.DataFrame({"top_dim": [588, 77], "share_percent": [82.5612, float("nan")]}), "RoBERTa & BERT: 100% of #vectors", precision=2)
+    ((bundle, metadata),) = shown
+    assert set(bundle) == {"text/markdown", "text/html", "text/plain"} and metadata == {tables.KEY: {"name": None}}
+    assert "82.56" in bundle["text/html"] and "<caption>RoBERTa &" in bundle["text/html"] and "top dimension" in bundle["text/html"]
     assert bundle["text/plain"].splitlines()[0] == "RoBERTa & BERT: 100% of #vectors" and "82.56" in bundle["text/plain"] and "–" in bundle["text/plain"]
-    latex = bundle["text/latex"]
-    assert r"\begin{tabular}" in latex and r"top\_dim" in latex and r"share\_\%" in latex and r"RoBERTa \& BERT: 100\% of \#vectors" in latex
-    assert "82.56" in latex and "82.5612" not in latex
+    markdown = bundle["text/markdown"]
+    assert markdown.startswith("::::{table} RoBERTa & BERT: 100% of #vectors\n") and "| top dimension | share (%) |" in markdown
+    assert "| 588 | 82.56 |" in markdown and "| 77 | – |" in markdown and "82.5612" not in markdown
 
 
 def test_a_figure_saved_again_is_byte_identical_under_the_runners_source_date(tmp_path, monkeypatch):

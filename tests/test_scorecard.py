@@ -190,7 +190,7 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     Results("14_scorecard", "planted", root=root).table(card, "scorecard", "scorecard", {})
     summary = edition.scorecard_summary("planted")
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
-    assert "| luo2021 | 1 | 1 | 0 | 0 |" in summary and "| ding2022 | 0 | 0 | 1 | 1 |" in summary
+    assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
 
 
 def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):

@@ -18,6 +18,7 @@ from ..experiments import outlier_set
 from ..provenance import record
 from . import paper, plotting
 from .results import Results
+from .tables import show
 
 T = TypeVar("T")
 
@@ -152,31 +153,27 @@ def sst2_sentences(n: int, seed: int) -> list[str]:
     return sentences
 
 
-LATEX_SPECIAL = str.maketrans({c: f"\\{c}" for c in "&%$#_{}"} | {"~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"})
-
-
-def show(frame: pd.DataFrame, caption: str, precision: int = 3) -> None:
-    """Display a table with a caption and without the index, as HTML (the book's pages), plain text (a notebook read
-    as text) and LaTeX (a PDF made from the notebook)."""
-    styled = frame.style.set_caption(caption).format(precision=precision, na_rep="–").hide(axis="index")
-    html = styled.set_table_styles([{"selector": "th, td", "props": "padding: 2px 12px; text-align: left;"}]).to_html()
-    latex = (
-        frame.style.format(precision=precision, na_rep="–", escape="latex")
-        .format_index(escape="latex", axis=1)
-        .hide(axis="index")
-        .set_caption(caption.translate(LATEX_SPECIAL))
-        .to_latex(hrules=True)
-    )
-    plain = caption + "\n" + styled.data.to_string(index=False, na_rep="–", float_format=lambda v: f"{v:.{precision}f}")
-    display({"text/html": html, "text/latex": latex, "text/plain": plain}, raw=True)
-
-
 def show_beside_paper(
-    ours: pd.DataFrame, theirs: pd.DataFrame, on: list[str], columns: list[str], caption: str, paper_columns: list[str], paper_caption: str, precision: int = 1
+    ours: pd.DataFrame,
+    theirs: pd.DataFrame,
+    on: list[str],
+    columns: list[str],
+    caption: str,
+    paper_columns: list[str],
+    paper_caption: str,
+    precision: int = 1,
+    name: str | None = None,
 ) -> None:
-    """Our table with the paper's columns for the same model (`paper.beside`), then the paper's own table."""
-    show(paper.beside(ours, theirs, on)[columns], f"{caption} (– where the paper did not study the model)", precision)
-    show(theirs[paper_columns], paper_caption, precision)
+    """Our table with the paper's columns for the same model (`paper.beside`), then the paper's own table. When the paper
+    studied none of our models its columns would be empty: they are left out and the caption says so once. `name`
+    labels our table (`show`), the paper's is `<name>-paper`."""
+    joined = paper.beside(ours, theirs, on)[columns]
+    theirs_here = [c for c in columns if c.startswith("paper_")]
+    if joined[theirs_here].isna().all().all():
+        show(joined.drop(columns=theirs_here), f"{caption} (the paper did not study these models: its numbers are in the next table)", precision, name)
+    else:
+        show(joined, f"{caption} (– where the paper did not study the model)", precision, name)
+    show(theirs[paper_columns], paper_caption, precision, f"{name}-paper" if name else None)
 
 
 def say(text: str) -> None:

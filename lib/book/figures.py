@@ -39,12 +39,19 @@ def number_figures(nb: nbformat.NotebookNode) -> None:
                 continue
             if _worth_keeping(current):
                 cells.append(current)
-            options = {"name": figure["name"], "caption": figure["caption"]}
-            cells.append(_cell(f"{base}-figure-{n}", f"# {figure['name']}", {"tags": ["remove-input"], "mystnb": {"figure": options}}, [output]))
+            options = {"figure": {"name": figure["name"], "caption": figure["caption"]}, "image": {"alt": alt_text(figure["caption"])}}
+            cells.append(_cell(f"{base}-figure-{n}", f"# {figure['name']}", {"tags": ["remove-input"], "mystnb": options}, [output]))
             current = _cell(f"{base}-after-{n}", CONTINUED, {"tags": ["remove-input"]}, [])
         if _worth_keeping(current):
             cells.append(current)
     nb.cells = cells
+
+
+def alt_text(caption: str) -> str:
+    """A figure's alternative text: its caption without MyST markup (roles keep their text, marks and math signs go)."""
+    text = re.sub(r"\{[a-z:]+\}`([^`<]*?)\s*(?:<[^`]*>)?`", r"\1", caption)  # {numref}`Fig. 2 <fig-x>` -> Fig. 2
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](link) -> text
+    return re.sub(r"\s+", " ", re.sub(r"[`*_$\\]", "", text)).strip()
 
 
 def _worth_keeping(cell: nbformat.NotebookNode) -> bool:

@@ -22,6 +22,19 @@ def values() -> dict[str, Any]:
     return yaml.safe_load(_FILE.read_text())
 
 
+def name(paper: str) -> str:
+    """A paper as a reader names it, its authors (four or more: the first, et al.) and year from its citation:
+    name("bis2021") is "Biš, Podkorytov & Liu (2021)", name("ding2022") "Ding et al. (2022)"; an unknown key is
+    returned as it is."""
+    citation = values().get(paper, {}).get("citation", paper)
+    if ")," not in citation:
+        return citation
+    authors, year = citation.split("),")[0].rsplit(" (", 1)
+    if authors.count(",") >= 2:  # four or more authors: the first and "et al."
+        authors = authors.split(",")[0] + " et al."
+    return f"{authors} ({year})"
+
+
 def table(paper: str, key: str) -> pd.DataFrame:
     """A list-valued entry as a DataFrame whose value columns are prefixed `paper_`."""
     frame = pd.DataFrame(values()[paper][key])

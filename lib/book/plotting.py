@@ -31,6 +31,45 @@ def style() -> None:
     )
 
 
+PAGE_WIDTH = 7.5  # inches: a figure this wide is shown at about the text column's width, so its fonts print at their size
+
+
+def readable(fig) -> None:
+    """Make a finished figure readable at the page's width: every text of a figure wider than `PAGE_WIDTH` scaled by
+    its width over it (so that once the page shrinks the figure to the column, labels print at the sizes of `style`),
+    the layout fitted again, then the point labels of each panel moved apart (`apart`)."""
+    scale = fig.get_figwidth() / PAGE_WIDTH
+    if scale > 1:
+        for text in fig.findobj(matplotlib.text.Text):
+            text.set_fontsize(text.get_fontsize() * scale)
+        if fig.get_layout_engine() is None:
+            fig.tight_layout()
+        else:
+            fig.get_layout_engine().execute(fig)
+    for ax in fig.axes:
+        apart([t for t in ax.texts if isinstance(t, matplotlib.text.Annotation) and t.anncoords == "offset points"])
+
+
+def apart(labels: list) -> None:
+    """Move point labels (annotations placed above or below their point) further out, one step at a time, until none
+    overlaps a label placed before it."""
+    if not labels:
+        return
+    labels[0].axes.autoscale_view()  # the axis limits the labels will be drawn in (autoscaling is otherwise lazy)
+    renderer = labels[0].figure.canvas.get_renderer()
+    placed = []
+    for label in labels:
+        x, y = label.xyann
+        step = 10 if y >= 0 else -10
+        for _ in range(8):
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            y += step
+            label.xyann = (x, y)
+        placed.append(label.get_window_extent(renderer))
+
+
 def anisotropy_by_layer(tables: dict[str, pd.DataFrame], title: str = "Average cosine similarity of random token pairs"):
     """One line per model: mean cosine by layer with its 95% interval; layer 0 is the embedding output."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -92,8 +131,8 @@ def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str
                 xytext=(0, 2 if value > 0 else -2),
                 textcoords="offset points",
             )
-        ax.set_title(panel_titles[i], fontsize=10)
         ax.margins(y=0.25)
+        ax.set_title(panel_titles[i], fontsize=10)
         ax.tick_params(labelsize=8)
     for ax in axes[-1]:
         ax.set_xlabel("dimension")

@@ -24,7 +24,7 @@ from ..experiments.schemas import Schema
 from ..io import write_atomic
 from ..provenance import record
 from ..settings import chapter_results, output_dir, slug
-from . import figures
+from . import figures, plotting
 
 
 def _json_default(obj: Any) -> Any:
@@ -81,9 +81,11 @@ class Results:
     def figure(self, fig, name: str, caption: str) -> None:
         """Save a matplotlib figure as PNG (for the book) and PDF (for print), then show the PNG marked with its caption
         (MyST) and label (`figures.label`), which the edition turns into a numbered figure; the figure is closed."""
+        plotting.readable(fig)
         for ext in ("pdf", "png"):
             path = write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=150, bbox_inches="tight"))
             record("output", path, f"{self.profile}/figures/{self.chapter}/{path.name}")
         plt.close(fig)
         png = base64.b64encode(self.figure_path(name, "png").read_bytes()).decode("ascii")
-        display({"image/png": png}, raw=True, metadata={figures.KEY: {"name": figures.label(self.chapter, name), "caption": caption}})
+        vector = f"{self.profile}/figures/{self.chapter}/{self.figure_path(name, 'pdf').name}"  # the PDF book prints this file
+        display({"image/png": png}, raw=True, metadata={figures.KEY: {"name": figures.label(self.chapter, name), "caption": caption, "pdf": vector}})

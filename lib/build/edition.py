@@ -19,13 +19,16 @@ only when their content changes, so Sphinx rebuilds only the pages that changed.
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime as dt
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,16 +40,17 @@ import pandas as pd
 import yaml
 from filelock import FileLock, Timeout
 
-from ..book import figures, scorecard
+from ..book import figures, paper, scorecard, tables
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
-from . import exercises, launch, reference
+from . import exercises, launch, pagecheck, reference
 from .cache import Entry, digest
 from .profiles import profile_parameters
 from .sources import chapters, declared_parameters, source_file
 
 REPORT = "book/build_report"
+SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro.md): replaced by the edition note and verdict summary
 REFERENCE_MARKER = "<!-- parameter reference -->"  # in book/rerun.md: replaced by every chapter's parameter table
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -58,6 +62,7 @@ class Edition:
 
     profile: str
     student: bool = False
+    pdf: bool = False  # the source the PDF is typeset from (figures as vector PDFs): _build/<profile>[/student]/pdf
 
     def __post_init__(self) -> None:
         require(bool(_PROFILE_NAME.fullmatch(self.profile)), f"profile name {self.profile!r} must be letters, digits, '.', '_' or '-'")
@@ -76,7 +81,12 @@ class Edition:
 
     @property
     def _pages(self) -> Path:
-        return self.root / "student" if self.student else self.root
+        pages = self.root / "student" if self.student else self.root
+        return pages / "pdf" if self.pdf else pages
+
+    @property
+    def latex(self) -> Path:
+        return self._pages / "latex"
 
     @property
     def source(self) -> Path:
@@ -199,23 +209,27 @@ def run_times(chapter: str) -> str:
     return ", ".join(times)
 
 
-def chapter_note(chapter: str, entry: Entry, profile: str) -> str:
-    """The note at the top of an executed chapter: how this page was made, and how long the chapter takes to run."""
+def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: bool = True) -> str:
+    """The one box at the top of an executed chapter: how this page was made (edition, date, commit, run time, models
+    measured, parameters changed), with the chapter's parameter reference folded inside (not in print: the PDF has
+    every chapter's reference in its re-run chapter, and LaTeX cannot break a long table inside a box)."""
     facts = entry.facts
     changed = changed_parameters(chapter, entry.parts["parameters"])
-    settings = ", ".join(f"`{k} = {v!r}`" for k, v in changed.items()) if changed else "none (the chapter's own defaults)"
+    settings = ", ".join(f"`{k} = {v!r}`" for k, v in changed.items()) if changed else "none"
     return (
-        ":::{admonition} How this page was made\n:class: note\n"
-        f"Edition **{profile}**, executed {facts['finished'][:16].replace('T', ' ')} UTC at commit {_commit_text(facts)}. "
-        f"Run time on the machine that built it: {run_times(chapter) or _duration(facts['seconds'])}. "
-        f"Parameters changed from the chapter's defaults: {settings}. "
-        f"The data files and model weights it read, with their checksums, are listed in the "
-        f"{{ref}}`build report <build-{chapter}>`.{_launch_links(chapter)}\n:::\n"
+        "::::{admonition} How this page was made\n:class: note\n"
+        f"**{profile.capitalize()} edition**, executed {facts['finished'][:16].replace('T', ' ')} UTC at commit {_commit_text(facts)}; "
+        f"run time on the machine that built it: {run_times(chapter) or _duration(facts['seconds'])}. {models_caveat(chapter, entry)}"
+        f"Parameters changed from the chapter's defaults: {settings}; the data and model files it read, with their "
+        f"checksums, are in the {{ref}}`build report <build-{chapter}>`.{_launch_links(chapter)}\n\n"
+        + (parameters_dropdown(chapter) if folded_reference else "")
+        + "::::\n"
     )
 
 
 def models_caveat(chapter: str, entry: Entry) -> str:
-    """A caution box when the chapter measured other models than the papers (the paper profile's `models`); empty otherwise."""
+    """A sentence for the page's box when the chapter measured other models than the papers (the paper profile's
+    `models`); empty otherwise."""
     declared = declared_parameters(chapter)
     if "models" not in declared:
         return ""
@@ -226,10 +240,9 @@ def models_caveat(chapter: str, entry: Entry) -> str:
     if set(ran) == set(theirs):
         return ""
     return (
-        ":::{admonition} Not the papers' models\n:class: caution\n"
-        f"This page measures {', '.join(f'`{m}`' for m in ran)}; the papers measured {', '.join(f'`{m}`' for m in theirs)}. "
-        "Columns headed *paper* hold the papers' numbers on their models, printed beside ours for comparison, not as our result; "
-        "the `paper` profile runs this chapter on their models with the same code (internet once; a GPU helps).\n:::\n"
+        f"**Not the papers' models**: it measures {', '.join(f'`{m}`' for m in ran)}; the papers measured "
+        f"{', '.join(f'`{m}`' for m in theirs)}. Columns headed *paper* hold their numbers on their models, for comparison, "
+        "not as our result (the `paper` profile runs this chapter on their models). "
     )
 
 
@@ -240,6 +253,41 @@ def _launch_links(chapter: str) -> str:
         return ""
     source = f"https://github.com/{repo[0]}/blob/{repo[1]}/notebooks/{chapter}.py"
     return f" Run it yourself: [on Binder]({binder}) (CPU), [on Colab]({colab}) (GPU), or from its [source]({source}) (see {{doc}}`../rerun`)."
+
+
+PDF_NAME, NOTEBOOKS_ZIP = "book.pdf", "notebooks.zip"  # an edition's downloads, linked from its front page
+DOWNLOADS = "book/downloads"  # where they are staged, beside the front page
+
+
+def _stage_downloads(edition: Edition, source: Path) -> list[str]:
+    """Stage the edition's PDF (when `make pdf` has made it) and a zip of its executed chapters (as staged: the student
+    edition's without solutions); the staged names."""
+    folder, staged = source / DOWNLOADS, []
+    chapters_dir = source / "book" / "chapters"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for notebook in sorted(chapters_dir.glob("*.ipynb")):
+            info = zipfile.ZipInfo(f"notebooks/{notebook.name}", date_time=(1980, 1, 1, 0, 0, 0))  # a fixed date: same notebooks, same zip
+            bundle.writestr(info, notebook.read_bytes(), zipfile.ZIP_DEFLATED)
+    if buffer.tell() > 22:  # more than an empty zip
+        if not (folder / NOTEBOOKS_ZIP).is_file() or (folder / NOTEBOOKS_ZIP).read_bytes() != buffer.getvalue():
+            write_atomic(folder / NOTEBOOKS_ZIP, lambda p: p.write_bytes(buffer.getvalue()))
+        staged.append(NOTEBOOKS_ZIP)
+    pdf = Edition(edition.profile, edition.student)._pages / PDF_NAME
+    if pdf.is_file():
+        if not (folder / PDF_NAME).is_file() or (folder / PDF_NAME).read_bytes() != pdf.read_bytes():
+            write_atomic(folder / PDF_NAME, lambda p: shutil.copyfile(pdf, p))
+        staged.append(PDF_NAME)
+    return staged
+
+
+def downloads_line(staged: list[str]) -> str:
+    """The front page's links to the edition's downloads."""
+    links = {
+        PDF_NAME: f"[the whole book as one PDF](downloads/{PDF_NAME})",
+        NOTEBOOKS_ZIP: f"[every executed chapter as a notebook (zip)](downloads/{NOTEBOOKS_ZIP})",
+    }
+    return ("Download " + " and ".join(links[name] for name in staged) + ".\n") if staged else ""
 
 
 def edition_note(profile: str) -> str:
@@ -265,12 +313,13 @@ def scorecard_summary(profile: str) -> str:
     card = pd.read_csv(path)
     counts = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0)
     columns = [v for v in scorecard.VERDICTS if v in counts.columns]
-    lines = ["| paper | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    lines += [f"| {paper} | " + " | ".join(str(int(row[c])) for c in columns) + " |" for paper, row in counts.iterrows()]
+    lines = ["| paper | " + " | ".join(columns) + " |", "|:---" + "|---:" * len(columns) + "|"]
+    lines += [f"| {paper.name(key)} | " + " | ".join(str(int(row[c])) for c in columns) + " |" for key, row in counts.iterrows()]
     return (
         "## What holds, in this edition\n\n"
         f"The {{doc}}`scorecard <chapters/14_scorecard>` lists {card['claim_id'].nunique()} claims of the papers and tests those it can on "
-        "the models of this edition, from the chapters' result tables. Verdicts per paper (one per claim and model):\n\n" + "\n".join(lines) + "\n\n"
+        "the models of this edition, from the chapters' result tables. Verdicts per paper, one per claim and model "
+        "(a claim the book cannot test offline, or has not run, counts once):\n\n" + "\n".join(lines) + "\n\n"
     )
 
 
@@ -301,9 +350,9 @@ def _title(chapter: str) -> str:
 
 
 def parameters_dropdown(chapter: str) -> str:
-    """The chapter's parameter reference in a closed dropdown, for the top of its page."""
+    """The chapter's parameter reference, folded, for the box at the top of its page."""
     return (
-        ":::{admonition} Parameters of this chapter\n:class: dropdown\n"
+        ":::{dropdown} Parameters of this chapter\n"
         "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); an empty quick or paper cell "
         "keeps the default.\n\n" + reference.markdown(chapter) + ":::\n"
     )
@@ -346,16 +395,35 @@ def downloads_cell(tables: list[str]) -> str:
     )
 
 
-def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str, student: bool = False, tables: list[str] | None = None) -> str:
+def _vector_figures(nb: nbformat.NotebookNode, entry: Entry) -> None:
+    """Add to every figure output the PDF its run saved (checked to be that run's file), which the LaTeX build prefers
+    to the PNG."""
+    written = {o["label"]: o for o in entry.outputs}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            vector = written.get(output.get("metadata", {}).get(figures.KEY, {}).get("pdf"))
+            if vector is not None and digest(vector["path"]) == vector["sha256"]:
+                output["data"]["application/pdf"] = base64.b64encode(Path(vector["path"]).read_bytes()).decode("ascii")
+
+
+def _staged_notebook(
+    chapter: str, notebook: Path, entry: Entry, profile: str, student: bool = False, downloads: list[str] | None = None, vector: bool = False
+) -> str:
     """The executed notebook with the note and the parameter reference after its title, its figures numbered, its result
     tables linked at the end (without the exercises' solutions in the student edition)."""
     nb = nbformat.read(notebook, as_version=4)
     if student:
         exercises.strip_solutions(nb)
+    if vector:
+        _vector_figures(nb, entry)
     figures.number_figures(nb)
-    if tables:
-        nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(tables), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
-    note = chapter_note(chapter, entry, profile) + "\n" + models_caveat(chapter, entry) + "\n" + parameters_dropdown(chapter)
+    tables.label_tables(nb, chapter)
+    for cell in nb.cells:  # papermill's cell with this run's parameters: the box at the top says what changed
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            cell.metadata["tags"] = [*cell.metadata["tags"], "remove-cell"]
+    if downloads:
+        nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(downloads), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
+    note = chapter_note(chapter, entry, profile, folded_reference=not vector)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
@@ -366,9 +434,16 @@ def _staged_notebook(chapter: str, notebook: Path, entry: Entry, profile: str, s
     return _hide_paths(nbformat.writes(nb))
 
 
+def _without_numbers(text: str) -> str:
+    """Exercise text without its references to the chapter's numbered tables and figures, which a page that has not
+    been executed does not have."""
+    text = re.sub(r"\s*\(\{numref\}`[^`]*`\)", "", text)
+    return re.sub(r"\{numref\}`[^`]*`", "the chapter's table or figure", text)
+
+
 def _placeholder(chapter: str, profile: str) -> str:
     """The page of a chapter not executed in this edition: how to execute it, and its exercises (without solutions)."""
-    tasks = "".join(f"\n:::{{exercise}} {e.title}\n:label: {e.label}\n\n{e.text}\n:::\n" for e in exercises.exercises(chapter))
+    tasks = "".join(f"\n:::{{exercise}} {e.title}\n:label: {e.label}\n\n{_without_numbers(e.text)}\n:::\n" for e in exercises.exercises(chapter))
     return (
         f"# {_title(chapter)}\n\n:::{{admonition}} Not executed in this edition\n:class: warning\n"
         f"This chapter has not been executed for the **{profile}** edition yet. Run\n"
@@ -388,40 +463,38 @@ def _config(profile: str, student: bool = False) -> str:
     repository = config.setdefault("repository", {})
     repository["url"] = os.environ.get("BOOK_REPOSITORY", repository.get("url", "")).rstrip("/")
     html["use_repository_button"] = html["use_issues_button"] = bool(repository["url"])
+    root = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx["latex_documents"] = [[root, f"{PDF_NAME[:-4]}.tex", config["title"], config["author"], "jupyterBook"]]
     return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
 
 
-def _stage_mathjax(source: Path) -> None:
-    """Copy the one-file MathJax 3 build (TeX input, SVG output, every TeX extension, no fonts to fetch) and its licence
-    into the edition's _static folder, where _config.yml's mathjax_path points."""
+STATIC = REPO_ROOT / "book" / "static"  # the book's style sheet (html_css_files) and LaTeX stand-ins (latex_additional_files)
+
+
+def _stage_static(source: Path) -> None:
+    """Copy into the edition's _static folder the book's style sheet and the one-file MathJax 3 build (TeX input, SVG
+    output, every TeX extension, no fonts to fetch) with its licence, where _config.yml's mathjax_path points."""
     try:
         import mathjax
     except ImportError as err:
         raise BookError("MathJax is missing: pip install django-static-mathjax==3.2.2.1 (it is in requirements.txt)") from err
     root = Path(mathjax.__file__).parent / "static" / "mathjax"
-    for name, origin in (("tex-svg-full.js", root / "es5" / "tex-svg-full.js"), ("LICENSE", root / "LICENSE")):
-        target = source / "_static" / "mathjax" / name
+    files = [
+        ("mathjax/tex-svg-full.js", root / "es5" / "tex-svg-full.js"),
+        ("mathjax/LICENSE", root / "LICENSE"),
+        ("book.css", STATIC / "book.css"),
+        ("latex/bbm.sty", STATIC / "latex" / "bbm.sty"),
+    ]
+    for name, origin in files:
+        target = source / "_static" / name
         if not target.is_file() or target.read_bytes() != origin.read_bytes():
             write_atomic(target, lambda p, origin=origin: shutil.copyfile(origin, p))
 
 
-def stage(edition: Edition) -> Path:
-    """Write the edition's book source: config, table of contents, MathJax, hand-written pages, chapters with their result
-    tables, build report."""
-    source = edition.source
-    _stage_mathjax(source)
-    _write_if_changed(source / "_config.yml", _config(edition.profile, edition.student))
-    _write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    root_page = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
-    for page in sorted((REPO_ROOT / "book").rglob("*")):
-        relative = page.relative_to(REPO_ROOT)
-        if page.is_file() and relative.parts[1] != "chapters":
-            text = page.read_text(encoding="utf-8")
-            if relative.with_suffix("").as_posix() == root_page:
-                title, _, rest = text.partition("\n")
-                text = f"{title}\n\n{edition_note(edition.profile)}\n{scorecard_summary(edition.profile)}{rest.lstrip()}"
-            text = text.replace(REFERENCE_MARKER, _all_references())
-            _write_if_changed(source / relative, text)
+def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
+    """Stage every executed chapter with its result tables (a placeholder page for a chapter not executed); their
+    cache entries."""
     entries = {}
     for chapter in chapters():
         entry = Entry.load(edition.entry(chapter))
@@ -429,12 +502,33 @@ def stage(edition: Edition) -> Path:
         staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
         if entry is not None and notebook.is_file():
             entries[chapter] = entry
-            tables = _stage_tables(source, entry, edition.profile)
-            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, edition.student, tables))
+            downloads = _stage_tables(source, entry, edition.profile)
+            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, edition.student, downloads, edition.pdf))
             placeholder.unlink(missing_ok=True)
         else:
             _write_if_changed(placeholder, _placeholder(chapter, edition.profile))
             staged.unlink(missing_ok=True)
+    return entries
+
+
+def stage(edition: Edition) -> Path:
+    """Write the edition's book source: config, table of contents, MathJax, hand-written pages, chapters with their result
+    tables, build report."""
+    source = edition.source
+    _stage_static(source)
+    _write_if_changed(source / "_config.yml", _config(edition.profile, edition.student))
+    _write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    root_page = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    entries = _stage_chapters(edition, source)
+    downloads = [] if edition.pdf else _stage_downloads(edition, source)
+    for page in sorted((REPO_ROOT / "book").rglob("*")):
+        relative = page.relative_to(REPO_ROOT)
+        if page.is_file() and relative.parts[1] not in ("chapters", "static"):
+            text = page.read_text(encoding="utf-8")
+            if relative.with_suffix("").as_posix() == root_page:  # the introduction, then this edition and its verdicts
+                text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{scorecard_summary(edition.profile)}")
+            text = text.replace(REFERENCE_MARKER, _all_references())
+            _write_if_changed(source / relative, text)
     _write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
     return source
 
@@ -515,6 +609,38 @@ def build_html(edition: Edition) -> Path:
     return edition.html / "index.html"
 
 
+TEX_TOOLS = ("latexmk", "xelatex")  # Debian: texlive-xetex texlive-latex-extra texlive-fonts-recommended fonts-freefont-otf latexmk
+
+
+def build_pdf(edition: Edition) -> Path:
+    """Typeset the edition as one PDF (Sphinx's LaTeX writer, XeLaTeX through latexmk; figures as the vector PDFs their
+    runs saved) and keep it where the HTML build links it; its path."""
+    missing = [tool for tool in TEX_TOOLS if shutil.which(tool) is None]
+    require(not missing, f"{', '.join(missing)} not found: install TeX Live (see the README, 'The book as a PDF'), then run `make pdf` again")
+    typeset = Edition(edition.profile, edition.student, pdf=True)
+    source = stage(typeset)
+    bin_dir = Path(sys.executable).parent
+    subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(
+        [str(bin_dir / "sphinx-build"), "-b", "latex", "-W", "-n", "--keep-going", "-q", "-d", str(typeset.doctrees), str(source), str(typeset.latex)],
+        cwd=source,
+    )
+    require(done.returncode == 0, f"the {edition.profile} edition's LaTeX source failed to build (messages above); the staged source is in {source}")
+    log = typeset.latex / "latexmk.log"
+    with open(log, "w", encoding="utf-8") as out:
+        done = subprocess.run(
+            ["make", "-C", str(typeset.latex), "all-pdf", "LATEXMKOPTS=-interaction=nonstopmode -halt-on-error"], stdout=out, stderr=subprocess.STDOUT
+        )
+    pdf = typeset.latex / PDF_NAME
+    require(
+        done.returncode == 0 and pdf.is_file(),
+        f"LaTeX could not typeset the {edition.profile} edition; the first error is in {log} (search for a line starting with '!')",
+    )
+    target = Edition(edition.profile, edition.student)._pages / PDF_NAME
+    write_atomic(target, lambda p: shutil.copyfile(pdf, p))
+    return target
+
+
 def publish(edition: Edition) -> Path:
     """Check that the built site is ready to upload (relative links, no path of this machine in any page) and add
     the marker GitHub Pages wants for folders that start with an underscore."""
@@ -526,6 +652,8 @@ def publish(edition: Edition) -> Path:
         for leak in leaks:
             require(leak not in text, f"{page.relative_to(html)} contains the local path {leak}; the site would expose this machine's folders")
         require("file://" not in text, f"{page.relative_to(html)} links to a local file (file://); links must be relative")
+    unreadable = pagecheck.problems(html)
+    require(not unreadable, f"{len(unreadable)} problem(s) on the pages: " + "; ".join(unreadable[:5]) + ("; …" if len(unreadable) > 5 else ""))
     (html / ".nojekyll").touch()
     return html
 
@@ -536,10 +664,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
     parser.add_argument("--publish", action="store_true", help="after building, check the site is ready to upload")
     parser.add_argument("--student", action="store_true", help="the student edition: exercises without their solutions")
+    parser.add_argument("--pdf", action="store_true", help="first typeset the edition as one PDF (needs TeX Live), linked from its front page")
     args = parser.parse_args(argv)
     profile_parameters(args.profile, chapters()[0])  # an unknown profile stops here, before anything is written
     edition = Edition(args.profile, student=args.student)
     with edition.locked("python -m lib.build.edition"):
+        if args.pdf:
+            print(f"{edition.profile} edition as a PDF: {build_pdf(edition)}")
         index = build_html(edition)
         print(f"{edition.profile} edition: {index}")
         if args.publish:

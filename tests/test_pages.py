@@ -1,0 +1,207 @@
+"""Pages as a reader sees them: tables in words with numbers, figures with alternative text, computed Markdown
+rendered, and a small book built to HTML and to PDF."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from lib.book import figures, tables
+from lib.build import edition, pagecheck, runner, sources
+from lib.build.edition import Edition
+from lib.settings import REPO_ROOT
+from tests.books import book_of
+
+
+def test_headers_are_words_with_units():
+    assert tables.header("mean_cosine") == "mean cosine"
+    assert tables.header("spearman_x100_words_only") == "spearman × 100 words only"
+    assert tables.header("argmax_percent") == "argmax (%)"
+    assert tables.header("ci95_low") == "95% CI low"
+    assert tables.header("max_abs_z") == "max |z|"
+
+
+def test_cells_print_numbers_marks_and_gaps():
+    assert tables.cell_text(True, 2) == "✓" and tables.cell_text(np.bool_(False), 2) == "✗"
+    assert tables.cell_text(float("nan"), 2) == "–" and tables.cell_text(None, 2) == "–"
+    assert tables.cell_text(0.123456, 3) == "0.123" and tables.cell_text(12345.678, 1) == "12,345.7"
+    assert tables.cell_text(np.int64(7), 3) == "7" and tables.cell_text(120000, 3) == "120,000"
+    assert tables.cell_text("91.44 ± 0.52", 2) == "91.44\u00a0±\u00a00.52"  # a short cell does not break
+    long = "a claim of many words that may wrap over lines"
+    assert tables.cell_text(long, 2) == long
+
+
+def test_a_table_is_a_numbered_myst_directive_with_escaped_cells():
+    frame = pd.DataFrame({"model": ["m|1"], "spearman_x100": [91.4], "model_outlier": [True], "note": ["*not bold* $x$"]})
+    text = tables.myst(frame, "Scores", 1, "scores")
+    lines = text.splitlines()
+    assert lines[0] == "::::{table} Scores" and lines[1] == ":name: scores" and lines[-1] == "::::"
+    assert lines[3] == "| model | spearman × 100 | outlier of the model | note |"
+    assert lines[4] == "|:---|---:|:---:|:---|"
+    assert lines[5].replace("\u00a0", " ") == "| m\\|1 | 91.4 | ✓ | \\*not bold\\* \\$x\\$ |"
+    data, metadata = tables.bundle(frame, "Scores", 1)
+    assert set(data) == {"text/markdown", "text/html", "text/plain"} and metadata == {tables.KEY: {"name": None}}
+    assert f":name: {tables.PLACEHOLDER}" in data["text/markdown"] and "spearman × 100" in data["text/plain"]
+
+
+def test_the_edition_labels_every_table_once():
+    outputs = []
+    for name in ("pooled", None, "pooled"):
+        data, metadata = tables.bundle(pd.DataFrame({"a": [1]}), "A table", name=name)
+        outputs.append(nbformat.v4.new_output("display_data", data=data, metadata=metadata))
+    cell = nbformat.v4.new_code_cell("show()", outputs=outputs)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T"), cell])
+    assert tables.label_tables(nb, "02_outlier_neurons") == ["tbl-02-pooled", "tbl-02-2", "tbl-02-pooled-b"]
+    assert [o["data"]["text/markdown"].splitlines()[1] for o in cell.outputs] == [":name: tbl-02-pooled", ":name: tbl-02-2", ":name: tbl-02-pooled-b"]
+
+
+def test_alt_text_is_the_caption_in_words():
+    caption = "Mean cosine by layer (see {numref}`Fig. 2 <fig-02-x>`, **all** [models](a.html)); $x_1$"
+    assert figures.alt_text(caption) == "Mean cosine by layer (see Fig. 2, all models); x1"
+
+
+PAGE = '<html><body><nav><img src="logo.png"></nav><article class="bd-article">{}</article></body></html>'
+
+
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        ("<p>| a | b | |---|---| | 1 | 2 |</p>", "printed as text"),
+        ('<img alt="../../_images/abc.png" src="x.png">', "alternative text"),
+        ('<img src="x.png">', "alternative text"),
+        ("<table><caption>Scores</caption><tr><td>1</td></tr></table>", "without a number"),
+        ('<div class="admonition note"><table><tr><td>1</td></tr></table></div><table><tr><td>2</td></tr></table>', "1 table(s) without"),
+    ],
+)
+def test_page_check_finds_what_a_reader_should_not_see(tmp_path, body, problem):
+    pages = tmp_path / "book" / "chapters"
+    pages.mkdir(parents=True)
+    (pages / "01_x.html").write_text(PAGE.format(body))
+    found = pagecheck.problems(tmp_path)
+    assert len(found) == 1 and problem in found[0] and found[0].startswith("book/chapters/01_x.html")
+
+
+def test_page_check_passes_a_good_page(tmp_path):
+    pages = tmp_path / "book" / "chapters"
+    pages.mkdir(parents=True)
+    body = (
+        '<pre>lines = ["| a |", "|---|---|"]</pre><img alt="I1/I2 of W by layer" src="x.png">'
+        '<table><caption><span class="caption-number">Table 1.1 </span>Scores</caption><tr><td>1</td></tr></table>'
+    )
+    (pages / "01_x.html").write_text(PAGE.format(body))
+    assert pagecheck.problems(tmp_path) == []
+
+
+PAGE_CHAPTER = """# %% [markdown]
+# # A page chapter
+#
+# Prose; the scores are in {numref}`tbl-01-scores` and the line in {numref}`fig-01-line`.
+
+# %% tags=["parameters"]
+profile = "default"
+n = 3  # a number the chapter shows
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown, display
+
+from lib.book import tables
+from lib.book.results import Results
+
+frame = pd.DataFrame({"model": ["tiny model", "Biš"], "mean_cosine": [0.5, 0.25], "model_outlier": [True, False]})
+tables.show(frame, "Scores of the models (✓ ◐ ≥)", name="scores")
+tables.show(frame.head(1), "The first model")
+display(Markdown(":::{table} Computed prose\\n:name: tbl-01-computed\\n\\n| computed | table |\\n|---|---|\\n| 1 | 2 |\\n:::"))
+fig, ax = plt.subplots()
+ax.plot([0, n])
+Results("01_page", profile).figure(fig, "line", "A line that rises.")
+"""
+
+
+@pytest.fixture
+def page_book(tmp_path, monkeypatch):
+    """A one-chapter book and a repository root of its own (config, table of contents, front page), executed."""
+    book_of(tmp_path, monkeypatch, {"01_page": PAGE_CHAPTER})
+    root = tmp_path / "repo"
+    shutil.copytree(edition.STATIC, root / "book" / "static")
+    shutil.copy(REPO_ROOT / "_config.yml", root / "_config.yml")
+    shutil.copy(REPO_ROOT / "book" / "references.bib", root / "book" / "references.bib")
+    toc = {"format": "jb-book", "root": "book/intro", "parts": [{"caption": "Chapters", "numbered": True, "chapters": [{"file": "book/chapters/01_page"}]}]}
+    (root / "_toc.yml").write_text(yaml.safe_dump(toc))
+    (root / "book" / "intro.md").write_text("# A tiny book\n\nIntroduction first.\n\n<!-- edition and verdicts -->\n")
+    (root / "book" / "rerun.md").write_text("# How to re-run\n\nRun it.\n")
+    (root / "book" / "build_report.md").write_text("# placeholder\n")
+    toc["parts"].append({"caption": "About", "chapters": [{"file": "book/rerun"}, {"file": "book/build_report"}]})
+    (root / "_toc.yml").write_text(yaml.safe_dump(toc))
+    monkeypatch.setattr(edition, "REPO_ROOT", root)
+    monkeypatch.setattr(edition, "STATIC", root / "book" / "static")
+    runner.build("quick", [("01_page", {"profile": "quick"})])
+    yield Edition("quick")
+    sources.declared_parameters.cache_clear()
+
+
+def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
+    index = edition.build_html(page_book)
+    html = page_book.html
+    assert pagecheck.problems(html) == []
+    page = (html / "book" / "chapters" / "01_page.html").read_text()
+    assert "Table 1.1" in page and "Table 1.2" in page and "Fig. 1.1" in page  # numbered, and the prose's {numref} resolved
+    assert page.count("<table") == 4 and "Table 1.3" in page and "outlier of the model" in page and "✓" in page  # the computed Markdown table too
+    assert 'alt="A line that rises."' in page
+    assert (
+        '<span class="c1"># Parameters</span>' not in page and '<span class="n">n</span> <span class="o">=</span> <span class="mi">3</span>' in page
+    )  # papermill's cell is not on the page; the chapter's is
+    front = pagecheck._article((html / "book" / "intro.html").read_text())
+    assert front.index("Introduction first.") < front.index("The quick edition") and "notebooks.zip" in front
+    assert index.is_file()
+    if shutil.which("latexmk") is None and not os.environ.get("BOOK_REQUIRE_TEX"):
+        pytest.skip("TeX Live is not installed here (CI installs it and sets BOOK_REQUIRE_TEX=1)")
+    pdf = edition.build_pdf(page_book)
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf == page_book.root / edition.PDF_NAME
+    log = (Edition("quick", pdf=True).latex / "book.log").read_text(errors="replace")
+    assert "Missing character" not in log  # the fonts print Biš, ✓, ◐ and ≥
+    edition.build_html(page_book)
+    assert "book.pdf" in (html / "book" / "intro.html").read_text()
+    figures_typeset = [p for p in Edition("quick", pdf=True).latex.glob("*") if p.suffix in (".pdf", ".png") and p.name != edition.PDF_NAME]
+    assert [p.suffix for p in figures_typeset] == [".pdf"]  # the figure as the vector PDF its run saved, not the PNG
+
+
+def test_wide_figures_print_their_labels_at_the_style_size():
+    import matplotlib.pyplot as plt
+
+    from lib.book import plotting
+
+    plotting.style()
+    wide, (a, b) = plt.subplots(1, 2, figsize=(2 * plotting.PAGE_WIDTH, 3))
+    a.set_xlabel("x")
+    plotting.readable(wide)
+    assert a.xaxis.label.get_fontsize() == pytest.approx(2 * plt.rcParams["axes.labelsize"])
+    narrow, ax = plt.subplots(figsize=(plotting.PAGE_WIDTH, 3))
+    ax.set_xlabel("x")
+    plotting.readable(narrow)
+    assert ax.xaxis.label.get_fontsize() == pytest.approx(plt.rcParams["axes.labelsize"])
+    plt.close("all")
+
+
+def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
+    import matplotlib.pyplot as plt
+
+    from lib.book import plotting
+
+    vectors = np.zeros((1, 400))
+    vectors[0, [223, 238, 300]] = [5.0, 4.0, -3.0]
+    fig = plotting.vector_panels(vectors, vectors != 0, ["layer 1"], "t")
+    plotting.readable(fig)
+    labels = {t.get_text(): t for t in fig.axes[0].texts}
+    fig.canvas.draw()
+    boxes = {k: t.get_window_extent() for k, t in labels.items()}
+    assert not boxes["223"].overlaps(boxes["238"])
+    assert all(abs(t.xyann[1]) <= 25 for t in labels.values())  # moved apart, not far from their points
+    plt.close(fig)
