@@ -9,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env lint test book chapters html pdf student publish data benchmark clean
+.PHONY: env lint test book chapters html pdf student publish site data benchmark clean
 
 env: $(STAMP)
 
@@ -44,6 +44,9 @@ student: chapters  # the student edition: exercises without solutions, in _build
 
 publish: chapters
 	$(PY) -m lib.build.edition --profile $(PROFILE) --publish
+
+site: env  # the built editions side by side in _build/site (default, student, quick), with an edition switcher on every page
+	$(PY) -m lib.build.site
 
 data: env
 	$(PY) -m lib.datasets download

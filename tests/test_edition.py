@@ -333,11 +333,12 @@ def test_pages_workflow_is_valid():
     assert workflow["permissions"] == {"contents": "write", "pages": "write", "id-token": "write"}
     steps = " ".join(json.dumps(step) for step in jobs["build"]["steps"])
     targets = {line.split(":")[0] for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line and not line[0].isspace() and ":" in line}
-    for target in ("test", "publish"):
+    for target in ("test", "publish", "pdf", "student"):
         assert f"make {target}" in steps and target in targets
-    assert "actions/cache" in steps and "actions/upload-pages-artifact" in steps and "_build/${{ env.PROFILE }}/html" in steps
+    assert "actions/cache" in steps and "actions/upload-pages-artifact" in steps and '"path": "_build/site"' in steps
+    assert "lib.build.site --editions default,student,quick" in steps and ".ci/tex-packages" in steps
     colab = next(step for step in jobs["build"]["steps"] if "lib.build.launch colab" in step.get("run", ""))
-    assert colab["if"] == "github.event_name != 'pull_request'" and " colab\n" in colab["run"] and "git push -f" in colab["run"]
+    assert colab["if"] == "github.event_name != 'pull_request'" and "colab colab-student" in colab["run"] and "git push -f" in colab["run"]
 
 
 def test_parameter_reference_covers_every_parameter_of_every_chapter():

@@ -22,6 +22,8 @@ def test_links_come_from_the_one_repository_setting(monkeypatch):
     assert launch.colab_url("02_outlier_neurons") == "https://colab.research.google.com/github/acme/geometry-book/blob/colab/02_outlier_neurons.ipynb"
     links = edition._launch_links("02_outlier_neurons")
     assert "[on Binder](https://mybinder.org/" in links and "[on Colab](https://colab" in links
+    student = edition._launch_links("02_outlier_neurons", student=True)  # the student edition opens notebooks without solutions
+    assert "lab/tree/notebooks/student/02_outlier_neurons.ipynb" in student and "/blob/colab-student/02_outlier_neurons.ipynb" in student
     assert "(https://github.com/acme/geometry-book/blob/main/notebooks/02_outlier_neurons.py)" in links
     with pytest.raises(BookError, match="no chapter"):
         launch.binder_url("99_missing")
@@ -48,6 +50,12 @@ def test_notebooks_are_the_chapter_sources_with_a_colab_setup_cell_first(monkeyp
     monkeypatch.setenv("BOOK_REPOSITORY", "")
     with pytest.raises(BookError, match="set BOOK_REPOSITORY"):
         launch.notebook("01_anisotropy", colab=True)
+
+
+def test_student_notebooks_have_the_exercises_but_not_their_solutions():
+    full, student = launch.notebook("02_outlier_neurons"), launch.notebook("02_outlier_neurons", student=True)
+    text = "\n".join(c.source for c in student.cells)
+    assert "{exercise}" in text and "{solution-start}" not in text and "{solution-start}" in "\n".join(c.source for c in full.cells)
 
 
 def test_binder_files_install_through_one_script():

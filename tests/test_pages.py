@@ -15,6 +15,7 @@ import yaml
 from lib.book import figures, tables
 from lib.build import edition, pagecheck, runner, sources
 from lib.build.edition import Edition
+from lib.errors import BookError
 from lib.settings import REPO_ROOT
 from tests.books import book_of
 
@@ -155,6 +156,7 @@ def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
     assert "Table 1.1" in page and "Table 1.2" in page and "Fig. 1.1" in page  # numbered, and the prose's {numref} resolved
     assert page.count("<table") == 4 and "Table 1.3" in page and "outlier of the model" in page and "✓" in page  # the computed Markdown table too
     assert 'alt="A line that rises."' in page
+    assert page.count("search-button-field") == 1  # one search field, in the sidebar
     assert (
         '<span class="c1"># Parameters</span>' not in page and '<span class="n">n</span> <span class="o">=</span> <span class="mi">3</span>' in page
     )  # papermill's cell is not on the page; the chapter's is
@@ -205,3 +207,24 @@ def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
     assert not boxes["223"].overlaps(boxes["238"])
     assert all(abs(t.xyann[1]) <= 25 for t in labels.values())  # moved apart, not far from their points
     plt.close(fig)
+
+
+def test_the_site_puts_editions_side_by_side_with_a_switcher(page_book, monkeypatch, tmp_path):
+    import json
+
+    from lib.build import site
+
+    student = Edition("quick", student=True)
+    monkeypatch.setattr(site, "EDITIONS", {"quick": (page_book, "tiny samples"), "student": (student, "no solutions")})
+    edition.build_html(page_book)
+    with pytest.raises(BookError, match="no quick edition"):  # the student edition is not built yet: nothing is assembled
+        site.assemble(["student", "quick"], tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+    edition.build_html(student)
+    root = site.assemble(["quick", "student"], tmp_path / "site")
+    assert json.loads((root / "editions.json").read_text()) == [{"name": "quick", "title": "tiny samples"}, {"name": "student", "title": "no solutions"}]
+    assert "url=quick/index.html" in (root / "index.html").read_text()
+    page = (root / "student" / "book" / "chapters" / "01_page.html").read_text()
+    assert "_static/editions.js" in page and (root / "student" / "_static" / "editions.js").is_file()
+    with pytest.raises(BookError, match="unknown edition paper"):
+        site.assemble(["paper"], tmp_path / "site")

@@ -209,7 +209,7 @@ def run_times(chapter: str) -> str:
     return ", ".join(times)
 
 
-def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: bool = True) -> str:
+def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: bool = True, student: bool = False) -> str:
     """The one box at the top of an executed chapter: how this page was made (edition, date, commit, run time, models
     measured, parameters changed), with the chapter's parameter reference folded inside (not in print: the PDF has
     every chapter's reference in its re-run chapter, and LaTeX cannot break a long table inside a box)."""
@@ -221,7 +221,7 @@ def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: boo
         f"**{profile.capitalize()} edition**, executed {facts['finished'][:16].replace('T', ' ')} UTC at commit {_commit_text(facts)}; "
         f"run time on the machine that built it: {run_times(chapter) or _duration(facts['seconds'])}. {models_caveat(chapter, entry)}"
         f"Parameters changed from the chapter's defaults: {settings}; the data and model files it read, with their "
-        f"checksums, are in the {{ref}}`build report <build-{chapter}>`.{_launch_links(chapter)}\n\n"
+        f"checksums, are in the {{ref}}`build report <build-{chapter}>`.{_launch_links(chapter, student)}\n\n"
         + (parameters_dropdown(chapter) if folded_reference else "")
         + "::::\n"
     )
@@ -246,9 +246,10 @@ def models_caveat(chapter: str, entry: Entry) -> str:
     )
 
 
-def _launch_links(chapter: str) -> str:
-    """Links that open the chapter as a live notebook (none without a GitHub repository setting)."""
-    binder, colab, repo = launch.binder_url(chapter), launch.colab_url(chapter), launch.repository()
+def _launch_links(chapter: str, student: bool = False) -> str:
+    """Links that open the chapter as a live notebook, for students without the solutions (none without a GitHub
+    repository setting)."""
+    binder, colab, repo = launch.binder_url(chapter, student), launch.colab_url(chapter, student), launch.repository()
     if repo is None:
         return ""
     source = f"https://github.com/{repo[0]}/blob/{repo[1]}/notebooks/{chapter}.py"
@@ -423,7 +424,7 @@ def _staged_notebook(
             cell.metadata["tags"] = [*cell.metadata["tags"], "remove-cell"]
     if downloads:
         nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(downloads), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
-    note = chapter_note(chapter, entry, profile, folded_reference=not vector)
+    note = chapter_note(chapter, entry, profile, folded_reference=not vector, student=student)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
@@ -484,6 +485,7 @@ def _stage_static(source: Path) -> None:
         ("mathjax/tex-svg-full.js", root / "es5" / "tex-svg-full.js"),
         ("mathjax/LICENSE", root / "LICENSE"),
         ("book.css", STATIC / "book.css"),
+        ("editions.js", STATIC / "editions.js"),
         ("latex/bbm.sty", STATIC / "latex" / "bbm.sty"),
     ]
     for name, origin in files:

@@ -10,7 +10,8 @@ Both links are made from the one repository setting ($BOOK_REPOSITORY, else `rep
 without a GitHub repository there are no links.
 
     python -m lib.build.launch notebooks          # notebooks/<chapter>.ipynb, for Binder or a local Jupyter
-    python -m lib.build.launch colab DIR          # DIR/<chapter>.ipynb with the Colab setup cell
+    python -m lib.build.launch notebooks --student  # notebooks/student/<chapter>.ipynb: without the exercises' solutions
+    python -m lib.build.launch colab DIR [--student]  # DIR/<chapter>.ipynb with the Colab setup cell
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import yaml
 from ..errors import cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT
+from . import exercises
 from .sources import NOTEBOOKS, chapters, source_file
 
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -56,21 +58,29 @@ def repository() -> tuple[str, str] | None:
     return (match["slug"], config.get("branch") or "main") if match else None
 
 
-def binder_url(chapter: str) -> str | None:
-    """mybinder.org link that opens the chapter's notebook in JupyterLab."""
+STUDENT = "student"  # the folder (Binder) and branch suffix (Colab) of the notebooks without the exercises' solutions
+
+
+def binder_url(chapter: str, student: bool = False) -> str | None:
+    """mybinder.org link that opens the chapter's notebook in JupyterLab (the student's, without solutions)."""
     repo = repository()
-    return None if repo is None else f"https://mybinder.org/v2/gh/{repo[0]}/{repo[1]}?urlpath=lab/tree/notebooks/{source_file(chapter).stem}.ipynb"
+    folder = f"notebooks/{STUDENT}" if student else "notebooks"
+    return None if repo is None else f"https://mybinder.org/v2/gh/{repo[0]}/{repo[1]}?urlpath=lab/tree/{folder}/{source_file(chapter).stem}.ipynb"
 
 
-def colab_url(chapter: str) -> str | None:
-    """Colab link to the chapter's notebook on the Colab branch."""
+def colab_url(chapter: str, student: bool = False) -> str | None:
+    """Colab link to the chapter's notebook on the Colab branch (the student branch: without solutions)."""
     repo = repository()
-    return None if repo is None else f"https://colab.research.google.com/github/{repo[0]}/blob/{COLAB_BRANCH}/{source_file(chapter).stem}.ipynb"
+    branch = f"{COLAB_BRANCH}-{STUDENT}" if student else COLAB_BRANCH
+    return None if repo is None else f"https://colab.research.google.com/github/{repo[0]}/blob/{branch}/{source_file(chapter).stem}.ipynb"
 
 
-def notebook(chapter: str, colab: bool = False) -> nbformat.NotebookNode:
-    """The chapter as a notebook with the book's kernel; for Colab with the setup cell first."""
+def notebook(chapter: str, colab: bool = False, student: bool = False) -> nbformat.NotebookNode:
+    """The chapter as a notebook with the book's kernel; for Colab with the setup cell first; for students without the
+    exercises' solutions."""
     nb = jupytext.read(source_file(chapter))
+    if student:
+        exercises.strip_solutions(nb)
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata.pop("jupytext", None)
     if colab:
@@ -81,11 +91,11 @@ def notebook(chapter: str, colab: bool = False) -> nbformat.NotebookNode:
     return nb
 
 
-def write(folder: Path, colab: bool = False) -> list[Path]:
+def write(folder: Path, colab: bool = False, student: bool = False) -> list[Path]:
     """Write every chapter's notebook into folder."""
     written = []
     for chapter in chapters():
-        nb = notebook(chapter, colab)
+        nb = notebook(chapter, colab, student)
         written.append(write_atomic(folder / f"{chapter}.ipynb", lambda p, nb=nb: nbformat.write(nb, p)))
     return written
 
@@ -95,12 +105,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lib.build.launch", description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["notebooks", "colab"])
     parser.add_argument("folder", nargs="?", help="where the Colab notebooks go (colab only)")
+    parser.add_argument("--student", action="store_true", help="without the exercises' solutions (notebooks: in notebooks/student)")
     args = parser.parse_args(argv)
     if args.what == "notebooks":
-        print(f"wrote {len(write(NOTEBOOKS))} notebooks in {NOTEBOOKS}")
+        folder = NOTEBOOKS / STUDENT if args.student else NOTEBOOKS
+        print(f"wrote {len(write(folder, student=args.student))} notebooks in {folder}")
     else:
         require(args.folder is not None, "give the folder for the Colab notebooks: python -m lib.build.launch colab DIR")
-        print(f"wrote {len(write(Path(args.folder), colab=True))} Colab notebooks in {args.folder}")
+        print(f"wrote {len(write(Path(args.folder), colab=True, student=args.student))} Colab notebooks in {args.folder}")
 
 
 if __name__ == "__main__":
