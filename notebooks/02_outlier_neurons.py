@@ -99,6 +99,7 @@ for name, st in stats.items():
         fig,
         f"average_vectors_{name}",
         f"{name}: the average token vector of every layer; flagged dimensions (|robust z| ≥ {z_threshold:g}) marked.",
+        tab=name,
     )
 
 # %%
@@ -107,6 +108,7 @@ for name, report in reports.items():
         report.detected,
         f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
         precision=1,
+        tab=name,
     )
 
 # %% [markdown]
@@ -123,7 +125,7 @@ results.figure(fig, "extreme_dimension_shares", "The share of token vectors whos
 
 # %%
 for name, report in reports.items():
-    ch.show(report.extremes, f"{name}: most frequent minimum and maximum dimension per layer (% of {facts[name]['n_tokens']:,} vectors)", precision=2)
+    ch.show(report.extremes, f"{name}: most frequent minimum and maximum dimension per layer (% of {facts[name]['n_tokens']:,} vectors)", precision=2, tab=name)
 
 # %% [markdown]
 # The paper pools all contextual vectors of all layers (3.68M for BERT-base, 3.59M for

@@ -136,7 +136,7 @@ for name, f in found.items():
     flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
     titles = [f"position {p} (row {p + f['info']['position_offset']})" for p in chosen]
     fig = plotting.vector_panels(matrix, flags, titles, f"{name}: position embeddings", ylabel="value")
-    results.figure(fig, f"position_embeddings_{name}", f"{name}: learned position embeddings of a few positions; flagged dimensions marked.")
+    results.figure(fig, f"position_embeddings_{name}", f"{name}: learned position embeddings of a few positions; flagged dimensions marked.", tab=name)
 
 # %% [markdown]
 # The next table asks the same of every embedding table: in what share of rows does any
@@ -147,7 +147,9 @@ for name, f in found.items():
 
 # %%
 for name, f in found.items():
-    ch.show(f["summary"], f"{name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1)
+    ch.show(
+        f["summary"], f"{name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1, tab=name
+    )
 ours = pd.concat([f["summary"].assign(model=name, spec=f["spec"]) for name, f in found.items()], ignore_index=True)
 paper_argmax = paper.table("luo2021", "position_argmax").rename(columns={"paper_table": "table"})
 compare = paper.beside(ours[ours["table"] == "position after the first"], paper_argmax[["model", "table", "paper_dim", "paper_percent"]], on=["table"])
@@ -184,7 +186,7 @@ for name, f in found.items():
         continue
     wide = f["ranks"].pivot_table(index=["layer", "layernorm"], columns=["param", "dim"], values="rank", sort=False)
     wide.columns = [f"{'γ' if p == 'gamma' else 'β'} rank, dim {d}" for p, d in wide.columns]
-    ch.show(wide.reset_index(), f"{name}: rank of each outlier dimension among {f['info']['width']} LayerNorm parameters (1 = top)", precision=0)
+    ch.show(wide.reset_index(), f"{name}: rank of each outlier dimension among {f['info']['width']} LayerNorm parameters (1 = top)", precision=0, tab=name)
 ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (paper): LayerNorm parameters of BERT-base and RoBERTa-base")
 
 # %% [markdown]
@@ -199,8 +201,9 @@ ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (pap
 for name, f in found.items():
     if len(f["dims"]):
         fig = plotting.propagation(f["z"], f["stages"], list(f["dims"]), z_threshold, f"{name}: outlier dimensions by position and stage")
-        results.figure(fig, f"propagation_{name}", f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers).")
-        ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1)
+        caption = f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers)."
+        results.figure(fig, f"propagation_{name}", caption, tab=name)
+        ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1, tab=name)
 
 
 # %% tags=["hide-input"]

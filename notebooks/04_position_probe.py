@@ -123,7 +123,7 @@ for spec in specs:
 # %%
 results.figure(plotting.probe_accuracy(accuracy), "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer.")
 for name, frame in accuracy.items():
-    ch.show(frame, f"{name}: position-prediction accuracy by layer", precision=3)
+    ch.show(frame, f"{name}: position-prediction accuracy by layer", precision=3, tab=name)
 
 # %% [markdown]
 # ## Which neurons the probe relies on
@@ -142,7 +142,7 @@ if with_dims:
         "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer.",
     )
 for name, frame in paper_probe.items():
-    ch.show(frame, f"{name}: mean contribution by layer (test tokens, the paper's probe)", precision=3)
+    ch.show(frame, f"{name}: mean contribution by layer (test tokens, the paper's probe)", precision=3, tab=name)
 ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appendix B.1 (paper; read off figures)")
 
 # %% [markdown]
@@ -169,6 +169,7 @@ for name, frame in contribution.items():
         acc.join(ranks).reset_index(),
         f"{name}: test accuracy of the three probes, and the rank of each outlier dimension's mean contribution (1 = largest) under each",
         precision=3,
+        tab=name,
     )
 
 # %% [markdown]
@@ -181,7 +182,7 @@ for name, frame in contribution.items():
 # %%
 for name, maps in heatmaps.items():
     fig = plotting.contribution_heatmaps(maps, f"{name}: contribution to position prediction")
-    results.figure(fig, f"contribution_heatmaps_{name}", f"{name}: contribution of each dimension to the prediction of each position.")
+    results.figure(fig, f"contribution_heatmaps_{name}", f"{name}: contribution of each dimension to the prediction of each position.", tab=name)
 
 # %% tags=["hide-input"]
 lines = []

@@ -231,6 +231,7 @@ for name in first:
         last[["layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]],
         f"{name}, last checkpoint (step {int(last['step'].iloc[0]):,}): per layer, the largest-|mean| dimension and the most frequent maximum/minimum",
         precision=2,
+        tab=name,
     )
 
 
@@ -281,11 +282,13 @@ for name in first:
         plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} SST-2 tokens)"),
         f"average_vectors_{name}",
         f"{name}: the average token vector of every layer on SST-2 sentences; flagged dimensions marked.",
+        tab=name,
     )
     ch.show(
         reports[name].detected,
         f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
         precision=1,
+        tab=name,
     )
 ch.show(
     pd.concat([reports[n].pooled for n in first], ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]],

@@ -125,7 +125,7 @@ results.figure(
 for name, table in aniso.items():
     wide = table.pivot(index="layer", columns="variant", values=["mean_cosine", "self_similarity_minus_anisotropy"])
     wide.columns = [f"{'cosine' if m == 'mean_cosine' else 'self-sim − aniso'}, {v}" for m, v in wide.columns]
-    ch.show(wide.reset_index(), f"{name}: anisotropy and self-similarity by layer ({n_pairs:,} pairs; {n_words} words × {per_word} sentences)")
+    ch.show(wide.reset_index(), f"{name}: anisotropy and self-similarity by layer ({n_pairs:,} pairs; {n_words} words × {per_word} sentences)", tab=name)
 ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and Luo's thesis report (paper; figures without printed numbers)")
 
 # %% [markdown]

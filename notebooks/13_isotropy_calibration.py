@@ -135,7 +135,10 @@ for spec, of_model in runs.groupby("spec", sort=False):
     results.table(finetune.summarise(of_model), schemas.CALIBRATION_SUMMARY, spec, parameters)
 for model, frame in summary.groupby("model", sort=False):
     ch.show(
-        frame.drop(columns=["model"]), f"{model}: GLUE dev score × 100, isotropy of W after fine-tuning, time per epoch relative to no calibration", precision=3
+        frame.drop(columns=["model"]),
+        f"{model}: GLUE dev score × 100, isotropy of W after fine-tuning, time per epoch relative to no calibration",
+        precision=3,
+        tab=model,
     )
 
 # %% tags=["hide-input"]
@@ -157,6 +160,7 @@ for model, frame in summary.groupby("model", sort=False):
         fig,
         f"calibration_{model}",
         f"{model}: score change against the uncalibrated runs, I1 of W after fine-tuning, and time per epoch, by method.",
+        tab=model,
     )
 
 # %% [markdown]

@@ -42,7 +42,7 @@ def test_a_table_is_a_numbered_myst_directive_with_escaped_cells():
     frame = pd.DataFrame({"model": ["m|1"], "spearman_x100": [91.4], "model_outlier": [True], "note": ["*not bold* $x$"]})
     text = tables.myst(frame, "Scores", 1, "scores")
     lines = text.splitlines()
-    assert lines[0] == "::::{table} Scores" and lines[1] == ":name: scores" and lines[-1] == "::::"
+    assert lines[0] == ":::{table} Scores" and lines[1] == ":name: scores" and lines[-1] == ":::"
     assert lines[3] == "| model | spearman × 100 | outlier of the model | note |"
     assert lines[4] == "|:---|---:|:---:|:---|"
     assert lines[5].replace("\u00a0", " ") == "| m\\|1 | 91.4 | ✓ | \\*not bold\\* \\$x\\$ |"
@@ -123,6 +123,13 @@ display(Markdown(":::{table} Computed prose\\n:name: tbl-01-computed\\n\\n| comp
 fig, ax = plt.subplots()
 ax.plot([0, n])
 Results("01_page", profile).figure(fig, "line", "A line that rises.")
+
+# %%
+for model in ("model a", "model b"):
+    tables.show(frame.head(1), f"{model}: its row", tab=model)
+    fig, ax = plt.subplots()
+    ax.plot([n, ord(model[-1]) - 97])  # a different line per model
+    Results("01_page", profile).figure(fig, f"fall {model}", f"{model}: a line that falls.", tab=model)
 """
 
 
@@ -154,7 +161,9 @@ def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
     assert pagecheck.problems(html) == []
     page = (html / "book" / "chapters" / "01_page.html").read_text()
     assert "Table 1.1" in page and "Table 1.2" in page and "Fig. 1.1" in page  # numbered, and the prose's {numref} resolved
-    assert page.count("<table") == 4 and "Table 1.3" in page and "outlier of the model" in page and "✓" in page  # the computed Markdown table too
+    assert page.count('class="sd-tab-set') == 1 and page.count('class="sd-tab-label"') == 2  # one tab per model
+    assert "Table 1.5" in page and "Fig. 1.3" in page and 'alt="model b: a line that falls."' in page  # numbered inside the tabs
+    assert page.count("<table") == 6 and "Table 1.3" in page and "outlier of the model" in page and "✓" in page  # the computed Markdown table too
     assert 'alt="A line that rises."' in page
     assert page.count("search-button-field") == 1  # one search field, in the sidebar
     assert (
@@ -172,7 +181,7 @@ def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
     edition.build_html(page_book)
     assert "book.pdf" in (html / "book" / "intro.html").read_text()
     figures_typeset = [p for p in Edition("quick", pdf=True).latex.glob("*") if p.suffix in (".pdf", ".png") and p.name != edition.PDF_NAME]
-    assert [p.suffix for p in figures_typeset] == [".pdf"]  # the figure as the vector PDF its run saved, not the PNG
+    assert [p.suffix for p in figures_typeset] == [".pdf"] * 3  # each figure as the vector PDF its run saved (not in tabs), not the PNG
 
 
 def test_wide_figures_print_their_labels_at_the_style_size():

@@ -24,7 +24,7 @@ from ..experiments.schemas import Schema
 from ..io import write_atomic
 from ..provenance import record
 from ..settings import chapter_results, output_dir, slug
-from . import figures, plotting
+from . import figures, plotting, tabs
 
 
 def _json_default(obj: Any) -> Any:
@@ -78,9 +78,10 @@ class Results:
     def figure_path(self, name: str, ext: str = "png") -> Path:
         return self.root / "figures" / self.chapter / f"{slug(name)}.{ext}"
 
-    def figure(self, fig, name: str, caption: str) -> None:
+    def figure(self, fig, name: str, caption: str, tab: str | None = None) -> None:
         """Save a matplotlib figure as PNG (for the book) and PDF (for print), then show the PNG marked with its caption
-        (MyST) and label (`figures.label`), which the edition turns into a numbered figure; the figure is closed."""
+        (MyST) and label (`figures.label`), which the edition turns into a numbered figure (in `tab`'s tab, given a
+        model's name: `tabs`); the figure is closed."""
         plotting.readable(fig)
         for ext in ("pdf", "png"):
             path = write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=150, bbox_inches="tight"))
@@ -88,4 +89,5 @@ class Results:
         plt.close(fig)
         png = base64.b64encode(self.figure_path(name, "png").read_bytes()).decode("ascii")
         vector = f"{self.profile}/figures/{self.chapter}/{self.figure_path(name, 'pdf').name}"  # the PDF book prints this file
-        display({"image/png": png}, raw=True, metadata={figures.KEY: {"name": figures.label(self.chapter, name), "caption": caption, "pdf": vector}})
+        marks = {figures.KEY: {"name": figures.label(self.chapter, name), "caption": caption, "pdf": vector}} | ({tabs.KEY: tab} if tab else {})
+        display({"image/png": png}, raw=True, metadata=marks)

@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
+from . import tabs
+
 KEY = "book_table"  # output metadata of a table shown by `chapter.show`: {"name": given name or None}
 PLACEHOLDER = "tbl-unlabelled"  # the `:name:` a table has until the edition labels it
 
@@ -96,7 +98,7 @@ def myst(frame: pd.DataFrame, caption: str, precision: int, name: str | None = N
     align = ["---:" if numeric(frame[c]) else ":---:" if pd.api.types.is_bool_dtype(frame[c]) else ":---" for c in frame.columns]
     rows = [[escape(cell_text(v, precision)) for v in row] for row in frame.itertuples(index=False)]
     lines = ["| " + " | ".join(heads) + " |", "|" + "|".join(align) + "|"] + ["| " + " | ".join(r) + " |" for r in rows]
-    return f"::::{{table}} {caption}\n:name: {name or PLACEHOLDER}\n\n" + "\n".join(lines) + "\n::::\n"
+    return f":::{{table}} {caption}\n:name: {name or PLACEHOLDER}\n\n" + "\n".join(lines) + "\n:::\n"
 
 
 def plain(frame: pd.DataFrame, caption: str, precision: int) -> str:
@@ -111,18 +113,18 @@ def html(frame: pd.DataFrame, caption: str, precision: int) -> str:
     return shown.style.set_caption(caption).hide(axis="index").to_html()
 
 
-def bundle(frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None) -> tuple[dict[str, str], dict]:
+def bundle(frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None, tab: str | None = None) -> tuple[dict[str, str], dict]:
     """A table as display data and metadata (for `show`): MyST for the book's
     pages and PDF, HTML for Jupyter, text for a terminal; marked so that the edition labels it (`label_tables`)."""
     frame = frame.reset_index(drop=True)
     data = {"text/markdown": myst(frame, caption, precision), "text/html": html(frame, caption, precision), "text/plain": plain(frame, caption, precision)}
-    return data, {KEY: {"name": name}}
+    return data, {KEY: {"name": name}} | ({tabs.KEY: tab} if tab else {})
 
 
-def show(frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None) -> None:
+def show(frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None, tab: str | None = None) -> None:
     """Display a table with a caption and without the index: numbered on the book's pages and in its PDF; `name` makes
-    it referenceable as {numref}`tbl-<chapter number>-<name>`."""
-    data, metadata = bundle(frame, caption, precision, name)
+    it referenceable as {numref}`tbl-<chapter number>-<name>`; `tab` (a model's name) puts it in that model's tab."""
+    data, metadata = bundle(frame, caption, precision, name, tab)
     display(data, raw=True, metadata=metadata)
 
 

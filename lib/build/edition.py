@@ -40,7 +40,7 @@ import pandas as pd
 import yaml
 from filelock import FileLock, Timeout
 
-from ..book import figures, paper, scorecard, tables
+from ..book import figures, paper, scorecard, tables, tabs
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
@@ -168,6 +168,12 @@ def commit() -> dict[str, Any]:
 def _commit_text(facts: dict[str, Any]) -> str:
     sha = facts.get("commit", "unknown")
     return f"`{sha[:10]}`" + (" with uncommitted changes" if facts.get("dirty") else "")
+
+
+def _write_bytes_if_changed(path: Path, data: bytes) -> None:
+    """Write bytes unless the file already holds them."""
+    if not path.is_file() or path.read_bytes() != data:
+        write_atomic(path, lambda p: p.write_bytes(data))
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -408,7 +414,14 @@ def _vector_figures(nb: nbformat.NotebookNode, entry: Entry) -> None:
 
 
 def _staged_notebook(
-    chapter: str, notebook: Path, entry: Entry, profile: str, student: bool = False, downloads: list[str] | None = None, vector: bool = False
+    chapter: str,
+    notebook: Path,
+    entry: Entry,
+    profile: str,
+    source: Path,
+    student: bool = False,
+    downloads: list[str] | None = None,
+    vector: bool = False,
 ) -> str:
     """The executed notebook with the note and the parameter reference after its title, its figures numbered, its result
     tables linked at the end (without the exercises' solutions in the student edition)."""
@@ -417,8 +430,10 @@ def _staged_notebook(
         exercises.strip_solutions(nb)
     if vector:
         _vector_figures(nb, entry)
-    figures.number_figures(nb)
     tables.label_tables(nb, chapter)
+    if not vector:  # the pages: a model per tab; print keeps them in sequence, with vector figures
+        tabs.group(nb, source / "book" / "chapters" / tabs.FOLDER, _write_bytes_if_changed)
+    figures.number_figures(nb)
     for cell in nb.cells:  # papermill's cell with this run's parameters: the box at the top says what changed
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             cell.metadata["tags"] = [*cell.metadata["tags"], "remove-cell"]
@@ -505,7 +520,7 @@ def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
         if entry is not None and notebook.is_file():
             entries[chapter] = entry
             downloads = _stage_tables(source, entry, edition.profile)
-            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, edition.student, downloads, edition.pdf))
+            _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, source, edition.student, downloads, edition.pdf))
             placeholder.unlink(missing_ok=True)
         else:
             _write_if_changed(placeholder, _placeholder(chapter, edition.profile))
