@@ -94,11 +94,11 @@ for spec in specs:
 
 # %%
 for name, st in stats.items():
-    fig = plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} tokens)")
+    fig = plotting.average_vectors(st.mean, reports[name].flags)
     results.figure(
         fig,
         f"average_vectors_{name}",
-        f"{name}: the average token vector of every layer; flagged dimensions (|robust z| ≥ {z_threshold:g}) marked.",
+        f"{name}: the average token vector of every layer ({st.count:,} tokens); flagged dimensions (|robust z| ≥ {z_threshold:g}) marked.",
         tab=name,
     )
 

@@ -135,7 +135,7 @@ for name, f in found.items():
     matrix = f["view"].matrix(chosen)
     flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
     titles = [f"position {p} (row {p + f['info']['position_offset']})" for p in chosen]
-    fig = plotting.vector_panels(matrix, flags, titles, f"{name}: position embeddings", ylabel="value")
+    fig = plotting.vector_panels(matrix, flags, titles, ylabel="value")
     results.figure(fig, f"position_embeddings_{name}", f"{name}: learned position embeddings of a few positions; flagged dimensions marked.", tab=name)
 
 # %% [markdown]
@@ -200,7 +200,7 @@ ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (pap
 # %%
 for name, f in found.items():
     if len(f["dims"]):
-        fig = plotting.propagation(f["z"], f["stages"], list(f["dims"]), z_threshold, f"{name}: outlier dimensions by position and stage")
+        fig = plotting.propagation(f["z"], f["stages"], list(f["dims"]), z_threshold)
         caption = f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers)."
         results.figure(fig, f"propagation_{name}", caption, tab=name)
         ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1, tab=name)

@@ -181,7 +181,7 @@ for name, frame in contribution.items():
 
 # %%
 for name, maps in heatmaps.items():
-    fig = plotting.contribution_heatmaps(maps, f"{name}: contribution to position prediction")
+    fig = plotting.contribution_heatmaps(maps)
     results.figure(fig, f"contribution_heatmaps_{name}", f"{name}: contribution of each dimension to the prediction of each position.", tab=name)
 
 # %% tags=["hide-input"]

@@ -279,9 +279,9 @@ ch.show(
 for name in first:
     st = stats[name]
     results.figure(
-        plotting.average_vectors(st.mean, reports[name].flags, f"{name}: average token vector by layer ({st.count:,} SST-2 tokens)"),
+        plotting.average_vectors(st.mean, reports[name].flags),
         f"average_vectors_{name}",
-        f"{name}: the average token vector of every layer on SST-2 sentences; flagged dimensions marked.",
+        f"{name}: the average token vector of every layer on {st.count:,} SST-2 tokens; flagged dimensions marked.",
         tab=name,
     )
     ch.show(
@@ -315,9 +315,7 @@ ch.show(view.summary, f"{pe_name}: embedding tables — rows with a flagged dime
 chosen = view.example_rows()
 matrix = view.matrix(chosen)
 results.figure(
-    plotting.vector_panels(
-        matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold, [f"position {p}" for p in chosen], f"{pe_name}: learned position embeddings", ylabel="value"
-    ),
+    plotting.vector_panels(matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold, [f"position {p}" for p in chosen], ylabel="value"),
     f"position_embeddings_{pe_name}",
     f"{pe_name}: the learned position embeddings of a few positions; flagged dimensions marked.",
 )

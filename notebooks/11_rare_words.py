@@ -104,14 +104,12 @@ ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (pa
 
 # %%
 results.figure(
-    plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})", "cosine with the reference tokens, by vocabulary index"),
+    plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})"),
     "unused_cosine_by_index",
     "Cosine between embeddings and the reference tokens, by vocabulary index.",
 )
 results.figure(
-    plotting.binned_cosines(
-        by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)", "cosine with the reference tokens, by corpus frequency"
-    ),
+    plotting.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)"),
     "unused_cosine_by_frequency",
     "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.",
 )

@@ -208,7 +208,8 @@ def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
 
     vectors = np.zeros((1, 400))
     vectors[0, [223, 238, 300]] = [5.0, 4.0, -3.0]
-    fig = plotting.vector_panels(vectors, vectors != 0, ["layer 1"], "t")
+    fig = plotting.vector_panels(vectors, vectors != 0, ["layer 1"])
+    assert fig._suptitle is None  # the caption is the figure's title
     plotting.readable(fig)
     labels = {t.get_text(): t for t in fig.axes[0].texts}
     fig.canvas.draw()

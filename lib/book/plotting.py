@@ -1,4 +1,5 @@
-"""Figures with one readable style: labelled axes, legible fonts, colour-blind-safe colours."""
+"""Figures with one readable style: labelled axes, legible fonts, colour-blind-safe colours. A figure has no title of
+its own where the book gives it a caption (`Results.figure`): panels are titled, the figure is not."""
 
 from __future__ import annotations
 
@@ -70,14 +71,14 @@ def apart(labels: list) -> None:
         placed.append(label.get_window_extent(renderer))
 
 
-def anisotropy_by_layer(tables: dict[str, pd.DataFrame], title: str = "Average cosine similarity of random token pairs"):
+def anisotropy_by_layer(tables: dict[str, pd.DataFrame]):
     """One line per model: mean cosine by layer with its 95% interval; layer 0 is the embedding output."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["layer"], t["mean_cosine"], marker="o", color=color, label=name)
         ax.fill_between(t["layer"], t["ci95_low"], t["ci95_high"], color=color, alpha=0.2)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set(xlabel="layer (0 = embedding output)", ylabel="mean cosine similarity", title=title, ylim=(min(-0.05, ax.get_ylim()[0]), 1.0))
+    ax.set(xlabel="layer (0 = embedding output)", ylabel="mean cosine similarity", ylim=(min(-0.05, ax.get_ylim()[0]), 1.0))
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.legend(frameon=False)
     return fig
@@ -107,7 +108,7 @@ def plane_views(
     return fig
 
 
-def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str], title: str, ylabel: str = "mean value", columns: int = 3):
+def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str], ylabel: str = "mean value", columns: int = 3):
     """Small multiples: one vector per panel (value by dimension), flagged dimensions labelled."""
     n = vectors.shape[0]
     rows = int(np.ceil(n / columns))
@@ -138,15 +139,14 @@ def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str
         ax.set_xlabel("dimension")
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel)
-    fig.suptitle(title)
     fig.tight_layout()
     return fig
 
 
-def average_vectors(mean_vectors: np.ndarray, flags: np.ndarray, title: str):
+def average_vectors(mean_vectors: np.ndarray, flags: np.ndarray):
     """The average vector of every layer, flagged dimensions labelled."""
     titles = [f"layer {layer}" + (" (embeddings)" if layer == 0 else "") for layer in range(len(mean_vectors))]
-    return vector_panels(mean_vectors, flags, titles, title)
+    return vector_panels(mean_vectors, flags, titles)
 
 
 def extreme_shares(tables: dict[str, pd.DataFrame]):
@@ -199,7 +199,7 @@ def layernorm_ranks(ranks: dict[str, pd.DataFrame]):
     return fig
 
 
-def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float, title: str):
+def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
     """One panel per stage: robust z of each outlier dimension in the average vector at each position."""
     fig, axes = plt.subplots(1, len(stages), figsize=(3.8 * len(stages), 3.6), sharey=True, squeeze=False)
     positions = np.arange(z.shape[1])
@@ -210,7 +210,6 @@ def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: fl
         ax.set(title=stage if stage != "input" else "input (before the embedding LayerNorm)", xlabel="position in the sequence")
     axes[0, 0].set_ylabel("robust z in the position's average vector")
     axes[0, -1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(title)
     fig.tight_layout()
     return fig
 
@@ -221,7 +220,7 @@ def probe_accuracy(tables: dict[str, pd.DataFrame]):
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["layer"], 100 * t["test_accuracy"], "-o", color=color, label=f"{name} (test)")
         ax.plot(t["layer"], 100 * t["dev_accuracy"], "--", lw=0.8, color=color, label=f"{name} (dev)")
-    ax.set(xlabel="layer (0 = embedding output)", ylabel="accuracy (%)", ylim=(0, 102), title="Predicting a token's position with a linear probe")
+    ax.set(xlabel="layer (0 = embedding output)", ylabel="accuracy (%)", ylim=(0, 102))
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.legend(frameon=False)
     return fig
@@ -253,7 +252,7 @@ def contributions_by_layer(tables: dict[str, pd.DataFrame]):
     return fig
 
 
-def contribution_heatmaps(maps: dict[str, np.ndarray], title: str):
+def contribution_heatmaps(maps: dict[str, np.ndarray]):
     """Heatmaps (positions x layers) of mean contribution, one panel per neuron (or summary), shared colour scale."""
     fig, axes = plt.subplots(len(maps), 1, figsize=(7.5, 2.9 * len(maps)), squeeze=False)
     vmax = max(np.nanmax(m) for m in maps.values())
@@ -263,7 +262,6 @@ def contribution_heatmaps(maps: dict[str, np.ndarray], title: str):
         ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.grid(False)
         fig.colorbar(im, ax=ax, label="contribution")
-    fig.suptitle(title)
     fig.tight_layout()
     return fig
 
@@ -339,13 +337,13 @@ def coverage_curves(curves: dict[str, np.ndarray], marks: list[float]):
     return fig
 
 
-def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str, title: str):
+def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str):
     """Mean cosine between the reference tokens and each bin of the vocabulary, one line per model."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["bin_start"], t["mean_cosine"], "-o", ms=3, color=color, label=name)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set(xlabel=xlabel, ylabel="mean cosine", title=title)
+    ax.set(xlabel=xlabel, ylabel="mean cosine")
     ax.legend(frameon=False)
     return fig
 
