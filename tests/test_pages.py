@@ -215,7 +215,7 @@ def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
     fig.canvas.draw()
     boxes = {k: t.get_window_extent() for k, t in labels.items()}
     assert not boxes["223"].overlaps(boxes["238"])
-    assert all(abs(t.xyann[1]) <= 25 for t in labels.values())  # moved apart, not far from their points
+    assert all(abs(t.xyann[1]) <= 40 for t in labels.values())  # moved apart, but a step or three, not off the panel
     plt.close(fig)
 
 
