@@ -51,6 +51,11 @@ def test_a_table_is_a_numbered_myst_directive_with_escaped_cells():
     assert f":name: {tables.PLACEHOLDER}" in data["text/markdown"] and "spearman × 100" in data["text/plain"]
 
 
+def test_a_table_without_rows_still_has_a_body():
+    lines = tables.myst(pd.DataFrame({"dim": pd.Series([], dtype=int), "z": pd.Series([], dtype=float)}), "Nothing flagged", 1).splitlines()
+    assert lines[-2] == "| none | – |"
+
+
 def test_the_edition_labels_every_table_once():
     outputs = []
     for name in ("pooled", None, "pooled"):

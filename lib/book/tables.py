@@ -97,6 +97,8 @@ def myst(frame: pd.DataFrame, caption: str, precision: int, name: str | None = N
     heads = [escape(header(c)) for c in frame.columns]
     align = ["---:" if numeric(frame[c]) else ":---:" if pd.api.types.is_bool_dtype(frame[c]) else ":---" for c in frame.columns]
     rows = [[escape(cell_text(v, precision)) for v in row] for row in frame.itertuples(index=False)]
+    if not rows:  # a table with no rows still prints as a table (LaTeX needs a body)
+        rows = [["none"] + ["–"] * (len(heads) - 1)]
     lines = ["| " + " | ".join(heads) + " |", "|" + "|".join(align) + "|"] + ["| " + " | ".join(r) + " |" for r in rows]
     return f":::{{table}} {caption}\n:name: {name or PLACEHOLDER}\n\n" + "\n".join(lines) + "\n:::\n"
 
