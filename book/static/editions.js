@@ -1,7 +1,7 @@
 // The edition switcher. On the published site the editions sit side by side (lib/build/site.py), with editions.json
 // beside them; every page then shows a line linking the same page in each edition. A single edition opened from disk
 // has no editions.json, and the line is not shown.
-(function () {
+function showEditions() {
   "use strict";
   const root = document.documentElement.dataset.content_root; // from this page to its edition's folder
   if (root === undefined) return;
@@ -30,4 +30,6 @@
       article.prepend(nav);
     })
     .catch(() => {});
-})();
+}
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", showEditions);
+else showEditions();
