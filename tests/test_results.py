@@ -159,7 +159,7 @@ def test_tables_display_as_myst_html_and_plain_text(monkeypatch):
     assert "82.56" in bundle["text/html"] and "<caption>RoBERTa &" in bundle["text/html"] and "top dimension" in bundle["text/html"]
     assert bundle["text/plain"].splitlines()[0] == "RoBERTa & BERT: 100% of #vectors" and "82.56" in bundle["text/plain"] and "–" in bundle["text/plain"]
     markdown = bundle["text/markdown"]
-    assert markdown.startswith("::::{table} RoBERTa & BERT: 100% of #vectors\n") and "| top dimension | share (%) |" in markdown
+    assert markdown.startswith(":::{table} RoBERTa & BERT: 100% of #vectors\n") and "| top dimension | share (%) |" in markdown
     assert "| 588 | 82.56 |" in markdown and "| 77 | – |" in markdown and "82.5612" not in markdown
 
 
