@@ -22,6 +22,7 @@ from lib.build.cache import Entry
 from lib.build.edition import Edition
 from lib.errors import BookError, cli
 from lib.settings import REPO_ROOT
+from tests.books import book_of
 
 PAYLOAD_FILE = "/tmp/book-integrity-pwned"
 # the issue's payload: on the landed code papermill wrote the bytes unescaped into the notebook, and they ran
@@ -56,19 +57,8 @@ for model in models.split(","):
 @pytest.fixture
 def book(tmp_path, monkeypatch):
     """One tiny chapter that writes a table per model, in an edition of its own."""
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
     slow = tmp_path / "slow"
-    (folder / "01_models.py").write_text(CHAPTER.format(slow=str(slow)))
-    monkeypatch.setattr(sources, "NOTEBOOKS", folder)
-    sources.declared_parameters.cache_clear()
-    (tmp_path / "profiles").mkdir()
-    for profile in ("quick", "paper"):
-        (tmp_path / "profiles" / f"{profile}.yaml").write_text("")
-    monkeypatch.setattr(profiles, "PROFILES", tmp_path / "profiles")
-    for var, sub in (("BOOK_BUILD_DIR", "build"), ("BOOK_RESULTS_DIR", "results")):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    book_of(tmp_path, monkeypatch, {"01_models": CHAPTER.format(slow=str(slow))})
     yield tmp_path, slow
     sources.declared_parameters.cache_clear()
 

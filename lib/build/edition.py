@@ -178,8 +178,7 @@ def _write_bytes_if_changed(path: Path, data: bytes) -> None:
 
 def _write_if_changed(path: Path, text: str) -> None:
     """Write text unless the file already holds it (an unchanged file keeps its time, so Sphinx skips it)."""
-    if not path.is_file() or path.read_text(encoding="utf-8") != text:
-        write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
+    _write_bytes_if_changed(path, text.encode("utf-8"))
 
 
 def changed_parameters(chapter: str, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -270,20 +269,18 @@ def _stage_downloads(edition: Edition, source: Path) -> list[str]:
     """Stage the edition's PDF (when `make pdf` has made it) and a zip of its executed chapters (as staged: the student
     edition's without solutions); the staged names."""
     folder, staged = source / DOWNLOADS, []
-    chapters_dir = source / "book" / "chapters"
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
-        for notebook in sorted(chapters_dir.glob("*.ipynb")):
-            info = zipfile.ZipInfo(f"notebooks/{notebook.name}", date_time=(1980, 1, 1, 0, 0, 0))  # a fixed date: same notebooks, same zip
-            bundle.writestr(info, notebook.read_bytes(), zipfile.ZIP_DEFLATED)
-    if buffer.tell() > 22:  # more than an empty zip
-        if not (folder / NOTEBOOKS_ZIP).is_file() or (folder / NOTEBOOKS_ZIP).read_bytes() != buffer.getvalue():
-            write_atomic(folder / NOTEBOOKS_ZIP, lambda p: p.write_bytes(buffer.getvalue()))
+    notebooks = sorted((source / "book" / "chapters").glob("*.ipynb"))
+    if notebooks:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+            for notebook in notebooks:
+                info = zipfile.ZipInfo(f"notebooks/{notebook.name}", date_time=(1980, 1, 1, 0, 0, 0))  # a fixed date: same notebooks, same zip
+                bundle.writestr(info, notebook.read_bytes(), zipfile.ZIP_DEFLATED)
+        _write_bytes_if_changed(folder / NOTEBOOKS_ZIP, buffer.getvalue())
         staged.append(NOTEBOOKS_ZIP)
     pdf = Edition(edition.profile, edition.student)._pages / PDF_NAME
     if pdf.is_file():
-        if not (folder / PDF_NAME).is_file() or (folder / PDF_NAME).read_bytes() != pdf.read_bytes():
-            write_atomic(folder / PDF_NAME, lambda p: shutil.copyfile(pdf, p))
+        _write_bytes_if_changed(folder / PDF_NAME, pdf.read_bytes())
         staged.append(PDF_NAME)
     return staged
 
@@ -385,9 +382,7 @@ def _stage_tables(source: Path, entry: Entry, profile: str) -> list[str]:
                 f"run `python -m lib.build.runner --profile {profile} --chapters {entry.chapter}` again",
             )
             relative = f"{TABLES}/{output['label']}"
-            target = source / "book" / "chapters" / relative
-            if not target.is_file() or target.read_bytes() != origin.read_bytes():
-                write_atomic(target, lambda p, origin=origin: shutil.copyfile(origin, p))
+            _write_bytes_if_changed(source / "book" / "chapters" / relative, origin.read_bytes())
             staged.append(relative)
     return staged
 
@@ -504,9 +499,7 @@ def _stage_static(source: Path) -> None:
         ("latex/bbm.sty", STATIC / "latex" / "bbm.sty"),
     ]
     for name, origin in files:
-        target = source / "_static" / name
-        if not target.is_file() or target.read_bytes() != origin.read_bytes():
-            write_atomic(target, lambda p, origin=origin: shutil.copyfile(origin, p))
+        _write_bytes_if_changed(source / "_static" / name, origin.read_bytes())
 
 
 def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
@@ -611,18 +604,21 @@ def _table_text(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")[:120]
 
 
-def build_html(edition: Edition) -> Path:
-    """Stage the edition and build its HTML with Jupyter Book's Sphinx configuration (incremental: unchanged pages are
-    not rebuilt); strict, so a warning or a broken reference fails the build."""
+def _sphinx(edition: Edition, builder: str, out: Path) -> None:
+    """Stage the edition and run Sphinx's `builder` on it with Jupyter Book's configuration (incremental: unchanged
+    pages are not rebuilt); strict, so a warning or a broken reference fails the build."""
     source = stage(edition)
     bin_dir = Path(sys.executable).parent
     subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
     done = subprocess.run(
-        [str(bin_dir / "sphinx-build"), "-b", "html", "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(edition.html)],
-        cwd=source,
+        [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(out)], cwd=source
     )
-    if done.returncode != 0:
-        raise BookError(f"the {edition.profile} edition's HTML build failed (messages above); the staged source is in {source}")
+    require(done.returncode == 0, f"the {edition.profile} edition's {builder} build failed (messages above); the staged source is in {source}")
+
+
+def build_html(edition: Edition) -> Path:
+    """The edition's HTML (`_sphinx`); its front page."""
+    _sphinx(edition, "html", edition.html)
     return edition.html / "index.html"
 
 
@@ -635,14 +631,7 @@ def build_pdf(edition: Edition) -> Path:
     missing = [tool for tool in TEX_TOOLS if shutil.which(tool) is None]
     require(not missing, f"{', '.join(missing)} not found: install TeX Live (see the README, 'The book as a PDF'), then run `make pdf` again")
     typeset = Edition(edition.profile, edition.student, pdf=True)
-    source = stage(typeset)
-    bin_dir = Path(sys.executable).parent
-    subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
-    done = subprocess.run(
-        [str(bin_dir / "sphinx-build"), "-b", "latex", "-W", "-n", "--keep-going", "-q", "-d", str(typeset.doctrees), str(source), str(typeset.latex)],
-        cwd=source,
-    )
-    require(done.returncode == 0, f"the {edition.profile} edition's LaTeX source failed to build (messages above); the staged source is in {source}")
+    _sphinx(typeset, "latex", typeset.latex)
     log = typeset.latex / "latexmk.log"
     with open(log, "w", encoding="utf-8") as out:
         done = subprocess.run(
