@@ -27,7 +27,8 @@ lint: env
 test: lint
 	$(PY) -m pytest
 
-chapters: env
+chapters: env  # fetches the data release first when the data folder lacks files (offline: one line saying what to do)
+	$(PY) -m lib.datasets fetch
 	$(PY) -m lib.build.runner --profile $(PROFILE)
 
 html: env
@@ -48,8 +49,8 @@ publish: chapters
 site: env  # the built editions side by side in _build/site (default, student, quick), with an edition switcher on every page
 	$(PY) -m lib.build.site
 
-data: env
-	$(PY) -m lib.datasets download
+data: env  # the book's data release into $BOOK_DATA_DIR (verified); FROM=upstream fetches the files upstream publishes byte-identically instead
+	$(PY) -m lib.datasets $(if $(filter upstream,$(FROM)),download,fetch)
 
 benchmark: env
 	$(PY) scripts/benchmark_extraction.py

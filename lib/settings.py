@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -22,6 +23,24 @@ def _path_from_env(var: str, default: Path) -> Path:
 def data_dir() -> Path:
     """Data sets: $BOOK_DATA_DIR, default `data/` in the repository."""
     return _path_from_env("BOOK_DATA_DIR", REPO_ROOT / "data").resolve()
+
+
+class DataRelease(NamedTuple):
+    url: str
+    sha256: str
+
+
+# The data release (`python -m lib.datasets pack`): attached to the GitHub release `data-v1` of the book's repository.
+# A mirror (or a Zenodo record of the same file) is named with $BOOK_DATA_URL; the SHA-256 stays the one pinned here.
+DATA_RELEASE = DataRelease(
+    url="https://github.com/embedding-geometry-book/book/releases/download/data-v1/book-data-v1.tar.gz",
+    sha256="401ee8614f60cc6bed6fc8ee4f830b64b56ed2cbebe937d76ac168b502f72ea3",
+)
+
+
+def data_release() -> DataRelease:
+    """Where the data release is fetched from ($BOOK_DATA_URL, else the pinned URL) and its pinned SHA-256."""
+    return DataRelease(os.environ.get("BOOK_DATA_URL") or DATA_RELEASE.url, DATA_RELEASE.sha256)
 
 
 def cache_dir() -> Path:

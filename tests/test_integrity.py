@@ -282,7 +282,7 @@ def test_a_corrupt_meta_file_names_itself(tmp_path):
 
 
 def test_offline_data_download_fails_with_one_line(tmp_path, monkeypatch, capsys):
-    from lib.datasets import registry
+    from lib.datasets import cli, registry
 
     def offline(spec, what, path):
         raise OSError("no route to host")
@@ -290,11 +290,11 @@ def test_offline_data_download_fails_with_one_line(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(registry, "_download", offline)
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
     with pytest.raises(SystemExit) as stop:
-        registry.main(["download", "sst2"])
+        cli.main(["download", "sst2"])
     assert stop.value.code == 2 and "could not download" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:
-        registry.main(["download"])
-    assert stop.value.code == 2 and "could not download sst2, sst5" in capsys.readouterr().err.splitlines()[-1]
+        cli.main(["download"])
+    assert stop.value.code == 2 and "could not download mrpc, sst2, sst5" in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_sample_sizes_beyond_the_data_are_refused():

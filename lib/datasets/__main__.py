@@ -1,5 +1,5 @@
-"""`python -m lib.datasets check|download [NAME ...]`: verify or fetch the data sets."""
+"""`python -m lib.datasets`: see lib/datasets/cli.py."""
 
-from .registry import main
+from .cli import main
 
 main()

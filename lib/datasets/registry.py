@@ -8,7 +8,6 @@ if its format is new, one small reader; `tasks` turns the raw tables into what c
 
 from __future__ import annotations
 
-import argparse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import BookError, cli, require
+from ..errors import BookError, require
 from ..io import sha256, write_atomic
 from ..provenance import record
 from ..settings import data_dir
@@ -38,6 +37,7 @@ class DataSet:
     licence: str
     files: dict[str, DataFile]  # split name -> file
     reader: Callable[[Path], pd.DataFrame] = field(repr=False)
+    conversion: str = ""  # how the pinned files derive from the upstream source; empty: byte-identical to it
 
 
 def _read_tab_sentence_label(path: Path) -> pd.DataFrame:
@@ -77,12 +77,12 @@ def _read_tsv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, sep="\t", quoting=3, dtype=str, keep_default_na=False)
 
 
-_PINNED = dict(reversed(line.split()) for line in (Path(__file__).with_name("checksums.sha256")).read_text().splitlines() if line.strip())
+PINNED = dict(reversed(line.split()) for line in (Path(__file__).with_name("checksums.sha256")).read_text().splitlines() if line.strip())
 
 
 def _file(path: str, url: str, archive: bool = False) -> DataFile:
     """A data file with the checksum pinned in lib/datasets/checksums.sha256."""
-    return DataFile(path, _PINNED[path], url, archive)
+    return DataFile(path, PINNED[path], url, archive)
 
 
 _SENTEVAL_SST2 = "https://raw.githubusercontent.com/PrincetonML/SIF/master/data/sentiment-{}"
@@ -96,14 +96,27 @@ _STS_ARCHIVES = {  # as fetched by SentEval's data script
 }
 
 
+_SENTEVAL_STS = (
+    "as SentEval's data script (data/downstream/get_transfer_data.bash) leaves them: the archive's STS.input files "
+    "tokenized with its tokenizer.sed, the STS.gs files as published"
+)
+_CORPUS = (
+    "NLTK's Brown and Gutenberg corpora as tokenized text, one sentence per line with spaces between tokens (Brown as "
+    "word/TAG pairs in upper-case tags); the conversion script is not part of the book, so the data release is the reference copy"
+)
+
+
 def _sts_year(name: str) -> DataSet:
     folder, url = _STS_ARCHIVES[name]
-    subsets = sorted(p.split("/STS.input.")[1][:-4] for p in _PINNED if p.startswith(f"sts/{folder}/STS.input."))
+    subsets = sorted(p.split("/STS.input.")[1][:-4] for p in PINNED if p.startswith(f"sts/{folder}/STS.input."))
     files = {}
     for subset in subsets:
         files[f"{subset}.input"] = _file(f"sts/{folder}/STS.input.{subset}.txt", url, archive=True)
         files[f"{subset}.gs"] = _file(f"sts/{folder}/STS.gs.{subset}.txt", url, archive=True)
-    return DataSet(name, f"STS 20{name[3:]} test subsets ({', '.join(subsets)}), SentEval layout", "see the release's readme", files, _read_lines)
+    conversion = _SENTEVAL_STS + ("; without the SMT subset's sentences, which are not redistributed" if name == "sts13" else "")
+    return DataSet(
+        name, f"STS 20{name[3:]} test subsets ({', '.join(subsets)}), SentEval layout", "see the archive's 00-readme.txt", files, _read_lines, conversion
+    )
 
 
 REGISTRY: dict[str, DataSet] = {
@@ -129,6 +142,10 @@ REGISTRY: dict[str, DataSet] = {
             split: _file(f"imdb/{split}.tsv.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", archive=True) for split in ("train", "test")
         },
         reader=_read_tsv,
+        conversion=(
+            "the reviews of aclImdb/{train,test}/{neg,pos}/*.txt as gzip-compressed TSV rows label, file, text: test all 25,000, "
+            "train the 20,000 (10,000 per class) that its `file` column names"
+        ),
     ),
     "wic": DataSet(
         name="wic",
@@ -189,10 +206,10 @@ REGISTRY: dict[str, DataSet] = {
     },
     "mrpc": DataSet(
         "mrpc",
-        "MRPC (Dolan & Brockett 2005), original MSR train/test files",
-        "see the MSR release",
+        "MRPC (Dolan & Brockett 2005), original MSR train/test files as SentEval and GLUE fetch them",
+        "see the MSR release (https://www.microsoft.com/en-us/download/details.aspx?id=52398)",
         {
-            split: _file(f"glue/MRPC/msr_paraphrase_{split}.txt", "https://www.microsoft.com/en-us/download/details.aspx?id=52398", archive=True)
+            split: _file(f"glue/MRPC/msr_paraphrase_{split}.txt", f"https://dl.fbaipublicfiles.com/senteval/senteval_data/msr_paraphrase_{split}.txt")
             for split in ("train", "test")
         },
         lambda p: pd.read_csv(p, sep="\t", quoting=3, dtype=str, keep_default_na=False, encoding="utf-8-sig"),
@@ -203,10 +220,11 @@ REGISTRY: dict[str, DataSet] = {
         licence="Brown: research use; Gutenberg: public domain",
         files={
             p.removeprefix("corpus/").removesuffix(".txt"): _file(p, "https://www.nltk.org/nltk_data/", archive=True)
-            for p in sorted(_PINNED)
+            for p in sorted(PINNED)
             if p.startswith("corpus/")
         },
         reader=_read_lines,
+        conversion=_CORPUS,
     ),
 }
 
@@ -261,7 +279,8 @@ class DownloadFailed(BookError):
 
 
 def download(name: str, root: Path | None = None) -> list[Path]:
-    """Fetch a data set's files into the data directory (online users); verify checksums; atomic."""
+    """Fetch a data set's files from where upstream publishes them (those published byte-identically, one by one) into
+    the data directory; verify checksums; atomic. `release.fetch` installs all of them from the book's data release."""
     root = root or data_dir()
     done = []
     for split, spec in dataset(name).files.items():
@@ -271,8 +290,9 @@ def download(name: str, root: Path | None = None) -> list[Path]:
             continue
         require(
             not spec.archive,
-            f"{name} {split}: {spec.path} is published inside the archive {spec.url}; download and unpack it "
-            f"so that {target} exists (the README of the data folder gives the layout), then run `python -m lib.datasets check {name}`",
+            f"{name} {split}: {spec.path} is published inside the archive {spec.url}"
+            f"{' and converted (' + dataset(name).conversion + ')' if dataset(name).conversion else ''}; "
+            f"`make data` installs it from the book's data release",
         )
         try:
             write_atomic(target, partial(_download, spec, f"{name} {split}"))
@@ -280,28 +300,3 @@ def download(name: str, root: Path | None = None) -> list[Path]:
             raise DownloadFailed(f"{name} {split}: could not download {spec.url} ({err}); check the connection or copy the file to {target}") from err
         done.append(target)
     return done
-
-
-@cli
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.datasets", description="Check or download the book's data sets.")
-    parser.add_argument("action", choices=["check", "download"])
-    parser.add_argument("names", nargs="*", help="data sets (default: all)")
-    args = parser.parse_args(argv)
-    failed = []
-    for name in args.names or sorted(REGISTRY):
-        if args.action == "download":
-            try:
-                download(name)
-            except DownloadFailed as err:
-                failed.append(name)
-                print(f"--  {err}")
-                continue
-            except BookError as err:
-                if args.names:  # asked for by name: stop and say why
-                    raise
-                print(f"--  {err}")  # all: fetch what is published file by file, name the archives of the rest
-                continue
-        for split in dataset(name).files:
-            print(f"ok  {name:8s} {split:24s} {verified_path(name, split)}")
-    require(not failed, f"could not download {', '.join(failed)} (see above): check the connection, then run the same command again")

@@ -1,0 +1,55 @@
+"""`python -m lib.datasets check|fetch|download|pack`: verify, fetch or pack the data sets.
+
+check [NAME ...]       verify the data folder's files against the pinned checksums
+fetch                  install the book's data release into the data folder (what `make data` does)
+download [NAME ...]    fetch the files upstream publishes byte-identically, one by one, from their sources
+pack OUT.tar.gz        (maintainers) pack the verified data folder into a release archive; prints its SHA-256
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import BookError, cli, require
+from ..settings import data_dir
+from . import release
+from .registry import REGISTRY, DownloadFailed, dataset, download, verified_path
+
+
+@cli
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m lib.datasets",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument("action", choices=["check", "fetch", "download", "pack"])
+    parser.add_argument("names", nargs="*", help="data sets (default: all); for pack, the archive to write")
+    args = parser.parse_args(argv)
+    if args.action == "pack":
+        require(len(args.names) == 1 and args.names[0].endswith(".tar.gz"), "pack takes one argument, the archive to write, e.g. book-data-v1.tar.gz")
+        digest = release.pack(data_dir(), args.names[0])
+        print(f"{args.names[0]}  sha256 {digest}")
+        return
+    if args.action == "fetch":
+        installed = release.require_data()
+        print(f"data: installed {release.names(installed)} in {data_dir()}" if installed else f"data: every pinned file is in {data_dir()}")
+        return
+    failed = []
+    for name in args.names or sorted(REGISTRY):
+        if args.action == "download":
+            try:
+                download(name)
+            except DownloadFailed as err:
+                failed.append(name)
+                print(f"--  {err}")
+                continue
+            except BookError as err:
+                if args.names:  # asked for by name: stop and say why
+                    raise
+                print(f"--  {err}")  # all: fetch what is published file by file, name the archives of the rest
+                continue
+        for split in dataset(name).files:
+            print(f"ok  {name:8s} {split:24s} {verified_path(name, split)}")
+    require(not failed, f"could not download {', '.join(failed)} (see above): check the connection, then run the same command again")
