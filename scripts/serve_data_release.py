@@ -27,7 +27,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="book-data-release."))
     name = DATA_RELEASE.url.rsplit("/", 1)[-1]
     digest = pack(data_dir(), folder / name)
-    require(digest == DATA_RELEASE.sha256, f"{data_dir()} packs to {digest[:12]}…, not the pinned release {DATA_RELEASE.sha256[:12]}…; pack and pin a new release")
+    require(digest == DATA_RELEASE.sha256, f"{data_dir()} packs to {digest[:12]}…, not the pinned {DATA_RELEASE.sha256[:12]}…; pack and pin a new release")
     handler = functools.partial(SimpleHTTPRequestHandler, directory=str(folder))
     with ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
         print(f"serving the pinned data release at http://127.0.0.1:{port}/{name} (Ctrl-C stops)", flush=True)
