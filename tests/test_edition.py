@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
-from lib import codehash, provenance
+from lib import codehash, provenance, settings
 from lib.build import cache, edition, profiles, reference, runner, sources
 from lib.build.cache import Entry
 from lib.build.edition import Edition
@@ -339,6 +340,23 @@ def test_pages_workflow_is_valid():
     assert "lib.build.site --editions default,student,quick" in steps and ".ci/tex-packages" in steps
     colab = next(step for step in jobs["build"]["steps"] if "lib.build.launch colab" in step.get("run", ""))
     assert colab["if"] == "github.event_name != 'pull_request'" and "colab colab-student" in colab["run"] and "git push -f" in colab["run"]
+    # weekly from empty caches; the data release fetched and cached by its pinned hash; the link check after the build
+    assert [t["cron"] for t in triggers["schedule"]] and "workflow_dispatch" in triggers
+    build = {step.get("id") or step.get("name") or step.get("run"): step for step in jobs["build"]["steps"]}
+    pinned = subprocess.run(["bash", "-c", build["release"]["run"].replace(' >> "$GITHUB_OUTPUT"', "")], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert pinned.stdout.strip() == f"sha256={settings.DATA_RELEASE.sha256}"  # the step reads the hash lib/settings.py pins
+    data = next(step for step in jobs["build"]["steps"] if step.get("with", {}).get("path") == "data")
+    assert data["with"]["key"] == "data-${{ steps.release.outputs.sha256 }}"
+    assert any(step.get("run") == "make data" for step in jobs["build"]["steps"]) and "data" in targets
+    restore = next(step for step in jobs["build"]["steps"] if step.get("uses", "").startswith("actions/cache/restore"))
+    save = next(step for step in jobs["build"]["steps"] if step.get("uses", "").startswith("actions/cache/save"))
+    assert restore["if"] == "github.event_name != 'schedule'" and save["if"] == "always()"
+    linkcheck = jobs["linkcheck"]
+    assert linkcheck["needs"] == "build" and "schedule" in linkcheck["if"] and "pull_request" not in linkcheck["if"]
+    assert linkcheck["steps"][2]["with"]["key"] == save["with"]["key"].replace("${{ env.PROFILE }}", "default")
+    assert linkcheck["steps"][2]["with"]["path"] == save["with"]["path"] == restore["with"]["path"]
+    assert linkcheck["steps"][-1]["run"].endswith("-m lib.build.edition --profile default --linkcheck")
+    assert workflow["env"]["PROFILE"] == "${{ github.event_name == 'pull_request' && 'quick' || 'default' }}"
 
 
 def test_parameter_reference_covers_every_parameter_of_every_chapter():
@@ -383,3 +401,22 @@ def test_the_page_box_names_the_models_when_they_are_not_the_papers():
     Ran.parts = {"parameters": {"models": "roberta-base, bert-base-uncased"}}
     assert edition.models_caveat("02_outlier_neurons", Ran()) == ""  # the papers' models, in any order
     assert edition.models_caveat("05_pretraining", Ran()) == ""  # a chapter without a models parameter
+
+
+def test_the_container_image_installs_the_pinned_environment_and_builds_the_book():
+    """The Dockerfile copies only files that exist, installs through `make env` (pinned requirements, CPU torch index),
+    and runs make targets that exist; the build context leaves out what git leaves out."""
+    lines = (REPO_ROOT / "Dockerfile").read_text().splitlines()
+    targets = {line.split(":")[0] for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line and not line[0].isspace() and ":" in line}
+    for line in lines:
+        if line.startswith("COPY ") and not line.startswith("COPY . ."):
+            *sources_, _ = line.split()[1:]
+            assert all((REPO_ROOT / s).exists() for s in sources_), line
+    text = "\n".join(lines)
+    assert lines[[i for i, line in enumerate(lines) if line.startswith("FROM ")][0]].startswith("FROM python:3.11")
+    assert "PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu" in text and "RUN make env" in text
+    for target in ("env", "data", "book"):
+        assert f"make {target}" in text or f'"make", "{target}"' in text
+        assert target in targets
+    ignored = (REPO_ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", "_build", "results", "models", "data"} <= set(ignored)

@@ -243,3 +243,25 @@ def test_the_site_puts_editions_side_by_side_with_a_switcher(page_book, monkeypa
     assert "_static/editions.js" in page and (root / "student" / "_static" / "editions.js").is_file()
     with pytest.raises(BookError, match="unknown edition paper"):
         site.assemble(["paper"], tmp_path / "site")
+
+
+def test_the_link_check_names_a_broken_external_link(page_book, tmp_path):
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "ok.html").write_text("<html><body>here</body></html>")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path / "site"))
+    handler.log_message = lambda *a: None
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as httpd:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        rerun = edition.REPO_ROOT / "book" / "rerun.md"
+        rerun.write_text(f"# How to re-run\n\nSee [the site]({base}/ok.html).\n")
+        report = edition.linkcheck(page_book)
+        assert any(f"{base}/ok.html" in line and '"working"' in line for line in report.read_text().splitlines())
+        rerun.write_text(f"# How to re-run\n\nSee [the site]({base}/ok.html) and [a moved page]({base}/gone.html).\n")
+        with pytest.raises(BookError, match=rf"^1 broken external link\(s\): {base}/gone.html on book/rerun.md \(404"):
+            edition.linkcheck(page_book)
+        httpd.shutdown()

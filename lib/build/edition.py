@@ -14,6 +14,7 @@ only when their content changes, so Sphinx rebuilds only the pages that changed.
     python -m lib.build.edition --profile quick            # stage and build the HTML
     python -m lib.build.edition --profile default --publish  # the same, then check the site is ready to upload
     python -m lib.build.edition --profile quick --student  # the student edition (no solutions) of the quick profile
+    python -m lib.build.edition --profile default --linkcheck  # check the pages' external links (weekly, in the workflow)
 """
 
 from __future__ import annotations
@@ -604,16 +605,32 @@ def _table_text(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")[:120]
 
 
-def _sphinx(edition: Edition, builder: str, out: Path) -> None:
+def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> int:
     """Stage the edition and run Sphinx's `builder` on it with Jupyter Book's configuration (incremental: unchanged
-    pages are not rebuilt); strict, so a warning or a broken reference fails the build."""
+    pages are not rebuilt); strict, so a warning or a broken reference fails the build. Its exit status."""
     source = stage(edition)
     bin_dir = Path(sys.executable).parent
     subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
     done = subprocess.run(
         [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(out)], cwd=source
     )
-    require(done.returncode == 0, f"the {edition.profile} edition's {builder} build failed (messages above); the staged source is in {source}")
+    require(not strict or done.returncode == 0, f"the {edition.profile} edition's {builder} build failed (messages above); the staged source is in {source}")
+    return done.returncode
+
+
+def linkcheck(edition: Edition) -> Path:
+    """Check every external link on the edition's pages (Sphinx's linkcheck builder); the report's path, or one line
+    naming the broken links."""
+    out = edition.root / "linkcheck"
+    shutil.rmtree(out, ignore_errors=True)
+    _sphinx(edition, "linkcheck", out, strict=False)
+    report = out / "output.json"
+    require(report.is_file(), f"the {edition.profile} edition's link check did not run (messages above)")
+    results = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines() if line.strip()]
+    broken = [r for r in results if r["status"] == "broken"]
+    shown = "; ".join(f"{r['uri']} on {r['filename']} ({str(r['info'])[:80]})" for r in broken[:5])
+    require(not broken, f"{len(broken)} broken external link(s): {shown}{'; …' if len(broken) > 5 else ''} (all in {report})")
+    return report
 
 
 def build_html(edition: Edition) -> Path:
@@ -671,10 +688,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--publish", action="store_true", help="after building, check the site is ready to upload")
     parser.add_argument("--student", action="store_true", help="the student edition: exercises without their solutions")
     parser.add_argument("--pdf", action="store_true", help="first typeset the edition as one PDF (needs TeX Live), linked from its front page")
+    parser.add_argument("--linkcheck", action="store_true", help="only check the external links of the edition's pages (needs the internet)")
     args = parser.parse_args(argv)
     profile_parameters(args.profile, chapters()[0])  # an unknown profile stops here, before anything is written
     edition = Edition(args.profile, student=args.student)
     with edition.locked("python -m lib.build.edition"):
+        if args.linkcheck:
+            print(f"{edition.profile} edition: every external link answers ({linkcheck(edition)})")
+            return
         if args.pdf:
             print(f"{edition.profile} edition as a PDF: {build_pdf(edition)}")
         index = build_html(edition)

@@ -1,0 +1,32 @@
+# The book's pinned environment as a container image, for preprint hosts that archive one (NeuroLibre-style, Code
+# Ocean, Zenodo) and for anyone without Python 3.11. Build and rebuild the book:
+#   docker build -t embedding-geometry-book .                      # + --build-arg WITH_TEX=1 for `make pdf`
+#   docker run --rm -v "$PWD/_build:/book/_build" embedding-geometry-book            # make book (fetches the data release)
+#   docker run --rm -v "$PWD/_build:/book/_build" embedding-geometry-book make book PROFILE=quick
+# WITH_DATA=1 puts the verified data release into the image, so that the image alone rebuilds the book offline.
+FROM python:3.11-slim-bookworm
+
+ARG WITH_TEX=0
+ARG WITH_DATA=0
+ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONUNBUFFERED=1 \
+    BOOK_DATA_DIR=/book/data \
+    BOOK_CACHE_DIR=/book/.cache
+
+COPY .ci/tex-packages /tmp/tex-packages
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends make git ca-certificates \
+    && if [ "$WITH_TEX" = 1 ]; then apt-get install -y --no-install-recommends $(cat /tmp/tex-packages); fi \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /book
+# the environment first (its layer is reused while only chapters and lib change)
+COPY requirements.txt requirements-models.txt pyproject.toml Makefile ./
+COPY lib/__init__.py lib/__init__.py
+RUN make env
+COPY . .
+RUN .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e . \
+    && if [ "$WITH_DATA" = 1 ]; then make data; fi
+
+CMD ["make", "book"]
