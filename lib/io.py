@@ -42,13 +42,19 @@ def write_folder_atomic(folder: Path, write: Callable[[Path], None]) -> Path:
     """Call write(tmp) on an empty temporary folder beside folder, then swap it in for folder.
     An error leaves folder as it was and no temporary folder behind; the temporary folders of a writer that was killed
     (its process gone) are removed first."""
+    return _install(temporary_folder_beside(folder), Path(folder), write, 0o777)
+
+
+def temporary_folder_beside(folder: Path) -> Path:
+    """A new empty folder `.<name>.<pid>.<random>` beside folder (same file system: its files move in by renaming),
+    after removing those of writers that were killed (their process gone)."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     for leftover in folder.parent.glob(f".{folder.name}.*.*"):
         pid = leftover.name.split(".")[2]
         if leftover.is_dir() and pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
-    return _install(Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.{os.getpid()}.")), folder, write, 0o777)
+    return Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.{os.getpid()}."))
 
 
 def _install(tmp: Path, target: Path, write: Callable[[Path], None], mode: int) -> Path:

@@ -266,3 +266,15 @@ def test_the_pinned_release_is_what_the_verified_data_folder_packs_into(tmp_path
     assert digest == settings.DATA_RELEASE.sha256, f"the data release packs to {digest}: attach it as a new release and pin it in lib/settings.py"
     absent, different = release.missing(shared_data)
     assert absent == different == []
+
+
+def test_a_fetch_killed_while_unpacking_is_swept_by_the_next(tmp_path, folder, server):
+    src, pins = folder
+    server.files["rel.tar.gz"], digest = packed(tmp_path, src, pins)
+    root = tmp_path / "data"
+    root.mkdir()
+    dead = tmp_path / ".data.999999999.x1"  # what a killed fetch leaves: its process is gone
+    (dead / "sst2").mkdir(parents=True)
+    (dead / "sst2" / "sentiment-train").write_text("half")
+    release.fetch(root, server.url("rel.tar.gz"), digest, pins, progressbar=False)
+    assert leftovers(tmp_path) == [] and release.missing(root, pins) == ([], [])

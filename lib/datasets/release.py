@@ -21,13 +21,12 @@ import io
 import os
 import shutil
 import tarfile
-import tempfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from ..errors import BookError, require
-from ..io import sha256, write_atomic, write_folder_atomic
+from ..io import sha256, temporary_folder_beside, write_atomic, write_folder_atomic
 from ..settings import cache_dir, data_dir, data_release
 from .registry import PINNED, REGISTRY, DownloadFailed
 
@@ -171,8 +170,7 @@ def unpack(archive: Path, root: Path, pins: dict[str, str] = PINNED) -> list[str
     if not root.exists():
         write_folder_atomic(root, extract)
         return sorted([*pins, *DOCS])
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.unpack."))
+    tmp = temporary_folder_beside(root)
     try:
         extract(tmp)
         absent, different = missing(root, pins)
