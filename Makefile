@@ -1,4 +1,5 @@
 # Two commands rebuild everything from a fresh clone:  make test  and  make book
+# JOBS=N executes up to N independent chapters at once (their order kept where one reads another's results).
 # PROFILE=quick|default|paper picks the chapter parameters (profiles/<name>.yaml); each profile is its own edition
 # in _build/<PROFILE>/ (html/index.html). Chapters whose inputs did not change are reused, not executed again.
 # make student: the same chapters as a student edition (exercises without solutions) in _build/<PROFILE>/student/html.
@@ -29,7 +30,7 @@ test: lint
 
 chapters: env  # fetches the data release first when the data folder lacks files (offline: one line saying what to do)
 	$(PY) -m lib.datasets fetch
-	$(PY) -m lib.build.runner --profile $(PROFILE)
+	$(PY) -m lib.build.runner --profile $(PROFILE) --jobs $(or $(JOBS),1)
 
 html: env
 	$(PY) -m lib.build.edition --profile $(PROFILE)

@@ -77,7 +77,6 @@ dtype = "auto"  # analysis of the trained models: "auto" = float32 weights, bf16
 train_dtype = "float32"  # training steps: "float32" on every machine (see "Seeds and precision" below); "auto" = bf16 autocast where native
 
 # %%
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -89,19 +88,14 @@ from lib.encode.models import load_model
 from lib.errors import require
 from lib.experiments import outlier_set, pretraining, schemas
 from lib.measure import outliers, positional
-from lib.settings import autocast_precision, models_dir, pick_device
+from lib.settings import models_dir
 from lib.train import pretrain
 
-run_names = ch.names(names, "names")
-require(len(run_names) == 2 and run_names[0] != run_names[1], f"names must be two different model names, with then without position embeddings, got {names!r}")
 require(isinstance(retrain, bool), f"retrain must be True or False, got {retrain!r}")
 ch.positive_int("track_blocks", track_blocks)
 ch.positive_int("seeds", seeds)
-base = ch.config(
-    pretrain.PretrainConfig, globals(), position_embeddings=True, adam_betas=tuple(adam_betas), precision=autocast_precision(train_dtype, pick_device(device))
-)
-pairs = pretraining.seed_pairs(run_names, seed, seeds)  # seed -> (with, without position embeddings); the first seed keeps `names`
-configs = {name: replace(base, seed=s, position_embeddings=name == pe) for s, (pe, nope) in pairs.items() for name in (pe, nope)}
+pairs, configs = pretraining.pretraining_runs(globals())  # seed -> (with, without position embeddings); the first seed keeps `names`
+run_names = list(pairs[seed])
 first = pairs[seed]  # the pair the figures show and chapters 10-12 read (chapter05:pe, chapter05:nope)
 criterion = ch.outlier_criterion(profile)  # chapter 02's outlier criterion, read in the trained models as in the others
 z_threshold, min_layer_share = criterion.z_threshold, criterion.min_layer_share

@@ -73,6 +73,7 @@ flow_layers = 4  # coupling layers of the RealNVP flow
 flow_hidden = 256  # width of each coupling layer's network
 seed = 0  # first seed; runs use seed, seed + 1, ...
 device = "auto"  # "auto" uses CUDA when present
+workers = ""  # where runs execute: "" here, in turn; "local:N" N worker processes (one per GPU); "tcp://host:8786" a Dask cluster
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
@@ -89,6 +90,7 @@ from lib.measure import isotropy
 from lib.measure.metrics import welch_p
 from lib.settings import autocast_precision, pick_device
 from lib.train import calibration, finetune
+from lib.train.workers import pool
 
 specs, results = ch.begin("13_isotropy_calibration", profile, models)
 task_list = ch.names(tasks, "tasks", GLUE_TASKS)
@@ -114,7 +116,8 @@ ch.show(
 )
 
 # %% tags=["hide-output"]
-runs = finetune.run_grid(specs, splits, method_list, list(range(seed, seed + seeds)), base, epochs_by_task, device, dtype)
+with pool(workers) as client:  # "" (the default): no workers, the runs execute here
+    runs = finetune.run_grid(specs, splits, method_list, list(range(seed, seed + seeds)), base, epochs_by_task, device, dtype, client)
 for spec in specs:
     results.table(runs[runs["spec"] == spec], "runs", spec, parameters, {"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]})
 
@@ -348,13 +351,14 @@ if scales:
 if scales:
     seed_list = list(range(seed, seed + seeds))
     at_prior = [replace(base, spectrum_scale=s, start_at_prior=True) for s in scales]
-    sweep = pd.concat(
-        [
-            finetune.run_grid(specs, sweep_split, ["spectrum-exp"], seed_list, c, epochs_by_task, device, dtype).assign(c1_scale=c.spectrum_scale)
-            for c in at_prior
-        ]
-        + [finetune.run_grid(specs, sweep_split, ["none"], seed_list, base, epochs_by_task, device, dtype).assign(c1_scale=float("nan"))]
-    )
+    with pool(workers) as client:
+        sweep = pd.concat(
+            [
+                finetune.run_grid(specs, sweep_split, ["spectrum-exp"], seed_list, c, epochs_by_task, device, dtype, client).assign(c1_scale=c.spectrum_scale)
+                for c in at_prior
+            ]
+            + [finetune.run_grid(specs, sweep_split, ["none"], seed_list, base, epochs_by_task, device, dtype, client).assign(c1_scale=float("nan"))]
+        )
     for spec in specs:
         results.table(sweep[sweep["spec"] == spec], "prior_scale_runs", spec, parameters, {"name": sweep.loc[sweep["spec"] == spec, "model"].iloc[0]})
 

@@ -17,11 +17,13 @@ def book_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chapters: dict[str,
     for name, text in chapters.items():
         (folder / f"{name}.py").write_text(text)
     monkeypatch.setattr(sources, "NOTEBOOKS", folder)
+    monkeypatch.setenv("BOOK_NOTEBOOKS_DIR", str(folder))  # for processes the build starts (`runner --jobs`)
     sources.declared_parameters.cache_clear()
     (tmp_path / "profiles").mkdir()
     for profile in ("quick", "paper"):
         (tmp_path / "profiles" / f"{profile}.yaml").write_text("")
     monkeypatch.setattr(profiles, "PROFILES", tmp_path / "profiles")
+    monkeypatch.setenv("BOOK_PROFILES_DIR", str(tmp_path / "profiles"))
     monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)  # the runner sets it; undone after the test

@@ -102,3 +102,14 @@ def shared_data() -> Path:
             pytest.fail(f"CI needs the data sets: {root} has no sst2/ (set BOOK_DATA_DIR)")
         pytest.skip(f"no data sets in {root}: set BOOK_DATA_DIR to run this test")
     return root
+
+
+@pytest.fixture(scope="session")
+def cluster_extra() -> None:
+    """Dask distributed (requirements-cluster.txt): missing fails in CI and skips elsewhere."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs the cluster extra: pip install -r requirements-cluster.txt")
+        pytest.skip("the cluster extra is not installed: pip install -r requirements-cluster.txt")

@@ -251,3 +251,41 @@ def test_the_papers_table_4_fills_the_output_columns_only():
 
     theirs = finetune.method_overview(paper.ding_glue_summary())
     assert theirs["I1_output"].between(0, 1).all() and theirs["I1_W"].isna().all()
+
+
+def test_the_grid_on_two_dask_workers_gives_the_serial_runs_and_never_computes_one_twice(tmp_path, monkeypatch, cluster_extra):
+    from lib.train import workers
+
+    monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
+    lm = tiny_model("bert")
+    lm.model.save_pretrained(tmp_path / "models" / "tiny")
+    lm.tokenizer.save_pretrained(tmp_path / "models" / "tiny")
+    write_manifest(tmp_path / "models" / "tiny")
+    grid = (["trained:tiny"], {"sst2": (toy(2), toy(1))}, ["none", "cosreg"], [0, 1], config(batch_size=10, lr=1e-3), {"sst2": 1})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each worker runs: the same kernels, the same sums
+    try:
+        monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "serial"))
+        serial = finetune.run_grid(*grid, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "workers"))
+    with workers.pool("local:2") as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        parallel = finetune.run_grid(*grid, device="cpu", client=client)
+        stored = {p: p.stat().st_mtime_ns for p in (tmp_path / "workers" / "finetune").iterdir()}
+        again = finetune.run_grid(*grid, device="cpu", client=client)  # every run is in the cache: none is computed again
+    assert len(stored) == 4 and {p: p.stat().st_mtime_ns for p in (tmp_path / "workers" / "finetune").iterdir()} == stored
+    timing = ["seconds_per_epoch"]
+    pd.testing.assert_frame_equal(parallel.drop(columns=timing), serial.drop(columns=timing))
+    pd.testing.assert_frame_equal(again, parallel)
+    assert list(parallel["method"]) == ["none", "none", "cosreg", "cosreg"] and list(parallel["seed"]) == [0, 1, 0, 1]
+
+
+def test_workers_settings_say_what_is_wrong(cluster_extra):
+    from lib.train import workers
+
+    for bad, message in [("local:0", "local:N with N ≥ 1"), ("my-cluster", "a Dask scheduler address")]:
+        with pytest.raises(BookError, match=message):
+            with workers.pool(bad):
+                pass

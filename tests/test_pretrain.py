@@ -12,7 +12,7 @@ import torch
 
 from lib.encode.models import load_model
 from lib.errors import BookError
-from lib.train import bpe, pretrain
+from lib.train import bpe, pretrain, shards
 
 from .conftest import SENTENCES
 
@@ -221,8 +221,8 @@ def test_bad_settings_give_one_line():
 
 def test_unigram_perplexity_by_hand(tokenizer):
     v = len(tokenizer)
-    train = torch.tensor([[0, 10, 10, 11, 2]])  # specials 0 and 2 are not counted
-    valid = torch.tensor([[0, 10, 11, 12, 2]])
+    train = shards.Blocks(np.array([10, 2, 10, 11, 5]), 6, 0, 2)  # one block <s> 10 </s> 10 11 </s>: specials are not counted, 5 is cut off
+    valid = shards.Blocks(np.array([10, 11, 12, 7]), 5, 0, 2)  # one block <s> 10 11 12 </s>
     counts = np.ones(v)
     counts[10] += 2
     counts[11] += 1
@@ -247,3 +247,20 @@ def test_outlier_track_equals_a_direct_count_of_the_hidden_states(tokenizer, blo
         counts = np.stack([np.bincount(p, minlength=hidden.shape[2]) for p in pick])
         assert track[f"{kind}_dim"].tolist() == counts.argmax(axis=1).tolist()
         np.testing.assert_array_equal(track[f"{kind}_percent"], 100.0 * counts.max(axis=1) / hidden.shape[1])
+
+
+def test_token_streams_on_disk_equal_the_in_memory_blocks(tokenizer, blocks, tmp_path, monkeypatch):
+    monkeypatch.setattr(shards, "_BATCH", 7)  # texts cross several encoding batches
+    disk = shards.on_disk(iter(TEXTS), tokenizer, 24, tmp_path, "texts v1")
+    assert isinstance(disk.stream, np.memmap) and disk.stream.dtype == np.uint16 and disk.shape == blocks.shape
+    assert torch.equal(disk[:], blocks[:]) and torch.equal(disk[:, 1:-1], blocks[:, 1:-1])
+    rows = torch.tensor([5, 0, len(blocks) - 1, 5])
+    assert torch.equal(disk[rows], blocks[:][rows]) and torch.equal(disk[3], blocks[:][3])
+    (file,) = tmp_path.glob("*.tokens")
+    written = file.stat().st_mtime_ns
+    again = shards.on_disk(["never read"], tokenizer, 24, tmp_path, "texts v1")  # same tokenizer and corpus key: reused
+    assert torch.equal(again[:], blocks[:]) and file.stat().st_mtime_ns == written
+    shards.on_disk(TEXTS[:40], tokenizer, 24, tmp_path, "texts v2")  # another corpus: a stream of its own
+    assert len(list(tmp_path.glob("*.tokens"))) == 2
+    with pytest.raises(BookError, match="block numbers must be below"):
+        disk[torch.tensor([len(blocks)])]

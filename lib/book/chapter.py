@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
 from typing import TypeVar
 
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ..build.profiles import PROFILES, profile_parameters
+from ..build.profiles import PROFILES, config, profile_parameters  # noqa: F401  (config: `ch.config` in the chapters)
 from ..build.sources import declared_parameters, source_file
 from ..datasets.tasks import sample_sentences
 from ..encode.models import LoadedModel, check_available
@@ -118,18 +117,6 @@ def chapter_parameters(chapter: str, profile: str) -> dict[str, object]:
         record("data", PROFILES / f"{profile}.yaml", f"profile {profile}")
         values.update(profile_parameters(profile, chapter))
     return values
-
-
-def config(cls: type[T], namespace: Mapping[str, object], **fixed: object) -> T:
-    """A dataclass (e.g. `PretrainConfig`) built from the parameters cell: each field takes the chapter's parameter of
-    the same name, unless given in `fixed`; the config's own `check()` then runs. So a hyperparameter is named once in a
-    chapter, in its parameters cell."""
-    names = {f.name for f in fields(cls) if f.init}
-    taken = {n: namespace[n] for n in names - set(fixed) if n in namespace}
-    built = cls(**taken, **fixed)
-    if hasattr(built, "check"):
-        built.check()
-    return built
 
 
 def outlier_criterion(profile: str) -> outlier_set.Criterion:

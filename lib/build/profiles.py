@@ -5,7 +5,11 @@ under `all` (for every chapter that declares the name) or under a chapter's name
 from __future__ import annotations
 
 import math
-from typing import Any
+import os
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, TypeVar
 
 import yaml
 
@@ -13,7 +17,9 @@ from ..errors import BookError, require
 from ..settings import REPO_ROOT
 from .sources import chapters, declared_parameters
 
-PROFILES = REPO_ROOT / "profiles"
+T = TypeVar("T")
+
+PROFILES = Path(os.environ.get("BOOK_PROFILES_DIR") or REPO_ROOT / "profiles")  # another folder of profiles: $BOOK_PROFILES_DIR
 SHARED = "all"  # profile section whose values go to every chapter that declares them
 
 KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
@@ -110,3 +116,15 @@ def profile_parameters(profile: str, chapter: str) -> dict[str, Any]:
     declared = declared_parameters(chapter)
     shared = {k: v for k, v in spec.get(SHARED, {}).items() if k in declared}
     return {**shared, **spec.get(chapter, {}), "profile": profile}
+
+
+def config(cls: type[T], namespace: Mapping[str, object], **fixed: object) -> T:
+    """A dataclass (e.g. `PretrainConfig`) built from the parameters cell: each field takes the chapter's parameter of
+    the same name, unless given in `fixed`; the config's own `check()` then runs. So a hyperparameter is named once in a
+    chapter, in its parameters cell."""
+    names = {f.name for f in fields(cls) if f.init}
+    taken = {n: namespace[n] for n in names - set(fixed) if n in namespace}
+    built = cls(**taken, **fixed)
+    if hasattr(built, "check"):
+        built.check()
+    return built

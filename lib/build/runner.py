@@ -17,9 +17,11 @@ inspection, and the command prints one line and exits with status 2. `--force` e
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,13 +30,14 @@ from typing import Any
 
 import jupytext
 import papermill
+import torch
 import yaml
 
 from .. import provenance
 from ..errors import BookError, cli, require
 from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT, STAGING, results_dir
-from . import cache
+from . import cache, sources
 from .edition import Edition, commit, now
 from .profiles import checked_value, profile_parameters
 from .sources import chapters, declared_parameters, source_file
@@ -133,14 +136,32 @@ def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, part
     return entry
 
 
-def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False, dry_run: bool = False) -> Edition:
+def _staleness(edition: Edition, name: str, parameters: dict[str, Any], force: bool) -> tuple[dict[str, Any], str | None]:
+    parts = cache.key_parts(source_file(name), parameters)
+    return parts, "forced" if force else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
+
+
+def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dict[str, Any], reason: str, start: float) -> None:
+    print(f"== {name} ({edition.profile}): executing, {reason}; parameters {parameters}", flush=True)
+    try:
+        entry = run_chapter(name, parameters, edition, parts)
+    except BookError:
+        edition.set_status(name, "failed", reason, time.time() - start)
+        raise
+    edition.set_status(name, "executed", reason, entry.facts["seconds"])
+    print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
+
+
+def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False, dry_run: bool = False, jobs: int = 1) -> Edition:
     """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each.
-    With dry_run, only say what would be executed and why."""
+    With dry_run, only say what would be executed and why. With jobs > 1, up to that many chapters execute at once
+    (`build_parallel`)."""
+    if jobs > 1 and not dry_run:
+        return build_parallel(profile, plans, jobs, force)
     edition = Edition(profile)
     for name, parameters in plans:
         start = time.time()
-        parts = cache.key_parts(source_file(name), parameters)
-        reason = "forced" if force else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
+        parts, reason = _staleness(edition, name, parameters, force)
         if dry_run:
             print(f"== {name}: {'would be reused' if reason is None else 'would be executed, ' + reason}", flush=True)
             continue
@@ -148,15 +169,72 @@ def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = F
             edition.set_status(name, "reused", "", time.time() - start)
             print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
             continue
-        print(f"== {name} ({profile}): executing, {reason}; parameters {parameters}", flush=True)
-        try:
-            entry = run_chapter(name, parameters, edition, parts)
-        except BookError:
-            edition.set_status(name, "failed", reason, time.time() - start)
-            raise
-        edition.set_status(name, "executed", reason, entry.facts["seconds"])
-        print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
+        _execute(edition, name, parameters, parts, reason, start)
     return edition
+
+
+def _worker_env(slot: int, jobs: int) -> dict[str, str]:
+    """A chapter's share of the machine: the CPU cores divided among the jobs (torch, OpenMP and BLAS threads), and
+    its own GPU when there are several."""
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+    gpus = torch.cuda.device_count()
+    if gpus > 1:
+        env["CUDA_VISIBLE_DEVICES"] = str(slot % gpus)
+    return env
+
+
+def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool = False) -> Edition:
+    """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
+    cores and, when there are several GPUs, a GPU of its own. A chapter starts once the chapters it reads
+    (`sources.prerequisites`) among those planned are done; whether it is reused is decided then, as in a serial build.
+    The first failure stops new starts; the chapters running finish, then the error is raised."""
+    edition = Edition(profile)
+    names = [name for name, _ in plans]
+    waiting = {name: (params, sources.prerequisites(name, params) & set(names)) for name, params in plans}
+    running: dict[str, tuple[subprocess.Popen, int, float, str]] = {}
+    done: set[str] = set()
+    failure: str | None = None
+    while waiting or running:
+        for name, (params, needs) in list(waiting.items()):
+            if failure or len(running) >= jobs or not needs <= done:
+                continue
+            del waiting[name]
+            start = time.time()
+            parts, reason = _staleness(edition, name, params, force)
+            if reason is None:
+                edition.set_status(name, "reused", "", time.time() - start)
+                print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
+                done.add(name)
+                continue
+            slot = min(set(range(jobs)) - {s for _, s, _, _ in running.values()})
+            command = [sys.executable, "-m", "lib.build.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
+            print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reason}", flush=True)
+            running[name] = (subprocess.Popen(command, env={**os.environ, **_worker_env(slot, jobs)}, cwd=REPO_ROOT), slot, start, reason)
+        for name, (process, _, start, reason) in list(running.items()):
+            if process.poll() is None:
+                continue
+            del running[name]
+            if process.returncode == 0:
+                entry = cache.Entry.load(edition.entry(name))
+                edition.set_status(name, "executed", reason, entry.facts["seconds"] if entry else time.time() - start)
+                done.add(name)
+            else:
+                edition.set_status(name, "failed", reason, time.time() - start)
+                failure = failure or name
+        if failure and not running:
+            break
+        time.sleep(0.5)
+    require(failure is None, f"chapter {failure} failed (its message is above); the chapters that did not need it were built")
+    return edition
+
+
+def _execute_one(profile: str, name: str, parameters: dict[str, Any]) -> None:
+    """A worker of build_parallel: execute one chapter as a serial build would (its parent set its threads and GPU)."""
+    edition = Edition(profile)
+    parts, reason = _staleness(edition, name, parameters, force=True)
+    entry = run_chapter(name, parameters, edition, parts)
+    print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
 
 
 @cli
@@ -175,7 +253,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--force", action="store_true", help="execute the chapters even where nothing they depend on changed")
     parser.add_argument("--plan", action="store_true", help="only say which chapters would be executed, and why")
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or 1), help="chapters executed at once (default 1, or $JOBS)")
+    parser.add_argument("--execute-one", help=argparse.SUPPRESS)  # a worker of --jobs: execute this chapter (the parent holds the lock)
+    parser.add_argument("--parameters-json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    require(args.jobs >= 1, f"--jobs must be at least 1, got {args.jobs}")
+    if args.execute_one:
+        _execute_one(args.profile, args.execute_one, json.loads(args.parameters_json))
+        return
     names = [c.strip() for c in args.chapters.split(",") if c.strip()]
     require(bool(names) or not args.chapters, f"--chapters {args.chapters!r} names no chapter; chapters are: {', '.join(chapters())}")
     names = names or chapters()
@@ -198,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     edition = Edition(args.profile)
     with edition.locked("python -m lib.build.runner"):
-        build(args.profile, plans, force=args.force)
+        build(args.profile, plans, force=args.force, jobs=args.jobs)
     print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 

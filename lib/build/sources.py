@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import jupytext
 from ..errors import require
 from ..settings import REPO_ROOT
 
-NOTEBOOKS = REPO_ROOT / "notebooks"
+NOTEBOOKS = Path(os.environ.get("BOOK_NOTEBOOKS_DIR") or REPO_ROOT / "notebooks")  # another folder of chapters: $BOOK_NOTEBOOKS_DIR
 
 
 def chapters() -> list[str]:
@@ -41,3 +42,24 @@ def declared_parameters(chapter: str) -> dict[str, Any]:
         )
         values[node.targets[0].id] = ast.literal_eval(node.value)
     return values
+
+
+# What a chapter calls that reads other chapters' results: those chapters run first (`python -m lib.build.runner --jobs N`).
+READS = {
+    "outliers_of(": ("02_outlier_neurons",),  # chapter 02's outlier set
+    "scorecard.scorecard(": None,  # every other chapter's result tables
+}
+TRAINED = ("chapter05:", "trained:")  # a parameter naming chapter 05's models
+
+
+def prerequisites(chapter: str, parameters: dict[str, Any]) -> set[str]:
+    """The chapters whose results this one reads with these parameters: chapter 02 where it reads the outlier set,
+    chapter 05 where a parameter names its trained models, every other chapter for the scorecard."""
+    text, others = source_file(chapter).read_text(encoding="utf-8"), set(chapters()) - {chapter}
+    needs: set[str] = set()
+    for call, read in READS.items():
+        if call in text:
+            needs |= others if read is None else set(read)
+    if any(isinstance(v, str) and any(t in v for t in TRAINED) for v in parameters.values()):
+        needs.add("05_pretraining")
+    return needs & others

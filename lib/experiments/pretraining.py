@@ -4,16 +4,19 @@ perplexity, the paper's extreme-dimension share and chapter 02's model-level out
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from transformers import PreTrainedTokenizerFast
 
+from ..build.profiles import config
 from ..errors import require
 from ..measure import metrics
 from ..measure.outliers import OutlierReport
+from ..settings import autocast_precision, pick_device
 from ..train import pretrain
 
 
@@ -23,8 +26,28 @@ def seed_pairs(names: list[str], seed: int, seeds: int) -> dict[int, tuple[str, 
     return {s: tuple(n if s == seed else f"{n}-seed{s}" for n in names) for s in range(seed, seed + seeds)}
 
 
+def pretraining_runs(parameters: Mapping[str, object]) -> tuple[dict[int, tuple[str, str]], dict[str, pretrain.PretrainConfig]]:
+    """Chapter 05's runs from its parameters (the cell's namespace, or `chapter_parameters`): per seed the pair of model
+    names (with, without position embeddings) and each run's configuration. The chapter and `lib.build.pretraining`
+    (the same runs under torchrun, ahead of the chapter) both call this."""
+    names = [n.strip() for n in str(parameters["names"]).split(",") if n.strip()]
+    require(
+        len(names) == 2 and names[0] != names[1], f"names must be two different model names, with then without position embeddings, got {parameters['names']!r}"
+    )
+    precision = autocast_precision(str(parameters["train_dtype"]), pick_device(str(parameters["device"])))
+    base = config(pretrain.PretrainConfig, parameters, position_embeddings=True, adam_betas=tuple(parameters["adam_betas"]), precision=precision)
+    pairs = seed_pairs(names, int(parameters["seed"]), int(parameters["seeds"]))
+    configs = {name: replace(base, seed=s, position_embeddings=name == pe) for s, (pe, nope) in pairs.items() for name in (pe, nope)}
+    return pairs, configs
+
+
 def perplexity_gap(
-    folder: Path, pair: tuple[str, str], configs: dict[str, pretrain.PretrainConfig], tokenizer: PreTrainedTokenizerFast, blocks: torch.Tensor, device: str
+    folder: Path,
+    pair: tuple[str, str],
+    configs: dict[str, pretrain.PretrainConfig],
+    tokenizer: PreTrainedTokenizerFast,
+    blocks: pretrain.shards.Blocks,
+    device: str,
 ) -> dict:
     """One seed's pair (with, without position embeddings; folder names under `folder`) scored on the same masked
     validation tokens: both perplexities and their ratio (without / with) with a 95% paired bootstrap interval over

@@ -21,6 +21,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,7 @@ from ..io import write_atomic
 from ..measure import isotropy, metrics
 from ..measure.metrics import glue_score, student_p, welch_p
 from ..settings import autocast, cache_dir
-from . import calibration
+from . import calibration, workers
 
 METHODS = ("none", "cosreg", "spectrum-pol", "spectrum-exp", "flow")
 
@@ -280,6 +281,11 @@ def cached_run(
     return row, False
 
 
+def _worker_run(spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str, dtype: str) -> tuple[dict, bool]:
+    """cached_run on a worker, on the worker's own GPU where it has one."""
+    return cached_run(spec, task, train_set, dev_set, cfg, workers.worker_device(device), dtype)
+
+
 def run_grid(
     specs: list[str],
     splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
@@ -289,14 +295,20 @@ def run_grid(
     epochs: dict[str, int],
     device: str = "auto",
     dtype: str = "float32",
+    client: Any | None = None,
 ) -> pd.DataFrame:
-    """Every (model, task, method, seed) run, each from the pre-trained weights, as one table; a bar over the runs."""
+    """Every (model, task, method, seed) run, each from the pre-trained weights, as one table in grid order; a bar over
+    the runs. With a Dask client (`workers.pool`) the runs execute on its workers, side by side."""
     grid = [(spec, task, method, s) for spec in specs for task in splits for method in methods for s in seeds]
+    configs = [FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]}) for _, task, method, s in grid]
+    if client is not None:
+        futures = [workers.submit(client, _worker_run, spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs)]
+        results = (future.result() for future in futures)
+    else:
+        results = (cached_run(spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs))
     rows = []
-    bar = tqdm(grid, desc="fine-tuning runs", unit="run")
-    for spec, task, method, s in bar:
-        cfg = FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]})
-        row, cached = cached_run(spec, task, *splits[task], cfg, device, dtype)
+    bar = tqdm(zip(grid, results), total=len(grid), desc="fine-tuning runs", unit="run")
+    for (_, task, method, s), (row, cached) in bar:
         rows.append(row)
         bar.write(
             f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "

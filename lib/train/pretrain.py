@@ -16,12 +16,14 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, get_linear_schedule_with_warmup
 
@@ -36,6 +38,7 @@ from ..io import write_atomic, write_folder_atomic, write_manifest
 from ..measure import outliers
 from ..measure.outliers import robust_z
 from ..settings import autocast, cache_dir, pick_device
+from . import distributed, shards
 from .bpe import train_tokenizer
 
 IGNORE = -100  # label of tokens that are not predicted
@@ -109,16 +112,10 @@ def split_documents(documents: Sequence[str], valid_share: float) -> tuple[list[
     return train, valid
 
 
-def pack_blocks(texts: Sequence[str], tokenizer: PreTrainedTokenizerFast, seq_len: int) -> torch.Tensor:
-    """Encode texts as one stream (documents separated by </s>) cut into blocks <s> + seq_len-2 tokens + </s>.
-    Returns an int64 tensor (n_blocks, seq_len); the incomplete tail is dropped."""
-    encodings = tokenizer.backend_tokenizer.encode_batch(list(texts), add_special_tokens=False)
-    stream = np.fromiter((t for e in encodings for t in (*e.ids, tokenizer.eos_token_id)), dtype=np.int64)
-    inner = seq_len - 2
-    n = len(stream) // inner
-    require(n > 0, f"the text gives {len(stream)} tokens, fewer than one block of {inner}; use more text or a smaller seq_len")
-    body = torch.from_numpy(stream[: n * inner].reshape(n, inner))
-    return torch.cat([torch.full((n, 1), tokenizer.bos_token_id), body, torch.full((n, 1), tokenizer.eos_token_id)], dim=1)
+def pack_blocks(texts: Sequence[str], tokenizer: PreTrainedTokenizerFast, seq_len: int) -> shards.Blocks:
+    """Encode texts as one stream (documents separated by </s>) cut into blocks <s> + seq_len-2 tokens + </s>, in
+    memory (`shards.Blocks`: indexing gives int64 tensors (n, seq_len)); the incomplete tail is dropped."""
+    return shards.in_memory(texts, tokenizer, seq_len)
 
 
 def mask_tokens(blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, mask_prob: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -211,7 +208,12 @@ def batch_indices(n_blocks: int, batch_size: int, seed: int, step: int) -> torch
 
 @torch.no_grad()
 def block_losses(
-    model: RobertaForMaskedLM, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, cfg: PretrainConfig, device: torch.device, batch_size: int = 64
+    model: RobertaForMaskedLM,
+    blocks: shards.Blocks | torch.Tensor,
+    tokenizer: PreTrainedTokenizerFast,
+    cfg: PretrainConfig,
+    device: torch.device,
+    batch_size: int = 64,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per validation block, with one fixed masking (seeded, the same for every model of a configuration): the summed
     masked-token loss and the number of masked tokens. Two models' arrays pair block by block."""
@@ -226,7 +228,12 @@ def block_losses(
 
 
 def evaluate(
-    model: RobertaForMaskedLM, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, cfg: PretrainConfig, device: torch.device, batch_size: int = 64
+    model: RobertaForMaskedLM,
+    blocks: shards.Blocks | torch.Tensor,
+    tokenizer: PreTrainedTokenizerFast,
+    cfg: PretrainConfig,
+    device: torch.device,
+    batch_size: int = 64,
 ) -> float:
     """Mean masked-LM loss on validation blocks, with one fixed masking (seeded), token-weighted."""
     sums, counts = block_losses(model, blocks, tokenizer, cfg, device, batch_size)
@@ -284,22 +291,31 @@ def layer_extremes(model: RobertaForMaskedLM, blocks: torch.Tensor, device: torc
     )
 
 
-def prepare_corpus(cfg: PretrainConfig) -> tuple[PreTrainedTokenizerFast, torch.Tensor, torch.Tensor]:
-    """Split the book's corpus, train the tokenizer on the training split, pack both splits into blocks:
+def prepare_corpus(cfg: PretrainConfig) -> tuple[PreTrainedTokenizerFast, shards.Blocks, shards.Blocks]:
+    """Split the book's corpus, train the tokenizer on the training split, tokenize both splits once into token
+    streams on disk (`shards.on_disk`, under the cache folder, keyed by the tokenizer and the corpus files' checksums):
     (tokenizer, train blocks, validation blocks)."""
     train_texts, valid_texts = split_documents(corpus_documents(), cfg.valid_share)
     tokenizer = train_tokenizer(train_texts, cfg.vocab_size, cfg.seq_len)
-    return tokenizer, pack_blocks(train_texts, tokenizer, cfg.seq_len), pack_blocks(valid_texts, tokenizer, cfg.seq_len)
+    corpus = " ".join(spec.sha256 for spec in tasks.dataset("corpus").files.values())
+    folder = cache_dir() / "tokens"
+    train_blocks = shards.on_disk(train_texts, tokenizer, cfg.seq_len, folder, f"train {cfg.valid_share} {corpus}")
+    return tokenizer, train_blocks, shards.on_disk(valid_texts, tokenizer, cfg.seq_len, folder, f"valid {cfg.valid_share} {corpus}")
 
 
-def unigram_perplexity(train_blocks: torch.Tensor, valid_blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast) -> float:
+def unigram_perplexity(train_blocks: shards.Blocks, valid_blocks: shards.Blocks, tokenizer: PreTrainedTokenizerFast) -> float:
     """Perplexity on the validation tokens (specials excluded) of token frequencies counted on the training
-    blocks (add-one smoothing): what a masked LM reaches without using any context."""
-    special = torch.tensor(tokenizer.all_special_ids)
-    counts = torch.bincount(train_blocks[~torch.isin(train_blocks, special)], minlength=len(tokenizer)).double() + 1
-    log_p = torch.log(counts / counts.sum())
-    valid = valid_blocks[~torch.isin(valid_blocks, special)]
-    return float(torch.exp(-log_p[valid].mean()))
+    blocks (add-one smoothing): what a masked LM reaches without using any context. Streams the blocks' tokens."""
+    special = np.array(tokenizer.all_special_ids)
+    counts = np.ones(len(tokenizer))
+    for chunk in train_blocks.token_chunks():
+        counts += np.bincount(chunk[~np.isin(chunk, special)], minlength=len(tokenizer))
+    log_p = np.log(counts / counts.sum())
+    total, n = 0.0, 0
+    for chunk in valid_blocks.token_chunks():
+        kept = chunk[~np.isin(chunk, special)]
+        total, n = total + float(log_p[kept].sum()), n + len(kept)
+    return float(np.exp(-total / n))
 
 
 @dataclass
@@ -313,25 +329,51 @@ class Trained:
     config: PretrainConfig
 
 
+class MaskedLMObjective(torch.nn.Module):
+    """The masked-LM losses as one module's forward, so that DistributedDataParallel sees (and synchronises) each pass."""
+
+    def __init__(self, model: RobertaForMaskedLM):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return masked_lm_losses(self.model, inputs, labels)
+
+
+def _seed_dropout(seed: int, step: int, rank: int) -> None:
+    """Dropout's random stream: rank 0 of a fresh run keeps the single-process seed; other ranks (and rank 0 of no
+    saved stream) get one of their own, a function of (seed, step, rank)."""
+    torch.manual_seed(seed + 1 if step == 0 and rank == 0 else (seed * 1_000_003 + step) * 1_009 + rank + 2)
+
+
 def train(
     cfg: PretrainConfig,
     tokenizer: PreTrainedTokenizerFast,
-    train_blocks: torch.Tensor,
-    valid_blocks: torch.Tensor,
+    train_blocks: shards.Blocks,
+    valid_blocks: shards.Blocks,
     track_blocks: int = 64,
     device: str = "auto",
     checkpoint_dir: Path | None = None,
     desc: str = "pre-training",
     on_step: Callable[[int], None] | None = None,
+    micro_batch: int | None = None,
 ) -> Trained:
-    """Pre-train from scratch, or resume from the last checkpoint of the same configuration.
+    """Pre-train from scratch, or resume from the last checkpoint of the same configuration, in one process or in
+    each of the processes torchrun started (DistributedDataParallel; `lib.train.distributed`).
 
-    Every `eval_every` steps (and at the end): validation loss, perplexity and the outlier track on the
-    first `track_blocks` validation blocks; then a checkpoint is written atomically to
-    checkpoint_dir/<config key>/checkpoint.pt (default under the cache folder)."""
+    `cfg.batch_size` is the global batch: each step's blocks and masks are a function of (seed, step), every rank
+    draws the same ones and trains on its contiguous share, `micro_batch` blocks per forward pass (gradients
+    accumulate; default: the whole share), so a configuration means the same at any world size and the loss is the
+    mean over the global batch's masked tokens. Every `eval_every` steps (and at the end) rank 0 computes validation
+    loss, perplexity and the outlier track on the first `track_blocks` validation blocks, then writes a checkpoint
+    atomically to checkpoint_dir/<config key>/checkpoint.pt (default under the cache folder), which resumes at any
+    world size. The loss is read on the host only at evaluations."""
     cfg.check()
-    torch_device = pick_device(device)
+    here, torch_device = distributed.start(device)
     model = build_model(cfg, tokenizer).to(torch_device)
+    objective: torch.nn.Module = MaskedLMObjective(model)
+    if here.size > 1:
+        objective = DistributedDataParallel(objective, device_ids=[torch_device.index] if torch_device.type == "cuda" else None)
     optimizer = _optimizer(model, cfg)
     schedule = get_linear_schedule_with_warmup(optimizer, cfg.warmup, cfg.steps)
     path = (checkpoint_dir or cache_dir() / "pretrain") / cfg.key() / "checkpoint.pt"
@@ -341,64 +383,77 @@ def train(
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
-        torch.set_rng_state(state["rng"])
         step, history, track = state["step"], state["history"], [pd.DataFrame(t) for t in state["track"]]
-        print(f"{desc}: resuming from step {step:,} ({path})")
+        if here.main:
+            torch.set_rng_state(state["rng"])
+            print(f"{desc}: resuming from step {step:,} ({path})")
+        else:
+            _seed_dropout(cfg.seed, step, here.rank)
     else:
-        torch.manual_seed(cfg.seed + 1)  # dropout
+        _seed_dropout(cfg.seed, 0, here.rank)
+    share = torch.tensor_split(torch.arange(cfg.batch_size), here.size)[here.rank]
+    size = micro_batch or max(1, len(share))
+    require(isinstance(size, int) and size > 0, f"micro_batch must be a positive number of blocks, got {micro_batch!r}")
+    parts = [p for p in torch.split(share, size) if len(p)]
     tokens_per_step = cfg.batch_size * cfg.seq_len
-    running, since, clock = 0.0, 0, time.perf_counter()
-    bar = tqdm(total=cfg.steps, initial=step, desc=desc, unit="step", mininterval=5.0)
+    running, since, clock = torch.zeros((), device=torch_device), 0, time.perf_counter()
+    bar = tqdm(total=cfg.steps, initial=step, desc=desc, unit="step", mininterval=5.0, disable=not here.main)
     while step < cfg.steps:
-        model.train()
+        objective.train()
         blocks = train_blocks[batch_indices(len(train_blocks), cfg.batch_size, cfg.seed, step)]
-        inputs, labels = mask_tokens(blocks, tokenizer, cfg.mask_prob, _generator(cfg.seed, step, 2))
-        with autocast(cfg.precision, torch_device):  # evaluation stays float32
-            loss = masked_lm_loss(model, inputs.to(torch_device), labels.to(torch_device))
+        inputs, labels = mask_tokens(blocks, tokenizer, cfg.mask_prob, _generator(cfg.seed, step, 2))  # the global batch
+        total = int((labels != IGNORE).sum()) or 1  # tokens predicted in the global batch: every rank knows it
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        for i, part in enumerate(parts):
+            sync = here.size == 1 or i == len(parts) - 1  # DDP averages gradients over ranks on the last part only
+            with nullcontext() if sync else objective.no_sync(), autocast(cfg.precision, torch_device):  # evaluation stays float32
+                losses, _ = objective(inputs[part].to(torch_device), labels[part].to(torch_device))
+            part_sum = losses.sum()
+            (part_sum * here.size / total).backward()
+            running += part_sum.detach() / total
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
         schedule.step()
         step += 1
-        value = loss.detach().item()
-        running, since = running + value, since + 1
+        since += 1
         bar.update(1)
-        bar.set_postfix(loss=f"{value:.3f}", lr=f"{schedule.get_last_lr()[0]:.1e}", refresh=False)
         if on_step is not None:
             on_step(step)
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            valid = evaluate(model, valid_blocks, tokenizer, cfg, torch_device)
-            seconds = time.perf_counter() - clock
-            history.append(
-                {
+            train_loss = float(distributed.all_sum(running)) / since
+            if here.main:
+                valid = evaluate(model, valid_blocks, tokenizer, cfg, torch_device)
+                history.append(
+                    {
+                        "step": step,
+                        "tokens_seen": step * tokens_per_step,
+                        "train_loss": train_loss,
+                        "valid_loss": valid,
+                        "valid_perplexity": math.exp(valid),
+                        "lr": schedule.get_last_lr()[0],
+                        "seconds": time.perf_counter() - clock,
+                        **position_table_extreme(model, cfg.seq_len),
+                    }
+                )
+                track.append(layer_extremes(model, valid_blocks[:track_blocks], torch_device).assign(step=step))
+                bar.set_postfix(loss=f"{train_loss:.3f}", valid_ppl=f"{math.exp(valid):.1f}", lr=f"{schedule.get_last_lr()[0]:.1e}")
+                state = {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "schedule": schedule.state_dict(),
+                    "rng": torch.get_rng_state(),
                     "step": step,
-                    "tokens_seen": step * tokens_per_step,
-                    "train_loss": running / since,
-                    "valid_loss": valid,
-                    "valid_perplexity": math.exp(valid),
-                    "lr": schedule.get_last_lr()[0],
-                    "seconds": seconds,
-                    **position_table_extreme(model, cfg.seq_len),
+                    "history": history,
+                    "track": [t.to_dict(orient="list") for t in track],
+                    "config": asdict(cfg),
                 }
-            )
-            track.append(layer_extremes(model, valid_blocks[:track_blocks], torch_device).assign(step=step))
-            bar.set_postfix(loss=f"{running / since:.3f}", valid_ppl=f"{math.exp(valid):.1f}")
-            running, since, clock = 0.0, 0, time.perf_counter()
-            state = {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "schedule": schedule.state_dict(),
-                "rng": torch.get_rng_state(),
-                "step": step,
-                "history": history,
-                "track": [t.to_dict(orient="list") for t in track],
-                "config": asdict(cfg),
-            }
-            write_atomic(path, lambda tmp, state=state: torch.save(state, tmp))
+                write_atomic(path, lambda tmp, state=state: torch.save(state, tmp))
+            distributed.barrier()  # the checkpoint is whole before any rank goes on
+            running.zero_()
+            since, clock = 0, time.perf_counter()
     bar.close()
     model.eval()
-    return Trained(model, tokenizer, pd.DataFrame(history), pd.concat(track, ignore_index=True), cfg)
+    return Trained(model, tokenizer, pd.DataFrame(history), pd.concat(track, ignore_index=True) if track else pd.DataFrame(), cfg)
 
 
 def save(run: Trained, folder: Path) -> Path:
@@ -421,7 +476,7 @@ def save(run: Trained, folder: Path) -> Path:
 
 
 def saved_block_losses(
-    folder: Path, cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, blocks: torch.Tensor, device: str = "auto"
+    folder: Path, cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, blocks: shards.Blocks, device: str = "auto"
 ) -> tuple[np.ndarray, np.ndarray]:
     """block_losses of the masked LM saved in folder (the model with its output layer), on blocks with cfg's masking."""
     torch_device = pick_device(device)

@@ -1,0 +1,81 @@
+"""Chapter 05's pre-training runs ahead of the chapter, in one process or under torchrun on many GPUs and nodes:
+
+    python -m lib.build.pretraining --profile paper                                   # one process (one GPU or the CPU)
+    torchrun --nproc_per_node=8 -m lib.build.pretraining --profile paper              # one node, eight GPUs
+    torchrun --nnodes=4 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 -m lib.build.pretraining --profile paper
+
+The runs are the ones chapter 05 would train with the same profile and `-p` values (`pretraining_runs`), each saved
+(by rank 0) where the chapter looks for it, so that `make book PROFILE=…` then reuses them. A run already saved with
+the same settings and training code is skipped; an interrupted run resumes from its last checkpoint, at any world
+size. On several nodes, BOOK_MODELS_DIR and BOOK_CACHE_DIR must be folders every node sees (a shared file system).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import yaml
+
+from ..book.chapter import chapter_parameters
+from ..errors import BookError, cli, require
+from ..experiments.pretraining import pretraining_runs
+from ..settings import models_dir
+from ..train import distributed, pretrain
+from .profiles import checked_value
+
+CHAPTER = "05_pretraining"
+
+
+@cli
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lib.build.pretraining", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help="a parameter of chapter 05 (VALUE is YAML)")
+    parser.add_argument("--micro-batch", type=int, default=None, help="blocks per device per forward pass (gradients accumulate to the global batch)")
+    parser.add_argument("--only", default="", help="comma-separated run names (default: every run of the chapter)")
+    args = parser.parse_args(argv)
+    parameters = chapter_parameters(CHAPTER, args.profile)
+    for name, value in args.parameter:
+        require(name in parameters, f"chapter 05 has no parameter {name!r}; its parameters are: {', '.join(parameters)}")
+        try:
+            parameters[name] = checked_value(CHAPTER, name, yaml.safe_load(value))
+        except yaml.YAMLError:
+            raise BookError(f"-p {name}: {value!r} is not a YAML value") from None
+    _, configs = pretraining_runs(parameters)
+    only = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = sorted(set(only) - set(configs))
+    require(not unknown, f"--only: no run {', '.join(unknown)}; the runs are {', '.join(configs)}")
+    here, _ = distributed.start(str(parameters["device"]))
+    todo = {name: cfg for name, cfg in configs.items() if (not only or name in only) and pretrain.saved_run(models_dir() / name, cfg) is None}
+    if here.main:
+        for name in configs:
+            state = "to train" if name in todo else "not asked for" if only and name not in only else "saved with these settings"
+            print(f"{name}: {state} ({models_dir() / name})")
+    if not todo:
+        return
+    first = next(iter(todo.values()))  # the runs share corpus, tokenizer and block length
+    if here.main:  # rank 0 tokenizes the corpus into the cache first; the others then read it
+        tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(first)
+    distributed.barrier()
+    if not here.main:
+        tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(first)
+    for name, cfg in todo.items():
+        what = "with" if cfg.position_embeddings else "without"
+        run = pretrain.train(
+            cfg,
+            tokenizer,
+            train_blocks,
+            valid_blocks,
+            track_blocks=int(parameters["track_blocks"]),
+            device=str(parameters["device"]),
+            desc=f"{name} ({what} position embeddings, {here.size} process{'es' if here.size > 1 else ''})",
+            micro_batch=args.micro_batch,
+        )
+        if here.main:
+            print(f"{name}: saved in {pretrain.save(run, models_dir() / name)}")
+        distributed.barrier()
+
+
+if __name__ == "__main__":
+    main()

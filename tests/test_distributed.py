@@ -1,0 +1,80 @@
+"""Pre-training under torchrun (2 CPU processes, gloo) against one process with the same global batch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from lib.settings import REPO_ROOT
+
+from .ddp_worker import EVAL_EVERY, STEPS
+
+# float32 sums of the same numbers in another order differ in the last bits (~1e-7 relative); over 20 Adam steps of a
+# tiny model those differences stay far below 1e-4 of the loss, while a wrong global batch (a rank training on the
+# whole batch, a loss averaged per rank instead of over the global batch's tokens) moves it by more than 1e-3.
+RTOL = 1e-4
+
+
+def _run(tmp_path, name: str, processes: int, *args: str) -> dict:
+    out, checkpoints = tmp_path / f"{name}.pt", tmp_path / f"{name}-checkpoints"
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"] if processes > 1 else [sys.executable]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        [*launch, "-m", "tests.ddp_worker", str(out), str(checkpoints), *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return torch.load(out, weights_only=True) if out.exists() else {}
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("single"), "single", 1)
+
+
+def _same_run(a: dict, b: dict) -> None:
+    for column in ("step", "train_loss", "valid_loss"):
+        np.testing.assert_allclose(a["history"][column], b["history"][column], rtol=RTOL, err_msg=column)
+    for name, weight in a["weights"].items():
+        torch.testing.assert_close(b["weights"][name], weight, rtol=1e-3, atol=1e-4, msg=name)
+
+
+def test_two_processes_follow_the_single_process_trajectory(tmp_path, single):
+    assert single["history"]["step"] == list(range(EVAL_EVERY, STEPS + 1, EVAL_EVERY))
+    _same_run(single, _run(tmp_path, "ddp", 2))
+    _same_run(single, _run(tmp_path, "accumulated", 1, "--micro-batch", "3"))  # 3 + 3 + 2 blocks: the same step
+
+
+def test_a_checkpoint_written_by_two_processes_resumes_in_one(tmp_path, single):
+    first = _run(tmp_path, "resume", 2, "--stop-after", "12")  # the checkpoint of step 10 stays
+    assert first == {}
+    resumed = _run(tmp_path, "resume", 1)
+    _same_run(single, resumed)
+
+
+def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
+    """`torchrun -m lib.build.pretraining` (2 processes) saves the quick profile's runs where chapter 05 finds them; a
+    second launch trains nothing."""
+    from lib.book.chapter import chapter_parameters
+    from lib.experiments.pretraining import pretraining_runs
+    from lib.train import pretrain
+
+    changes = {"steps": 4, "eval_every": 2, "warmup": 1, "seeds": 1, "track_blocks": 2}
+    args = []
+    for name, value in changes.items():
+        args += ["-p", name, str(value)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_CACHE_DIR": str(tmp_path / "cache")}
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lib.build.pretraining", "--profile", "quick", *args]
+    done = subprocess.run(launch, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count(": to train") == 2 and done.stdout.count(": saved in ") == 2
+    _, configs = pretraining_runs({**chapter_parameters("05_pretraining", "quick"), **changes})  # what the chapter computes
+    for name, cfg in configs.items():
+        history, _ = pretrain.saved_run(tmp_path / "models" / name, cfg)
+        assert list(history["step"]) == [2, 4]
+    again = subprocess.run(launch, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and again.stdout.count(": saved with these settings") == 2 and ": to train" not in again.stdout

@@ -1,0 +1,89 @@
+"""`python -m lib.build.runner --jobs N`: independent chapters side by side, the order kept where one reads another."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+
+from lib.build import runner, sources
+from lib.build.edition import Edition
+from lib.errors import BookError
+from tests.books import book_of
+
+TIMED = """# %% [markdown]
+# # Chapter {name}
+
+# %% tags=["parameters"]
+profile = "default"
+pause = {pause}  # seconds the chapter takes
+
+# %%
+import time
+
+import pandas as pd
+
+from lib.book.results import Results
+
+started = time.time()
+time.sleep(pause)
+if pause < 0:
+    raise RuntimeError("asked to fail")
+Results("{name}", profile).table(pd.DataFrame({{"value": [len("{name}") * 7], "started": [started], "ended": [time.time()]}}), "t", "m", {{}})
+"""
+
+
+@pytest.fixture
+def timed_book(tmp_path, monkeypatch):
+    chapters = {"01_slow": 4, "02_fast": 0, "03_after": 0}
+    book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
+    monkeypatch.setattr(sources, "prerequisites", lambda name, params: {"01_slow"} if name == "03_after" else set())
+    yield tmp_path
+    sources.declared_parameters.cache_clear()
+
+
+def _tables(root) -> dict[str, pd.Series]:
+    return {p.parent.name: pd.read_csv(p).iloc[0] for p in sorted((root / "results" / "quick").glob("m/*/t.csv"))}
+
+
+def _plans():
+    return [(c, {"profile": "quick"}) for c in sources.chapters()]
+
+
+def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_book, capsys):
+    runner.build("quick", _plans(), jobs=2)
+    parallel = _tables(timed_book)
+    slow, fast, after = parallel["01_slow"], parallel["02_fast"], parallel["03_after"]
+    assert fast["started"] < slow["ended"]  # side by side
+    assert after["started"] >= slow["ended"]  # after the chapter it reads
+    statuses = Edition("quick").statuses()
+    assert {s["status"] for s in statuses.values()} == {"executed"}
+    assert "executing in job 2 of 2" in capsys.readouterr().out
+    runner.build("quick", _plans(), jobs=2)  # nothing changed: all reused, as in a serial build
+    assert {s["status"] for s in Edition("quick").statuses().values()} == {"reused"}
+    runner.build("quick", _plans(), force=True)  # serially: the same values
+    serial = _tables(timed_book)
+    assert {k: v["value"] for k, v in serial.items()} == {k: v["value"] for k, v in parallel.items()}
+    assert serial["02_fast"]["started"] >= serial["01_slow"]["ended"]
+
+
+def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path):
+    source = tmp_path / "notebooks" / "01_slow.py"
+    source.write_text(source.read_text().replace("pause = 4", "pause = -1"))
+    sources.declared_parameters.cache_clear()
+    start = time.time()
+    with pytest.raises(BookError, match=r"chapter 01_slow failed \(its message is above\)"):
+        runner.build("quick", _plans(), jobs=2)
+    statuses = Edition("quick").statuses()
+    assert statuses["01_slow"]["status"] == "failed" and statuses["02_fast"]["status"] == "executed" and "03_after" not in statuses
+    assert time.time() - start < 120
+
+
+def test_prerequisites_are_read_from_what_a_chapter_calls_and_its_parameters():
+    everything = set(sources.chapters())
+    assert sources.prerequisites("01_anisotropy", sources.declared_parameters("01_anisotropy")) == set()
+    assert sources.prerequisites("06_clipping_whitening", sources.declared_parameters("06_clipping_whitening")) == {"02_outlier_neurons"}
+    assert sources.prerequisites("10_common_direction", sources.declared_parameters("10_common_direction")) == {"05_pretraining"}
+    assert sources.prerequisites("10_common_direction", {"models": "minilm,mpnet"}) == set()
+    assert sources.prerequisites("14_scorecard", sources.declared_parameters("14_scorecard")) == everything - {"14_scorecard"}
