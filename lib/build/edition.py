@@ -554,8 +554,8 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         "files it read have changed (see *How to re-run this book*). Times are wall-clock seconds on the machine that "
         "built the edition.\n",
         "## Chapters\n",
-        "| chapter | last build | wall time | executed (UTC) | commit |",
-        "|---|---|---|---|---|",
+        "| chapter | last build | wall time | CPU threads | executed (UTC) | commit |",
+        "|---|---|---|---|---|---|",
     ]
     total, dirty, reasons, slow = 0.0, False, [], ["| chapter | slowest cell | in section |", "|---|---|---|"]
     for chapter in chapters():
@@ -563,7 +563,7 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         if status.get("status") in ("executed", "failed"):
             reasons.append(f"{chapter} ({status['status']}: {status['reason']})")
         if entry is None:
-            lines.append(f"| {chapter} | {'failed' if status.get('status') == 'failed' else 'not executed'} | – | – | – |")
+            lines.append(f"| {chapter} | {'failed' if status.get('status') == 'failed' else 'not executed'} | – | – | – | – |")
             continue
         facts = entry.facts
         total += float(facts["seconds"])
@@ -571,7 +571,8 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         sha = f"`{facts.get('commit', 'unknown')[:7]}`" + ("\\*" if facts.get("dirty") else "")
         when = facts["finished"][5:16].replace("T", " ")
         slowest = (slowest_cells(edition.notebook(chapter), 1) or [{"seconds": 0.0, "section": ""}])[0]
-        lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {status.get('status', '–')} | {_duration(facts['seconds'])} | {when} | {sha} |")
+        threads = facts.get("threads", "–")
+        lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {status.get('status', '–')} | {_duration(facts['seconds'])} | {threads} | {when} | {sha} |")
         slow.append(f"| {chapter} | {_duration(slowest['seconds'])} | {_table_text(slowest['section'])} |")
     lines.append(f"\nExecuting every chapter once took {_duration(total)} in all (the sum of the wall times above).")
     if reasons:

@@ -121,7 +121,9 @@ def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, part
         shutil.rmtree(staged, ignore_errors=True)
         records = [{**r, "path": str(results_dir() / r["label"])} if r["kind"] == "output" else r for r in provenance.read(log)]
         records = cache.with_digests(records)
-        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), **commit()}
+        # the CPU threads the kernel computed with: float sums, and so the last digits of results, depend on them
+        threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
+        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "threads": threads, **commit()}
         path = write_atomic(edition.notebook(chapter), lambda p: shutil.copyfile(executed_out, p))
     entry = cache.Entry(
         chapter=chapter,
