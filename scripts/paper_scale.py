@@ -71,10 +71,10 @@ def main() -> None:
     n, layers, width = size(roberta)
     tokens = cfg.steps * cfg.batch_size * cfg.seq_len
     per_run = flops(n, layers, width, cfg.seq_len, tokens)
-    print(f"{len(configs)} runs; each {n / 1e6:.0f}M parameters, {cfg.steps:,} steps × {cfg.batch_size} × {cfg.seq_len} tokens = {tokens / 1e9:.1f}B tokens")
-    print(
-        f"FLOPs per run {per_run:.2e}; estimated {per_run / rate / 3600:,.0f} GPU-hours per run, {len(configs) * per_run / rate / 3600:,.0f} for the chapter\n"
-    )
+    print(f"{len(configs)} runs, each {n / 1e6:.0f}M parameters")
+    print(f"  {cfg.steps:,} steps × {cfg.batch_size} × {cfg.seq_len} tokens = {tokens / 1e9:.1f}B tokens")
+    print(f"FLOPs per run {per_run:.2e}")
+    print(f"estimated {per_run / rate / 3600:,.0f} GPU-hours per run, {len(configs) * per_run / rate / 3600:,.0f} for the chapter\n")
 
     print("## Chapter 13: the fine-tuning grid (paper profile)\n")
     p13 = chapter_parameters("13_isotropy_calibration", "paper")
@@ -90,9 +90,12 @@ def main() -> None:
         model_flops = sum(flops(n, layers, width, seq, examples[t] * seq * epochs[t]) for t in tasks) * len(methods) * seeds
         total += model_flops
         grid = f"{len(tasks)} tasks × {len(methods)} methods × {seeds} seeds"
-        print(f"{spec}: {n / 1e6:.0f}M parameters ({source}); {grid}; FLOPs ≤ {model_flops:.2e}, ≤ {model_flops / rate / 3600:,.1f} GPU-hours")
-    print(f"examples per task (full training sets): {examples}; at most {p13['max_length']} tokens each")
-    print(f"the grid: ≤ {total / rate / 3600:,.1f} GPU-hours (every example counted at max_length; calibration terms not counted)\n")
+        print(f"{spec}: {n / 1e6:.0f}M parameters ({source})")
+        print(f"  {grid}: FLOPs ≤ {model_flops:.2e}, ≤ {model_flops / rate / 3600:,.1f} GPU-hours")
+    print(f"examples per task (full training sets, at most {p13['max_length']} tokens each):")
+    print("  " + ", ".join(f"{t} {k:,}" for t, k in examples.items()))
+    print(f"the grid: ≤ {total / rate / 3600:,.1f} GPU-hours")
+    print("  (every example counted at max_length; calibration terms not counted)\n")
 
     print("## Measured here: the default edition's pre-training step\n")
     _, configs = pretraining_runs(chapter_parameters("05_pretraining", "default"))
@@ -107,9 +110,11 @@ def main() -> None:
     tokens = args.steps * base.batch_size * base.seq_len
     achieved = flops(n, layers, width, base.seq_len, tokens) / seconds
     shape = f"{args.steps} steps of {base.batch_size} × {base.seq_len} tokens"
-    print(f"{n / 1e6:.2f}M parameters, {shape} in {seconds:.1f} s on {torch.get_num_threads()} CPU threads:")
-    print(f"{args.steps / seconds:.1f} steps/s, {tokens / seconds:,.0f} tokens/s, {achieved / 1e9:.1f} GFLOP/s sustained (evaluation included)")
-    print(f"at this rate the paper's pre-training would take {per_run / achieved / 86400 / 365:,.0f} years per run on this machine")
+    print(f"{n / 1e6:.2f}M parameters, {shape}")
+    print(f"in {seconds:.1f} s on {torch.get_num_threads()} CPU threads:")
+    print(f"{args.steps / seconds:.1f} steps/s, {tokens / seconds:,.0f} tokens/s, {achieved / 1e9:.1f} GFLOP/s")
+    print("  (sustained, evaluation included)")
+    print(f"the paper's pre-training at this rate: {per_run / achieved / 86400 / 365:,.0f} years per run")
 
 
 if __name__ == "__main__":
