@@ -78,3 +78,20 @@ def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
         assert list(history["step"]) == [2, 4]
     again = subprocess.run(launch, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and again.stdout.count(": saved with these settings") == 2 and ": to train" not in again.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--profile", "quick", "-p", "steps", "abc"], "parameter steps must be an integer"),
+        (["--profile", "quick", "--only", "xyz"], "--only: no run xyz; the runs are quick-roberta-pe"),
+    ],
+)
+def test_the_launcher_refuses_bad_input_before_training(args, message, capsys):
+    from lib.build import pretraining
+
+    with pytest.raises(SystemExit) as stop:
+        pretraining.main(args)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and message in err

@@ -22,7 +22,7 @@ from ..errors import BookError, cli, require
 from ..experiments.pretraining import pretraining_runs
 from ..settings import models_dir
 from ..train import distributed, pretrain
-from .profiles import checked_value
+from .profiles import checked_value, profile_parameters
 
 CHAPTER = "05_pretraining"
 
@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--micro-batch", type=int, default=None, help="blocks per device per forward pass (gradients accumulate to the global batch)")
     parser.add_argument("--only", default="", help="comma-separated run names (default: every run of the chapter)")
     args = parser.parse_args(argv)
+    profile_parameters(args.profile, CHAPTER)  # an unknown profile stops here, before anything is trained
     parameters = chapter_parameters(CHAPTER, args.profile)
     for name, value in args.parameter:
         require(name in parameters, f"chapter 05 has no parameter {name!r}; its parameters are: {', '.join(parameters)}")
