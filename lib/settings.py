@@ -125,3 +125,13 @@ def autocast_precision(dtype: str, device: torch.device) -> str:
 def autocast(precision: str, device: torch.device) -> torch.autocast:
     """Context for a forward pass in the given precision ("bfloat16" or "none")."""
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
+
+
+def cpu_share(parts: int) -> int:
+    """CPU threads for each of `parts` processes sharing this machine (at least 1)."""
+    return max(1, (os.cpu_count() or 1) // parts)
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment that holds a new process's torch, OpenMP and BLAS threads to `threads`."""
+    return {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}

@@ -14,6 +14,7 @@ from lib.datasets import tasks
 from lib.errors import BookError
 from lib.io import write_manifest
 from lib.measure.metrics import glue_score, student_p, welch_p
+from lib.settings import cpu_share
 from lib.train import calibration, finetune
 
 from .conftest import tiny_model
@@ -263,7 +264,7 @@ def test_the_grid_on_two_dask_workers_gives_the_serial_runs_and_never_computes_o
     write_manifest(tmp_path / "models" / "tiny")
     grid = (["trained:tiny"], {"sst2": (toy(2), toy(1))}, ["none", "cosreg"], [0, 1], config(batch_size=10, lr=1e-3), {"sst2": 1})
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as each worker runs: the same kernels, the same sums
+    torch.set_num_threads(cpu_share(2))  # as each of the 2 workers runs: the same kernels, the same sums
     try:
         monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "serial"))
         serial = finetune.run_grid(*grid, device="cpu")

@@ -36,7 +36,7 @@ import yaml
 from .. import provenance
 from ..errors import BookError, cli, require
 from ..io import sha256, write_atomic
-from ..settings import REPO_ROOT, STAGING, results_dir
+from ..settings import REPO_ROOT, STAGING, cpu_share, results_dir, thread_env
 from . import cache, sources
 from .edition import Edition, commit, now
 from .profiles import checked_value, profile_parameters
@@ -178,8 +178,7 @@ def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = F
 def _worker_env(slot: int, jobs: int) -> dict[str, str]:
     """A chapter's share of the machine: the CPU cores divided among the jobs (torch, OpenMP and BLAS threads), and
     its own GPU when there are several."""
-    threads = str(max(1, (os.cpu_count() or 1) // jobs))
-    env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
+    env = thread_env(cpu_share(jobs))
     gpus = torch.cuda.device_count()
     if gpus > 1:
         env["CUDA_VISIBLE_DEVICES"] = str(slot % gpus)

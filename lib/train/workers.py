@@ -13,7 +13,6 @@ computed twice; results come back in grid order, identical to a serial run's.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import torch
 
 from ..errors import BookError, require
+from ..settings import cpu_share, thread_env
 
 GPU = "GPU"  # the Dask resource a GPU worker offers and a run asks for
 
@@ -41,10 +41,10 @@ def pool(workers: str) -> Iterator[Any | None]:
         n = workers.removeprefix("local:")
         require(n.isdigit() and int(n) > 0, f"workers={workers!r}: write local:N with N ≥ 1 worker processes")
         gpus = torch.cuda.device_count()
-        threads = 1 if gpus else max(1, (os.cpu_count() or 1) // int(n))
+        threads = 1 if gpus else cpu_share(int(n))
         resources = {GPU: 1} if gpus else None
         with (
-            LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, resources=resources, env=_thread_env(threads)) as cluster,
+            LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True, resources=resources, env=thread_env(threads)) as cluster,
             Client(cluster) as client,
         ):
             yield client
@@ -52,10 +52,6 @@ def pool(workers: str) -> Iterator[Any | None]:
     require("://" in workers, f"workers={workers!r}: use '' (serial), local:N, or a Dask scheduler address such as tcp://host:8786")
     with Client(workers) as client:
         yield client
-
-
-def _thread_env(threads: int) -> dict[str, str]:
-    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads)}
 
 
 def worker_device(device: str) -> str:
