@@ -31,7 +31,9 @@
 # a GPU user can scale up (the `paper` profile has the paper's hyper-parameters):
 #
 # - **Corpus**: the book's pre-training corpus (Brown + 17 Gutenberg books, about 17 MB of text; the table below counts its tokens),
-#   the last `valid_share` of every document held out for validation.
+#   the last `valid_share` of every document held out for validation. The `paper` profile sets
+#   `corpus = "wikipedia"`: a snapshot of English Wikipedia pinned by commit and checksums,
+#   downloaded once and streamed, with whole articles held out.
 # - **Tokenizer**: byte-level BPE, trained on the training split with the `tokenizers` library,
 #   RoBERTa's special tokens.
 # - **Model**: a small `RobertaForMaskedLM` (post-LayerNorm, tied input/output embeddings). The
@@ -49,8 +51,9 @@
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
 names = "roberta-pe,roberta-nope"  # model folder names: with, then without position embeddings
+corpus = "book"  # "book": the data folder's Brown + Gutenberg; "wikipedia": the pinned English Wikipedia (online once; paper profile)
 vocab_size = 4096  # byte-level BPE vocabulary (paper: 50k, GPT-2's)
-valid_share = 0.02  # tail of every corpus document held out for validation
+valid_share = 0.02  # share held out for validation: the tail of every book document, or whole Wikipedia articles
 hidden_size = 128  # width of the hidden states (paper: 768)
 layers = 2  # Transformer layers (paper: 12)
 heads = 2  # attention heads; must divide hidden_size (paper: 12)

@@ -19,6 +19,7 @@ from .conftest import SENTENCES
 TEXTS = [" ".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(len(SENTENCES))] * 4
 TINY = dict(  # every setting, as chapter 05 passes them (PretrainConfig has no defaults)
     position_embeddings=True,
+    corpus="book",
     vocab_size=300,
     valid_share=0.02,
     hidden_size=32,

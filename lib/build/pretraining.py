@@ -7,7 +7,8 @@
 The runs are the ones chapter 05 would train with the same profile and `-p` values (`pretraining_runs`), each saved
 (by rank 0) where the chapter looks for it, so that `make book PROFILE=…` then reuses them. A run already saved with
 the same settings and training code is skipped; an interrupted run resumes from its last checkpoint, at any world
-size. On several nodes, BOOK_MODELS_DIR and BOOK_CACHE_DIR must be folders every node sees (a shared file system).
+size. On several nodes, BOOK_MODELS_DIR, BOOK_CACHE_DIR and BOOK_DATA_DIR must be folders every node sees (a shared
+file system): rank 0 fetches the corpus, trains the tokenizer and tokenizes the corpus once, then every rank reads them.
 """
 
 from __future__ import annotations

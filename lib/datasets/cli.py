@@ -1,9 +1,11 @@
-"""`python -m lib.datasets check|fetch|download|pack`: verify, fetch or pack the data sets.
+"""`python -m lib.datasets ACTION`: verify, fetch or pack the data sets; pin and fetch the Wikipedia corpus.
 
-check [NAME ...]       verify the data folder's files against the pinned checksums
-fetch                  install the book's data release into the data folder (what `make data` does)
-download [NAME ...]    fetch the files upstream publishes byte-identically, one by one, from their sources
-pack OUT.tar.gz        (maintainers) pack the verified data folder into a release archive; prints its SHA-256
+check [NAME ...]            verify the data folder's files against the pinned checksums
+fetch                       install the book's data release into the data folder (what `make data` does)
+download [NAME ...]         fetch the files upstream publishes byte-identically, one by one, from their sources
+pack OUT.tar.gz             (maintainers) pack the verified data folder into a release archive; prints its SHA-256
+pin-wikipedia [REVISION]    (maintainers, online) pin English Wikipedia's snapshot in lib/datasets/wikipedia.lock.json
+fetch-wikipedia             (online) download and verify the pinned Wikipedia files (the paper profile's corpus)
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 
 from ..errors import BookError, cli, require
 from ..settings import data_dir
-from . import release
+from . import release, wikipedia
 from .registry import REGISTRY, DownloadFailed, dataset, download, verified_path
 
 
@@ -24,9 +26,19 @@ def main(argv: list[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("action", choices=["check", "fetch", "download", "pack"])
-    parser.add_argument("names", nargs="*", help="data sets (default: all); for pack, the archive to write")
+    parser.add_argument("action", choices=["check", "fetch", "download", "pack", "pin-wikipedia", "fetch-wikipedia"])
+    parser.add_argument("names", nargs="*", help="data sets (default: all); for pack, the archive to write; for pin-wikipedia, a revision")
     args = parser.parse_args(argv)
+    if args.action == "pin-wikipedia":
+        require(len(args.names) <= 1, "pin-wikipedia takes at most one argument, a revision of the hub repository (default: main)")
+        snapshot = wikipedia.pin(*args.names)
+        size = sum(n for _, _, n in snapshot.files)
+        print(f"{wikipedia.LOCK}: {snapshot.repo} {snapshot.config} at {snapshot.revision}, {len(snapshot.files)} files, {size / 1e9:.1f} GB")
+        return
+    if args.action == "fetch-wikipedia":
+        paths = wikipedia.fetch(wikipedia.pinned())
+        print(f"wikipedia: {len(paths)} files verified in {paths[0].parent}")
+        return
     if args.action == "pack":
         require(len(args.names) == 1 and args.names[0].endswith(".tar.gz"), "pack takes one argument, the archive to write, e.g. book-data-v1.tar.gz")
         digest = release.pack(data_dir(), args.names[0])

@@ -187,8 +187,8 @@ class ResumingDownloader:
     """A pooch downloader that keeps what it received in `<cache>/<name>.part` and asks the server for the rest
     (an HTTP Range request) when it is called again, with a progress bar."""
 
-    def __init__(self, part: Path, progressbar: bool = True, timeout: float = 30.0):
-        self.part, self.progressbar, self.timeout = Path(part), progressbar, timeout
+    def __init__(self, part: Path, progressbar: bool = True, timeout: float = 30.0, desc: str = "data release"):
+        self.part, self.progressbar, self.timeout, self.desc = Path(part), progressbar, timeout, desc
 
     def __call__(self, url: str, output_file: str, pooch: object, check_only: bool = False) -> bool | None:
         import requests
@@ -208,7 +208,7 @@ class ResumingDownloader:
                 total = int(response.headers.get("content-length", 0)) + have or None
                 with (
                     open(self.part, "ab" if have else "wb") as out,
-                    tqdm(total=total, initial=have, unit="B", unit_scale=True, desc="data release", disable=not self.progressbar) as bar,
+                    tqdm(total=total, initial=have, unit="B", unit_scale=True, desc=self.desc, disable=not self.progressbar) as bar,
                 ):
                     for chunk in response.iter_content(chunk_size=1 << 16):
                         out.write(chunk)
@@ -217,29 +217,35 @@ class ResumingDownloader:
         return None
 
 
-def download(url: str, digest: str, cache: Path, retries: int = RETRIES, progressbar: bool = True) -> Path:
-    """The release archive in cache (`<sha256>.tar.gz`), downloaded if absent, its SHA-256 checked. A download cut
-    half-way is resumed by the next call; an archive with another hash is deleted and refused."""
+def download(
+    url: str,
+    digest: str,
+    cache: Path,
+    retries: int = RETRIES,
+    progressbar: bool = True,
+    what: str = "data release",
+    hint: str = "check BOOK_DATA_URL (a mirror must serve the same release)",
+) -> Path:
+    """A file (by default the release archive) in cache as `<sha256><suffix of url>`, downloaded if absent, its SHA-256
+    checked. A download cut half-way is resumed by the next call; a file with another hash is deleted and refused."""
     import pooch
     import requests
 
-    fname = f"{digest}.tar.gz"
+    fname = digest + "".join(PurePosixPath(url.split("?")[0]).suffixes[-2:])
     cache = Path(cache)
     cache.mkdir(parents=True, exist_ok=True)
     pooch.get_logger().setLevel("WARNING")  # the caller says what is fetched, in one line
     fetcher = pooch.create(path=cache, base_url="", registry={fname: f"sha256:{digest}"}, urls={fname: url}, retry_if_failed=retries)
     try:
-        return Path(fetcher.fetch(fname, downloader=ResumingDownloader(cache / f"{fname}.part", progressbar)))
+        return Path(fetcher.fetch(fname, downloader=ResumingDownloader(cache / f"{fname}.part", progressbar, desc=what)))
     except ValueError as err:  # pooch: hash mismatch (the downloaded file is already deleted)
         got = str(err).split(" but got ")[-1].split(".")[0] if " but got " in str(err) else "another hash"
-        raise BookError(
-            f"the file at {url} has SHA-256 {got[:12]}…, not the pinned {digest[:12]}…; it was refused: "
-            "check BOOK_DATA_URL (a mirror must serve the same release)"
-        ) from None
+        raise BookError(f"the file at {url} has SHA-256 {got[:12]}…, not the pinned {digest[:12]}…; it was refused: " + hint) from None
     except requests.RequestException as err:
         reason = type(err).__name__ if not str(err) else str(err).split(": ")[-1][:120]
         raise DownloadFailed(
-            f"could not download the data release from {url} ({reason}); run the same command again to resume, or see `make data` in the README"
+            f"could not download the {what} from {url} ({reason}); run the same command again to resume"
+            + (", or see `make data` in the README" if what == "data release" else "")
         ) from None
 
 

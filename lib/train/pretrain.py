@@ -15,7 +15,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,7 +28,7 @@ from tqdm import tqdm
 from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, get_linear_schedule_with_warmup
 
 from ..codehash import module_digest
-from ..datasets import tasks
+from ..datasets import tasks, wikipedia
 from ..datasets.tasks import corpus_documents
 from ..encode import collectors
 from ..encode.collectors import LayerStats
@@ -42,6 +42,7 @@ from . import distributed, shards
 from .bpe import train_tokenizer
 
 IGNORE = -100  # label of tokens that are not predicted
+CORPORA = ("book", "wikipedia")
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,9 @@ class PretrainConfig:
     the book's values (the paper's are in profiles/paper.yaml)."""
 
     position_embeddings: bool
+    corpus: str  # "book": the data folder's Brown + Gutenberg; "wikipedia": the pinned snapshot (`datasets.wikipedia`)
     vocab_size: int  # byte-level BPE trained on the training split
-    valid_share: float  # tail of every corpus document held out for validation
+    valid_share: float  # share held out for validation: of every book document's lines, of Wikipedia's articles
     hidden_size: int
     layers: int
     heads: int
@@ -80,6 +82,7 @@ class PretrainConfig:
         require(self.seq_len >= 8, f"seq_len must be at least 8 tokens, got {self.seq_len}")
         require(0 < self.mask_prob < 1, f"mask_prob must be in (0, 1), got {self.mask_prob}")
         require(self.precision in ("bfloat16", "none"), f"precision must be 'bfloat16' or 'none', got {self.precision!r}")
+        require(self.corpus in CORPORA, f"corpus must be one of {', '.join(CORPORA)}, got {self.corpus!r}")
         require(
             self.lr > 0 and 0 <= self.warmup < self.steps, f"need lr > 0 and 0 <= warmup < steps, got lr={self.lr}, warmup={self.warmup}, steps={self.steps}"
         )
@@ -95,7 +98,7 @@ def training_code() -> str:
     outlier track's statistics); comments and docstrings do not count."""
     from . import bpe
 
-    return module_digest(sys.modules[__name__], bpe, tasks, collectors, outliers)
+    return module_digest(sys.modules[__name__], bpe, tasks, wikipedia, collectors, outliers)
 
 
 def split_documents(documents: Sequence[str], valid_share: float) -> tuple[list[str], list[str]]:
@@ -291,16 +294,42 @@ def layer_extremes(model: RobertaForMaskedLM, blocks: torch.Tensor, device: torc
     )
 
 
+def corpus_splits(corpus: str, valid_share: float) -> tuple[Iterable[str], Iterable[str], str]:
+    """(training texts, validation texts, a key naming both) of a pre-training corpus: "book", the data folder's
+    documents in memory (the tail of each held out); "wikipedia", the pinned snapshot, fetched when absent and streamed
+    (whole articles held out)."""
+    require(corpus in CORPORA, f"corpus must be one of {', '.join(CORPORA)}, got {corpus!r}")
+    if corpus == "wikipedia":
+        snapshot = wikipedia.pinned()
+        paths = wikipedia.fetch(snapshot)
+        texts = (wikipedia.Texts(paths, valid_share, validation) for validation in (False, True))
+        return *texts, f"wikipedia {snapshot.key()} {valid_share}"
+    train, valid = split_documents(corpus_documents(), valid_share)
+    return train, valid, " ".join([*(spec.sha256 for spec in tasks.dataset("corpus").files.values()), str(valid_share)])
+
+
+def corpus_tokenizer(train_texts: Iterable[str], corpus_key: str, vocab_size: int, seq_len: int) -> PreTrainedTokenizerFast:
+    """The BPE tokenizer trained on train_texts, kept under the cache folder (keyed by the corpus, its settings and the
+    tokenizer code) and loaded from there: trained once, the same object for every chapter run and every rank."""
+    from . import bpe
+
+    key = hashlib.sha256(f"{corpus_key} {vocab_size} {seq_len} {module_digest(bpe)}".encode()).hexdigest()[:16]
+    folder = cache_dir() / "tokenizers" / key
+    if not (folder / "tokenizer.json").is_file():
+        tokenizer = train_tokenizer(train_texts, vocab_size, seq_len)
+        write_folder_atomic(folder, lambda staging: tokenizer.save_pretrained(staging))
+    return PreTrainedTokenizerFast.from_pretrained(folder)
+
+
 def prepare_corpus(cfg: PretrainConfig) -> tuple[PreTrainedTokenizerFast, shards.Blocks, shards.Blocks]:
-    """Split the book's corpus, train the tokenizer on the training split, tokenize both splits once into token
-    streams on disk (`shards.on_disk`, under the cache folder, keyed by the tokenizer and the corpus files' checksums):
-    (tokenizer, train blocks, validation blocks)."""
-    train_texts, valid_texts = split_documents(corpus_documents(), cfg.valid_share)
-    tokenizer = train_tokenizer(train_texts, cfg.vocab_size, cfg.seq_len)
-    corpus = " ".join(spec.sha256 for spec in tasks.dataset("corpus").files.values())
+    """Split cfg's corpus, train the tokenizer on the training split (once, `corpus_tokenizer`), tokenize both splits
+    once into token streams on disk (`shards.on_disk`, under the cache folder, keyed by the tokenizer and the corpus's
+    checksums): (tokenizer, train blocks, validation blocks)."""
+    train_texts, valid_texts, corpus = corpus_splits(cfg.corpus, cfg.valid_share)
+    tokenizer = corpus_tokenizer(train_texts, corpus, cfg.vocab_size, cfg.seq_len)
     folder = cache_dir() / "tokens"
-    train_blocks = shards.on_disk(train_texts, tokenizer, cfg.seq_len, folder, f"train {cfg.valid_share} {corpus}")
-    return tokenizer, train_blocks, shards.on_disk(valid_texts, tokenizer, cfg.seq_len, folder, f"valid {cfg.valid_share} {corpus}")
+    train_blocks = shards.on_disk(train_texts, tokenizer, cfg.seq_len, folder, f"train {corpus}")
+    return tokenizer, train_blocks, shards.on_disk(valid_texts, tokenizer, cfg.seq_len, folder, f"valid {corpus}")
 
 
 def unigram_perplexity(train_blocks: shards.Blocks, valid_blocks: shards.Blocks, tokenizer: PreTrainedTokenizerFast) -> float:
