@@ -20,6 +20,7 @@ from lib.errors import cli
 from lib.train import pretrain
 
 COMMON = dict(
+    corpus="book",
     valid_share=0.02,
     weight_decay=0.01,
     adam_betas=(0.9, 0.98),
