@@ -90,6 +90,9 @@ def test_without_a_lock_or_offline_one_line_says_what_to_do(hub, monkeypatch):
     wikipedia.LOCK.write_text(json.dumps({"repo": wikipedia.REPO, "config": wikipedia.CONFIG, "revision": "main", "files": []}))
     with pytest.raises(BookError, match="revision must be a 40-hex commit"):
         wikipedia.pinned()
+    wikipedia.LOCK.write_text('{"repo": "wikimedia/wikipedia"')  # cut short
+    with pytest.raises(BookError, match=r"is not a lock file written by .*pin again"):
+        wikipedia.pinned()
 
 
 def test_fetch_downloads_verifies_and_a_second_fetch_downloads_nothing(hub, capsys):

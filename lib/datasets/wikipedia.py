@@ -82,8 +82,11 @@ def pinned(lock: Path | None = None) -> Snapshot:
         f"the Wikipedia snapshot is not pinned ({lock} is missing): online, run `python -m lib.datasets pin-wikipedia` "
         "and commit the lock file it writes, or pre-train on the book's corpus (`-p corpus book`)",
     )
-    raw = json.loads(lock.read_text(encoding="utf-8"))
-    snapshot = Snapshot(raw["repo"], raw["config"], raw["revision"], tuple((p, d, int(n)) for p, d, n in raw["files"]))
+    try:
+        raw = json.loads(lock.read_text(encoding="utf-8"))
+        snapshot = Snapshot(raw["repo"], raw["config"], raw["revision"], tuple((p, d, int(n)) for p, d, n in raw["files"]))
+    except (ValueError, KeyError, TypeError) as err:
+        raise BookError(f"{lock} is not a lock file written by `python -m lib.datasets pin-wikipedia` ({err}); pin again") from None
     require(re.fullmatch(r"[0-9a-f]{40}", snapshot.revision) is not None, f"{lock}: revision must be a 40-hex commit, got {snapshot.revision!r}")
     return snapshot
 
