@@ -186,7 +186,7 @@ def test_tiny_run_reduces_loss_and_saves_and_loads_identically(tokenizer, blocks
     assert history["valid_loss"].tolist() == pytest.approx(run.history["valid_loss"].tolist())
     assert pretrain.saved_run(tmp_path / "models" / "tiny-nope", dataclasses.replace(cfg, steps=31)) is None
     key = cfg.key()
-    monkeypatch.setattr(pretrain, "training_code", lambda: "other code")  # saved by other training code: train again
+    monkeypatch.setattr(pretrain, "training_code", lambda corpus: "other code")  # saved by other training code: train again
     assert pretrain.saved_run(tmp_path / "models" / "tiny-nope", cfg) is None and cfg.key() != key
     assert json.loads((tmp_path / "models" / "tiny-nope" / "training.json").read_text())["config"]["position_embeddings"] is False
 

@@ -90,15 +90,15 @@ class PretrainConfig:
     def key(self) -> str:
         """A short hash naming this configuration and the training code (checkpoints of other settings or code are never
         resumed, and a saved model of either is not reused)."""
-        return hashlib.sha256(json.dumps([asdict(self), training_code()], sort_keys=True).encode()).hexdigest()[:12]
+        return hashlib.sha256(json.dumps([asdict(self), training_code(self.corpus)], sort_keys=True).encode()).hexdigest()[:12]
 
 
-def training_code() -> str:
-    """Digest of the code a pre-training run's result depends on (this module, the tokenizer, the corpus reader, the
-    outlier track's statistics); comments and docstrings do not count."""
+def training_code(corpus: str) -> str:
+    """Digest of the code a pre-training run's result depends on (this module, the tokenizer, the reader of its corpus,
+    the outlier track's statistics); comments and docstrings do not count."""
     from . import bpe
 
-    return module_digest(sys.modules[__name__], bpe, tasks, wikipedia, collectors, outliers)
+    return module_digest(sys.modules[__name__], bpe, wikipedia if corpus == "wikipedia" else tasks, collectors, outliers)
 
 
 def split_documents(documents: Sequence[str], valid_share: float) -> tuple[list[str], list[str]]:
@@ -490,7 +490,7 @@ def save(run: Trained, folder: Path) -> Path:
     is replaced only once everything is written."""
     record = {
         "config": asdict(run.config),
-        "code": training_code(),
+        "code": training_code(run.config.corpus),
         "history": run.history.to_dict("records"),
         "track": run.track.to_dict("records"),
     }
@@ -520,6 +520,6 @@ def saved_run(folder: Path, cfg: PretrainConfig) -> tuple[pd.DataFrame, pd.DataF
     if not record_path.exists():
         return None
     record = json.loads(record_path.read_text())
-    if record.get("config") != json.loads(json.dumps(asdict(cfg))) or record.get("code") != training_code():
+    if record.get("config") != json.loads(json.dumps(asdict(cfg))) or record.get("code") != training_code(cfg.corpus):
         return None
     return pd.DataFrame(record["history"]), pd.DataFrame(record["track"])
