@@ -119,7 +119,7 @@ def test_verdicts_from_planted_tables(planted):
     registry, root = planted
     card = scorecard.scorecard("planted", root=root, registry=registry).set_index(["claim_id", "model"])
     assert card.loc[("luo2021/anisotropy", "Alpha"), "verdict"] == "holds"
-    assert card.loc[("luo2021/anisotropy", "Alpha"), "ours"].startswith("layer 1: 0.300 (95% interval 0.280 to 0.320; paired over 1,000 pairs) → holds")
+    assert card.loc[("luo2021/anisotropy", "Alpha"), "ours"].startswith("95% intervals paired over 1,000 pairs: layer 1: 0.300 (0.280 to 0.320) → holds")
     assert card.loc[("luo2021/anisotropy", "Alpha"), "estimate"] == pytest.approx(0.3)  # the weakest layer's effect is shown
     assert card.loc[("luo2021/anisotropy", "Alpha"), "margin"] == 0.1 and "centred baseline" in card.loc[("luo2021/anisotropy", "Alpha"), "control"]
     assert card.loc[("luo2021/anisotropy", "beta"), "verdict"] == "does not hold"

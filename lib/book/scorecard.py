@@ -193,7 +193,17 @@ def _outcome(decision: Decision, ours: str, estimate: Estimate | None = None, co
 
 
 def _units_text(units: list[Unit], digits: int = 3, unit_label: str = "") -> str:
-    return "; ".join(f"{u.name}: {u.estimate.text(digits, unit_label)} → {u.decision.verdict}" for u in units)
+    """Every unit's estimate, interval and verdict; where the units share one interval method, it is said once:
+    "95% intervals paired over 1,000 pairs: layer 1: 0.046 (0.044 to 0.047) → does not hold; layer 2: …"."""
+    methods = {u.estimate.method for u in units}
+    if len(units) == 1 or len(methods) > 1 or any(u.estimate.exact for u in units):
+        return "; ".join(f"{u.name}: {u.estimate.text(digits, unit_label)} → {u.decision.verdict}" for u in units)
+    f = f"{{:.{digits}f}}"
+    each = (
+        f"{u.name}: {f.format(u.estimate.value)}{unit_label} ({f.format(u.estimate.low)} to {f.format(u.estimate.high)}{unit_label}) → {u.decision.verdict}"
+        for u in units
+    )
+    return f"95% intervals {methods.pop()}: " + "; ".join(each)
 
 
 def _from_units(units: list[Unit], digits: int = 3, unit_label: str = "", control: str = "", refute: bool = False) -> Outcome:
