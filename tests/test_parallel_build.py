@@ -68,6 +68,22 @@ def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_
     assert serial["02_fast"]["started"] >= serial["01_slow"]["ended"]
 
 
+def test_the_longest_chapter_of_the_last_build_starts_first(tmp_path, monkeypatch, capsys):
+    chapters = {"01_fast": 0, "02_new": 0, "03_slow": 3}
+    book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
+    monkeypatch.setattr(sources, "prerequisites", lambda name, params: set())
+    first = [p for p in _plans() if p[0] != "02_new"]
+    runner.build("quick", first, jobs=2)  # in chapter order: nothing is known yet
+    assert [name for name, _ in runner.longest_first(Edition("quick"), first)] == ["03_slow", "01_fast"]
+    # chapters that never ran keep their order, after those with a time
+    assert [name for name, _ in runner.longest_first(Edition("quick"), _plans())] == ["03_slow", "01_fast", "02_new"]
+    capsys.readouterr()
+    runner.build("quick", _plans(), jobs=2, force=True)
+    started = [line.split()[1] for line in capsys.readouterr().out.splitlines() if "executing in job" in line]
+    assert started == ["03_slow", "01_fast", "02_new"]
+    sources.declared_parameters.cache_clear()
+
+
 def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path):
     source = tmp_path / "notebooks" / "01_slow.py"
     source.write_text(source.read_text().replace("pause = 4", "pause = -1"))

@@ -185,33 +185,51 @@ def _worker_env(slot: int, jobs: int) -> dict[str, str]:
     return env
 
 
+def longest_first(edition: Edition, plans: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The plans ordered by how long each chapter took when it last ran in this edition, longest first, then the
+    chapters that never ran, in their order: started first, the longest chapter is not left running alone at the end."""
+    seconds = {}
+    for name, _ in plans:
+        entry = cache.Entry.load(edition.entry(name))
+        seconds[name] = entry.facts.get("seconds", 0.0) if entry else None
+    ran = sorted((p for p in plans if seconds[p[0]] is not None), key=lambda p: -seconds[p[0]])
+    return ran + [p for p in plans if seconds[p[0]] is None]
+
+
 def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool = False) -> Edition:
     """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
-    cores and, when there are several GPUs, a GPU of its own. A chapter starts once the chapters it reads
-    (`sources.prerequisites`) among those planned are done; whether it is reused is decided then, as in a serial build.
+    cores and, when there are several GPUs, a GPU of its own. A chapter is looked at once the chapters it reads
+    (`sources.prerequisites`) among those planned are done: reused at once if nothing it depends on changed (as in a
+    serial build), else started when a job is free, the longest (by the last build's times) first.
     The first failure stops new starts; the chapters running finish, then the error is raised."""
     edition = Edition(profile)
     names = [name for name, _ in plans]
-    waiting = {name: (params, sources.prerequisites(name, params) & set(names)) for name, params in plans}
+    waiting = {name: (params, sources.prerequisites(name, params) & set(names)) for name, params in longest_first(edition, plans)}
+    reasons: dict[str, str] = {}  # chapters found stale, waiting for a free job
     running: dict[str, tuple[subprocess.Popen, int, float, str]] = {}
     done: set[str] = set()
     failure: str | None = None
     while waiting or running:
         for name, (params, needs) in list(waiting.items()):
-            if failure or len(running) >= jobs or not needs <= done:
+            if failure or not needs <= done:
+                continue
+            start = time.time()
+            if name not in reasons:
+                _, reason = _staleness(edition, name, params, force)
+                if reason is None:
+                    del waiting[name]
+                    edition.set_status(name, "reused", "", time.time() - start)
+                    print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
+                    done.add(name)
+                    continue
+                reasons[name] = reason
+            if len(running) >= jobs:
                 continue
             del waiting[name]
-            start = time.time()
-            parts, reason = _staleness(edition, name, params, force)
-            if reason is None:
-                edition.set_status(name, "reused", "", time.time() - start)
-                print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
-                done.add(name)
-                continue
             slot = min(set(range(jobs)) - {s for _, s, _, _ in running.values()})
             command = [sys.executable, "-m", "lib.build.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
-            print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reason}", flush=True)
-            running[name] = (subprocess.Popen(command, env={**os.environ, **_worker_env(slot, jobs)}, cwd=REPO_ROOT), slot, start, reason)
+            print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reasons[name]}", flush=True)
+            running[name] = (subprocess.Popen(command, env={**os.environ, **_worker_env(slot, jobs)}, cwd=REPO_ROOT), slot, start, reasons[name])
         for name, (process, _, start, reason) in list(running.items()):
             if process.poll() is None:
                 continue
