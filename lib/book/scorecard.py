@@ -595,7 +595,7 @@ def spectrum_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
     cells = {k: e for k, e in _calibration_cells(tables, model, claim, "I1_mean", "I1_std").items() if k[1].startswith("spectrum")}
     if not cells:
         return Outcome(NOT_RUN, "no spectrum-control runs with two seeds")
-    return _from_units([unit(f"{task}, {method}", e, claim.margin) for (task, method), e in cells.items()])
+    return _from_units([unit(f"{task}, {method}", e, claim.margin) for (task, method), e in cells.items()], 4)
 
 
 def cosreg_leaves_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
