@@ -206,6 +206,30 @@ def test_wide_figures_print_their_labels_at_the_style_size():
     plt.close("all")
 
 
+def test_a_wide_figure_is_laid_out_again_after_its_text_grows():
+    """Every figure calls fig.tight_layout() before `readable` scales its text; the layout must be fitted again, or
+    panel titles and axis labels run into the neighbouring panel (chapter 05's outlier track did)."""
+    import matplotlib.pyplot as plt
+
+    from lib.book import plotting
+
+    plotting.style()
+    steps = [500, 1000, 1500]
+    track = pd.DataFrame({"step": steps * 3, "layer": [0] * 3 + [1] * 3 + [2] * 3, "top_z": np.arange(9.0), "argmax_percent": np.arange(9.0) * 5})
+    history = pd.DataFrame({"step": steps, "pe_top_z": [2.0, 1.9, 1.8]})
+    fig = plotting.outlier_track({"roberta-pe": track, "roberta-nope": track}, 10.0, {"roberta-pe": history, "roberta-nope": history})
+    assert fig.get_figwidth() > plotting.PAGE_WIDTH  # its text is scaled
+    plotting.readable(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for left, right in zip(fig.axes[0::2], fig.axes[1::2]):
+        assert not left.title.get_window_extent(renderer).overlaps(right.title.get_window_extent(renderer))
+        assert right.yaxis.label.get_window_extent(renderer).x0 > left.get_tightbbox(renderer).x1
+    tops = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    assert all(box.y1 <= fig.bbox.y1 + 1 for box in tops)  # no title cut off at the top
+    plt.close(fig)
+
+
 def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
     import matplotlib.pyplot as plt
 

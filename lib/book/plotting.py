@@ -7,6 +7,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
 from ..measure.geometry import PlaneView
 
@@ -43,10 +44,11 @@ def readable(fig) -> None:
     if scale > 1:
         for text in fig.findobj(matplotlib.text.Text):
             text.set_fontsize(text.get_fontsize() * scale)
-        if fig.get_layout_engine() is None:
+        engine = fig.get_layout_engine()
+        if engine is None or isinstance(engine, PlaceHolderLayoutEngine):  # fig.tight_layout() leaves a placeholder that does nothing
             fig.tight_layout()
         else:
-            fig.get_layout_engine().execute(fig)
+            engine.execute(fig)
     for ax in fig.axes:
         apart([t for t in ax.texts if isinstance(t, matplotlib.text.Annotation) and t.anncoords == "offset points"])
 
@@ -404,12 +406,12 @@ def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float, histories: 
             handles += left.plot(table["step"], table["pe_top_z"].abs(), color="black", marker="s", ms=3, label="position table (mean row)")
             top = max(top, float(table["pe_top_z"].abs().max()))
         left.set(
-            ylabel="|robust z| of largest-|mean| dim",
+            ylabel="|robust z| of top dim",
             ylim=(0, max(threshold, top) * 1.1),
-            title=f"{name}: how far the top dimension stands out",
+            title=f"{name}: largest |robust z|",
         )
         left.legend(handles=handles, frameon=False, fontsize=8, loc="upper right")
-        right.set(ylabel="% of vectors (max in one dim)", ylim=(0, 100), title=f"{name}: share of the most frequent maximum")
+        right.set(ylabel="% of vectors", ylim=(0, 100), title=f"{name}: share in one dimension")
         right.legend(frameon=False, fontsize=8, ncol=2)
     for ax in axes[-1]:
         ax.set_xlabel("training step")
