@@ -230,6 +230,30 @@ def test_a_wide_figure_is_laid_out_again_after_its_text_grows():
     plt.close(fig)
 
 
+def test_a_title_or_label_longer_than_its_panel_is_wrapped():
+    import matplotlib.pyplot as plt
+
+    from lib.book import plotting
+
+    plotting.style()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(2 * plotting.PAGE_WIDTH, 5))
+    long = "a title that is much too long for a panel that takes half of the figure's width"
+    a.set(title=long, ylabel="a y label that is far taller than the panel it labels once scaled")
+    b.set(title=long)
+    fig.tight_layout()
+    plotting.readable(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert "\n" in a.get_title() and a.get_title().replace("\n", " ") == long  # wrapped at spaces, no word lost
+    assert not a.title.get_window_extent(renderer).overlaps(b.title.get_window_extent(renderer))
+    assert a.yaxis.label.get_window_extent(renderer).height <= a.get_window_extent(renderer).height
+    short, ax = plt.subplots(figsize=(2 * plotting.PAGE_WIDTH, 3))
+    ax.set_title("short")
+    plotting.readable(short)
+    assert ax.get_title() == "short"
+    plt.close("all")
+
+
 def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
     import matplotlib.pyplot as plt
 

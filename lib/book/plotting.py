@@ -3,6 +3,8 @@ its own where the book gives it a caption (`Results.figure`): panels are titled,
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -39,18 +41,46 @@ PAGE_WIDTH = 7.5  # inches: a figure this wide is shown at about the text column
 def readable(fig) -> None:
     """Make a finished figure readable at the page's width: every text of a figure wider than `PAGE_WIDTH` scaled by
     its width over it (so that once the page shrinks the figure to the column, labels print at the sizes of `style`),
-    the layout fitted again, then the point labels of each panel moved apart (`apart`)."""
+    the layout fitted again, titles and axis labels that outgrew their panel wrapped (`fit_labels`), then the point
+    labels of each panel moved apart (`apart`)."""
     scale = fig.get_figwidth() / PAGE_WIDTH
     if scale > 1:
         for text in fig.findobj(matplotlib.text.Text):
             text.set_fontsize(text.get_fontsize() * scale)
-        engine = fig.get_layout_engine()
-        if engine is None or isinstance(engine, PlaceHolderLayoutEngine):  # fig.tight_layout() leaves a placeholder that does nothing
-            fig.tight_layout()
-        else:
-            engine.execute(fig)
+        _layout(fig)
+        for _ in range(3):  # wrapping changes the layout, and the layout the room: a few rounds settle it
+            if not fit_labels(fig):
+                break
+            _layout(fig)
     for ax in fig.axes:
         apart([t for t in ax.texts if isinstance(t, matplotlib.text.Annotation) and t.anncoords == "offset points"])
+
+
+def _layout(fig) -> None:
+    engine = fig.get_layout_engine()
+    if engine is None or isinstance(engine, PlaceHolderLayoutEngine):  # fig.tight_layout() leaves a placeholder that does nothing
+        fig.tight_layout()
+    else:
+        engine.execute(fig)
+
+
+def fit_labels(fig) -> bool:
+    """Wrap each panel's title and x label that is wider than the panel, and its y label that is taller, onto as many
+    lines as it needs (at spaces; never below 8 characters a line), so that it does not run into the neighbouring
+    panel. True if any changed."""
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        for text, room, along in ((ax.title, box.width, "width"), (ax.xaxis.label, box.width, "width"), (ax.yaxis.label, box.height, "height")):
+            size = getattr(text.get_window_extent(renderer), along)
+            if text.get_text() and size > room > 0:
+                lines = text.get_text().split("\n")
+                words = " ".join(lines)
+                wrapped = textwrap.fill(words, max(8, int(max(map(len, lines)) * room / size)))
+                changed |= wrapped != text.get_text()
+                text.set_text(wrapped)
+    return changed
 
 
 def apart(labels: list) -> None:
@@ -423,7 +453,9 @@ def calibration_summary(summary: pd.DataFrame, methods: list[str]):
     """Per calibration method: score change vs no calibration by task (mean ± std of the method's runs),
     I1 of W after fine-tuning, and time per epoch relative to no calibration."""
     tasks = list(dict.fromkeys(summary["task"]))
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4), gridspec_kw={"width_ratios": [2.2, 1, 1]})
+    fig = plt.figure(figsize=(PAGE_WIDTH, 7.5))  # the tasks' bars across the top, isotropy and cost below
+    grid = fig.add_gridspec(2, 2, height_ratios=[1.1, 1])
+    axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
     width = 0.8 / max(1, len(methods))
     for i, (method, color) in enumerate(zip(methods, COLORS)):
         rows = summary[summary["method"] == method].set_index("task").reindex(tasks)
@@ -432,7 +464,7 @@ def calibration_summary(summary: pd.DataFrame, methods: list[str]):
     axes[0].axhline(0, color="grey", lw=0.8)
     axes[0].set_xticks(np.arange(len(tasks)), tasks)
     axes[0].set(ylabel="score − uncalibrated score (points)", title="Task score change (error bar: std over seeds)")
-    axes[0].legend(frameon=False, fontsize=8)
+    axes[0].legend(frameon=False, fontsize=8, ncol=min(3, len(methods)), loc="lower left")
     by_method = summary.groupby("method", sort=False)[["I1_mean", "time_ratio"]].mean().reindex(methods)
     positions = np.arange(len(methods))
     axes[1].scatter(positions, by_method["I1_mean"], s=80, color=COLORS[: len(methods)], zorder=3)
