@@ -77,7 +77,7 @@ def fit_labels(fig) -> bool:
             if text.get_text() and size > room > 0:
                 lines = text.get_text().split("\n")
                 words = " ".join(lines)
-                wrapped = textwrap.fill(words, max(8, int(max(map(len, lines)) * room / size)))
+                wrapped = textwrap.fill(words, max(8, int(max(map(len, lines)) * room / size)), break_long_words=False)
                 changed |= wrapped != text.get_text()
                 text.set_text(wrapped)
     return changed
@@ -232,17 +232,25 @@ def layernorm_ranks(ranks: dict[str, pd.DataFrame]):
 
 
 def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
-    """One panel per stage: robust z of each outlier dimension in the average vector at each position."""
-    fig, axes = plt.subplots(1, len(stages), figsize=(3.8 * len(stages), 3.6), sharey=True, squeeze=False)
+    """One panel per stage, two to a row at the page's width: robust z of each outlier dimension in the average vector
+    at each position."""
+    rows = -(-len(stages) // 2)
+    fig, axes = plt.subplots(rows, 2, figsize=(PAGE_WIDTH, 2.6 * rows + 0.6), sharex=True, sharey=True, squeeze=False)
     positions = np.arange(z.shape[1])
-    for ax, stage, values in zip(axes[0], stages, z):
+    for ax, stage, values in zip(axes.flat, stages, z):
         for color, d in zip(COLORS, dims):
             ax.plot(positions, values[:, d], "-o", ms=2.5, lw=1, color=color, label=f"dim {d}")
         ax.axhspan(-threshold, threshold, color="grey", alpha=0.15, lw=0, label=f"|z| < {threshold:g} (not flagged)")
-        ax.set(title=stage if stage != "input" else "input (before the embedding LayerNorm)", xlabel="position in the sequence")
-    axes[0, 0].set_ylabel("robust z in the position's average vector")
-    axes[0, -1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
+        ax.set_title(stage if stage != "input" else "input (before the embedding LayerNorm)", fontsize=10)
+    for ax in axes.flat[len(stages) :]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("robust z")
+    for ax in axes[-1]:
+        ax.set_xlabel("position in the sequence")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, frameon=False, loc="lower center", ncol=len(labels))
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 
