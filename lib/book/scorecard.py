@@ -198,11 +198,7 @@ def _units_text(units: list[Unit], digits: int = 3, unit_label: str = "") -> str
     methods = {u.estimate.method for u in units}
     if len(units) == 1 or len(methods) > 1 or any(u.estimate.exact for u in units):
         return "; ".join(f"{u.name}: {u.estimate.text(digits, unit_label)} → {u.decision.verdict}" for u in units)
-    f = f"{{:.{digits}f}}"
-    each = (
-        f"{u.name}: {f.format(u.estimate.value)}{unit_label} ({f.format(u.estimate.low)} to {f.format(u.estimate.high)}{unit_label}) → {u.decision.verdict}"
-        for u in units
-    )
+    each = (f"{u.name}: {u.estimate.text(digits, unit_label, method=False)} → {u.decision.verdict}" for u in units)
     return f"95% intervals {methods.pop()}: " + "; ".join(each)
 
 

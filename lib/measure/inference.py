@@ -28,11 +28,14 @@ class Estimate:
     method: str
     exact: bool = False
 
-    def text(self, digits: int = 2, unit: str = "") -> str:
-        """ "0.41 (95% interval 0.30 to 0.52; t over 6 layers)", or "0.41 (exact: whole matrix)"."""
+    def text(self, digits: int = 2, unit: str = "", method: bool = True) -> str:
+        """ "0.41 (95% interval 0.30 to 0.52; t over 6 layers)", or "0.41 (exact: whole matrix)"; without the method
+        (said once for many estimates): "0.41 (0.30 to 0.52)"."""
         f = f"{{:.{digits}f}}"
         if self.exact:
             return f"{f.format(self.value)}{unit} ({self.method})"
+        if not method:
+            return f"{f.format(self.value)}{unit} ({f.format(self.low)} to {f.format(self.high)}{unit})"
         return f"{f.format(self.value)}{unit} (95% interval {f.format(self.low)} to {f.format(self.high)}{unit}; {self.method})"
 
     def scaled(self, factor: float, method: str | None = None) -> Estimate:
