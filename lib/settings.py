@@ -26,21 +26,14 @@ def data_dir() -> Path:
 
 
 class DataRelease(NamedTuple):
-    url: str
+    name: str
     sha256: str
 
 
-# The data release (`python -m lib.datasets pack`): attached to the GitHub release `data-v1` of the book's repository.
-# A mirror (or a Zenodo record of the same file) is named with $BOOK_DATA_URL; the SHA-256 stays the one pinned here.
-DATA_RELEASE = DataRelease(
-    url="https://github.com/embedding-geometry-book/book/releases/download/data-v1/book-data-v1.tar.gz",
-    sha256="401ee8614f60cc6bed6fc8ee4f830b64b56ed2cbebe937d76ac168b502f72ea3",
-)
-
-
-def data_release() -> DataRelease:
-    """Where the data release is fetched from ($BOOK_DATA_URL, else the pinned URL) and its pinned SHA-256."""
-    return DataRelease(os.environ.get("BOOK_DATA_URL") or DATA_RELEASE.url, DATA_RELEASE.sha256)
+# The data release (`python -m lib.datasets pack`): every pinned file in one deterministic archive. The book fetches each
+# file from its public commit (lib/datasets/fetch.py); an archive is an optional mirror named with $BOOK_DATA_URL, and
+# this SHA-256 says whether it is the book's (the host does not matter).
+DATA_RELEASE = DataRelease(name="book-data-v2.tar.gz", sha256="47fa0c6316ff7a6ff6fd4e2af58530907c7c6e63b9ada0e3be397f0a38c54bb0")
 
 
 def cache_dir() -> Path:

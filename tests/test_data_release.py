@@ -1,4 +1,5 @@
-"""The data release: packed deterministically, fetched from a local HTTP server, verified, refused when wrong."""
+"""The data release (an optional mirror): packed deterministically, fetched from a local HTTP server, verified, refused
+when wrong."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from lib import settings
-from lib.datasets import cli, release
+from lib.datasets import cli, fetch, release
+from lib.datasets.pins import SOURCES, Source
 from lib.errors import BookError
 
 
@@ -71,17 +73,22 @@ def folder(tmp_path, monkeypatch):
     for path, data in files.items():
         (src / path).parent.mkdir(parents=True, exist_ok=True)
         (src / path).write_bytes(data)
-    pins = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
+    pins = {path: Source(path, hashlib.sha256(data).hexdigest(), "owner/repo", "c" * 40, path, "identical") for path, data in files.items()}
     return src, pins
 
 
-def packed(tmp_path: Path, src: Path, pins: dict[str, str]) -> tuple[bytes, str]:
+def packed(tmp_path: Path, src: Path, pins: dict[str, Source]) -> tuple[bytes, str]:
     digest = release.pack(src, tmp_path / "rel.tar.gz", pins=pins)
     return (tmp_path / "rel.tar.gz").read_bytes(), digest
 
 
 def leftovers(tmp_path: Path) -> list[str]:
     return [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def held(root: Path) -> list[str]:
+    """What a data folder holds besides its fetch lock."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != ".fetch.lock") if root.exists() else []
 
 
 def test_packing_is_deterministic_and_documents_every_file(tmp_path, folder):
@@ -98,9 +105,9 @@ def test_packing_is_deterministic_and_documents_every_file(tmp_path, folder):
         manifest = tar.extractfile("_release/MANIFEST.tsv").read().decode()
     assert [m.name for m in members] == [*release.DOCS, *sorted(pins)]
     assert {m.mtime for m in members} == {0} and {m.mode for m in members} == {0o644}
-    for path, sha in pins.items():
-        assert f"{path}\t{sha}\t{(src / path).stat().st_size}\t" in manifest
-    assert "\tsst2\thttps://" in manifest  # registry files carry their upstream source
+    for path, source in pins.items():
+        assert f"{path}\t{source.sha256}\t{(src / path).stat().st_size}\t" in manifest
+    assert "\tsst2\towner/repo@ccccccc:sst2/sentiment-train\t" in manifest  # registry files carry where they are published
 
 
 def test_packing_refuses_a_folder_with_a_changed_file(tmp_path, folder):
@@ -117,8 +124,8 @@ def test_fetch_fills_an_empty_folder_and_a_second_fetch_downloads_nothing(tmp_pa
     root = tmp_path / "data"
     installed = release.fetch(root, server.url("rel.tar.gz"), digest, pins, progressbar=False)
     assert set(installed) == {*pins, *release.DOCS}
-    for path, data_sha in pins.items():
-        assert hashlib.sha256((root / path).read_bytes()).hexdigest() == data_sha
+    for path, source in pins.items():
+        assert hashlib.sha256((root / path).read_bytes()).hexdigest() == source.sha256
     assert (root / "_release/README.md").is_file() and len(server.requests) == 1
     assert "3 of 3 data files missing" in capsys.readouterr().out
     assert release.fetch(root, server.url("rel.tar.gz"), digest, pins) == [] and len(server.requests) == 1
@@ -128,7 +135,7 @@ def test_fetch_fills_an_empty_folder_and_a_second_fetch_downloads_nothing(tmp_pa
         "_release/README.md",
         "sst2/sentiment-train",
     ]
-    assert len(server.requests) == 1 and release.missing(root, pins) == ([], [])
+    assert len(server.requests) == 1 and fetch.missing(root, pins) == ([], [])
 
 
 def test_a_file_with_another_checksum_is_named_and_kept(tmp_path, folder, server):
@@ -154,8 +161,8 @@ def test_a_corrupted_archive_and_a_wrong_hash_are_refused_and_leave_nothing(tmp_
         release.fetch(root, server.url("bad.tar.gz"), digest, pins, progressbar=False, retries=0)
     with pytest.raises(BookError, match=r"not the pinned 000000000000…"):
         release.fetch(root, server.url("rel.tar.gz"), "0" * 64, pins, progressbar=False, retries=0)
-    assert not root.exists() and leftovers(tmp_path) == []
-    assert [p.name for p in (tmp_path / "cache/data-release").iterdir()] == []  # the refused downloads are deleted
+    assert held(root) == [] and leftovers(tmp_path) == []
+    assert [p.name for p in (tmp_path / "cache/data-release").iterdir()] == [".fetch.lock"]  # the refused downloads are deleted
 
 
 def test_a_damaged_archive_that_matches_its_hash_is_refused_at_unpacking(tmp_path, folder):
@@ -164,7 +171,7 @@ def test_a_damaged_archive_that_matches_its_hash_is_refused_at_unpacking(tmp_pat
     (tmp_path / "cut.tar.gz").write_bytes(good[: len(good) // 2])
     with pytest.raises(BookError, match=r"is damaged .*; delete it and fetch it again"):
         release.unpack(tmp_path / "cut.tar.gz", tmp_path / "data", pins)
-    assert not (tmp_path / "data").exists() and leftovers(tmp_path) == []
+    assert held(tmp_path / "data") == [] and leftovers(tmp_path) == []
 
 
 def _archive(tmp_path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
@@ -198,11 +205,10 @@ def test_unsafe_members_are_refused_and_nothing_is_written(tmp_path, folder, nam
     root = tmp_path / "deep" / "data"
     for existing in (False, True):
         if existing:
-            root.mkdir(parents=True)
+            root.mkdir(parents=True, exist_ok=True)
         with pytest.raises(BookError, match=message):
             release.unpack(archive, root, pins)
-        assert sorted(p.name for p in root.parent.iterdir()) == (["data"] if existing else [])
-        assert not list(root.rglob("*")) if existing else True
+        assert sorted(p.name for p in root.parent.iterdir()) == ["data"] and held(root) == []
     assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "deep" / "escape.txt").exists()
 
 
@@ -211,7 +217,7 @@ def test_an_archive_lacking_a_pinned_file_is_refused(tmp_path, folder):
     archive = _archive(tmp_path, [(tarfile.TarInfo(p), (src / p).read_bytes()) for p in sorted(pins)[1:]])
     with pytest.raises(BookError, match=r"lacks 1 pinned file\(s\), e.g. " + sorted(pins)[0]):
         release.unpack(archive, tmp_path / "data", pins)
-    assert not (tmp_path / "data").exists()
+    assert held(tmp_path / "data") == []
 
 
 def test_a_download_cut_half_way_is_refused_then_resumed(tmp_path, folder, server):
@@ -219,18 +225,16 @@ def test_a_download_cut_half_way_is_refused_then_resumed(tmp_path, folder, serve
     server.files["rel.tar.gz"], digest = packed(tmp_path, src, pins)
     server.cut = True
     root = tmp_path / "data"
-    with pytest.raises(
-        BookError, match=r"^could not download the data release from http://127.0.0.1:\d+/rel.tar.gz \(.*\); run the same command again to resume"
-    ):
+    with pytest.raises(BookError, match=r"^http://127.0.0.1:\d+/rel.tar.gz could not be downloaded \(the connection closed before the whole file arrived\)"):
         release.fetch(root, server.url("rel.tar.gz"), digest, pins, progressbar=False, retries=0)
-    assert not root.exists() and leftovers(tmp_path) == []
+    assert held(root) == [] and leftovers(tmp_path) == []
     part = tmp_path / "cache/data-release" / f"{digest}.tar.gz.part"
     half = part.stat().st_size
     assert 0 < half < len(server.files["rel.tar.gz"])
     server.cut = False
     assert set(release.fetch(root, server.url("rel.tar.gz"), digest, pins, progressbar=False)) == {*pins, *release.DOCS}
     assert server.requests[-1] == ("/rel.tar.gz", f"bytes={half}-")  # the rest only
-    assert release.missing(root, pins) == ([], []) and not part.exists()
+    assert fetch.missing(root, pins) == ([], []) and not part.exists()
 
 
 def test_offline_the_build_names_the_missing_files_and_the_two_ways(tmp_path, folder, monkeypatch):
@@ -238,18 +242,20 @@ def test_offline_the_build_names_the_missing_files_and_the_two_ways(tmp_path, fo
     monkeypatch.setenv("BOOK_DATA_URL", "http://127.0.0.1:9/book-data.tar.gz")  # the discard port: nothing listens
     monkeypatch.setattr(release, "RETRIES", 0)
     with pytest.raises(BookError) as err:
-        release.require_data(tmp_path / "data", pins)
+        fetch.require_data(tmp_path / "data", pins)
     line = str(err.value)
-    assert "\n" not in line and line.startswith("3 data files are missing in") and "(corpus (1), sst2 (1), wic (1))" in line
-    assert "set BOOK_DATA_DIR to a folder that holds the data sets, or connect to the internet and run `make data`" in line
-    assert not (tmp_path / "data").exists()
+    assert "\n" not in line and line.startswith("3 of 3 data files are still missing in") and "(corpus (1), sst2 (1), wic (1))" in line
+    assert "http://127.0.0.1:9/book-data.tar.gz could not be downloaded (connection refused)" in line
+    assert "Set BOOK_DATA_DIR to a folder that holds the data sets, or BOOK_DATA_MIRROR to a mirror" in line
+    assert held(tmp_path / "data") == []
 
 
 def test_make_data_fetches_the_pinned_release_from_a_mirror(tmp_path, folder, server, monkeypatch, capsys):
     src, pins = folder
     server.files["mirror/rel.tar.gz"], digest = packed(tmp_path, src, pins)
-    monkeypatch.setattr(settings, "DATA_RELEASE", settings.DataRelease("https://example.invalid/rel.tar.gz", digest))
-    monkeypatch.setattr(release, "PINNED", pins)
+    monkeypatch.setattr(settings, "DATA_RELEASE", settings.DataRelease("rel.tar.gz", digest))
+    monkeypatch.setattr(release, "DATA_RELEASE", settings.DataRelease("rel.tar.gz", digest))
+    monkeypatch.setattr(fetch, "SOURCES", pins)
     monkeypatch.setenv("BOOK_DATA_URL", server.url("mirror/rel.tar.gz"))
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path / "data"))
     cli.main(["fetch"])
@@ -262,9 +268,9 @@ def test_make_data_fetches_the_pinned_release_from_a_mirror(tmp_path, folder, se
 def test_the_pinned_release_is_what_the_verified_data_folder_packs_into(tmp_path, shared_data):
     """The SHA-256 pinned in lib.settings is the archive this code packs from the verified data: a change to the pinned
     checksums or to the provenance the release documents needs a new release (pack it, attach it, pin its hash)."""
-    digest = release.pack(shared_data, tmp_path / "book-data-v1.tar.gz")
-    assert digest == settings.DATA_RELEASE.sha256, f"the data release packs to {digest}: attach it as a new release and pin it in lib/settings.py"
-    absent, different = release.missing(shared_data)
+    digest = release.pack(shared_data, tmp_path / settings.DATA_RELEASE.name)
+    assert digest == settings.DATA_RELEASE.sha256, f"the data release packs to {digest}: pin it in lib/settings.py"
+    absent, different = fetch.missing(shared_data, SOURCES)
     assert absent == different == []
 
 
@@ -277,4 +283,4 @@ def test_a_fetch_killed_while_unpacking_is_swept_by_the_next(tmp_path, folder, s
     (dead / "sst2").mkdir(parents=True)
     (dead / "sst2" / "sentiment-train").write_text("half")
     release.fetch(root, server.url("rel.tar.gz"), digest, pins, progressbar=False)
-    assert leftovers(tmp_path) == [] and release.missing(root, pins) == ([], [])
+    assert leftovers(tmp_path) == [] and fetch.missing(root, pins) == ([], [])

@@ -281,22 +281,6 @@ def test_a_corrupt_meta_file_names_itself(tmp_path):
         results.table(pd.DataFrame({"a": [1]}), "u", "m", {})
 
 
-def test_offline_data_download_fails_with_one_line(tmp_path, monkeypatch, capsys):
-    from lib.datasets import cli, registry
-
-    def offline(spec, what, path):
-        raise OSError("no route to host")
-
-    monkeypatch.setattr(registry, "_download", offline)
-    monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path))
-    with pytest.raises(SystemExit) as stop:
-        cli.main(["download", "sst2"])
-    assert stop.value.code == 2 and "could not download" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as stop:
-        cli.main(["download"])
-    assert stop.value.code == 2 and "could not download mrpc, sst2, sst5" in capsys.readouterr().err.splitlines()[-1]
-
-
 def test_sample_sizes_beyond_the_data_are_refused():
     import lib.book.chapter as ch
 

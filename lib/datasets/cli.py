@@ -1,9 +1,9 @@
 """`python -m lib.datasets ACTION`: verify, fetch or pack the data sets; pin and fetch the Wikipedia corpus.
 
 check [NAME ...]            verify the data folder's files against the pinned checksums
-fetch                       install the book's data release into the data folder (what `make data` does)
-download [NAME ...]         fetch the files upstream publishes byte-identically, one by one, from their sources
-pack OUT.tar.gz             (maintainers) pack the verified data folder into a release archive; prints its SHA-256
+fetch [NAME ...]            fetch what the data folder lacks, each file from the public commit that holds it (what
+                            `make data` does; $BOOK_DATA_MIRROR: a mirror of that layout; $BOOK_DATA_URL: a release archive)
+pack OUT.tar.gz             pack the verified data folder into a release archive (a mirror); prints its SHA-256
 pin-wikipedia [REVISION]    (maintainers, online) pin English Wikipedia's snapshot in lib/datasets/wikipedia.lock.json
 fetch-wikipedia             (online) download and verify the pinned Wikipedia files (the paper profile's corpus)
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import BookError, cli, require
+from ..errors import cli, require
 from ..settings import data_dir
-from . import release, wikipedia
-from .registry import REGISTRY, DownloadFailed, dataset, download, verified_path
+from . import fetch, release, wikipedia
+from .registry import REGISTRY, dataset, verified_path
 
 
 @cli
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("action", choices=["check", "fetch", "download", "pack", "pin-wikipedia", "fetch-wikipedia"])
+    parser.add_argument("action", choices=["check", "fetch", "pack", "pin-wikipedia", "fetch-wikipedia"])
     parser.add_argument("names", nargs="*", help="data sets (default: all); for pack, the archive to write; for pin-wikipedia, a revision")
     args = parser.parse_args(argv)
     if args.action == "pin-wikipedia":
@@ -44,24 +44,18 @@ def main(argv: list[str] | None = None) -> None:
         digest = release.pack(data_dir(), args.names[0])
         print(f"{args.names[0]}  sha256 {digest}")
         return
+    names = args.names or sorted(REGISTRY)
+    for name in names:
+        dataset(name)  # an unknown name stops here, with the known ones
     if args.action == "fetch":
-        installed = release.require_data()
-        print(f"data: installed {release.names(installed)} in {data_dir()}" if installed else f"data: every pinned file is in {data_dir()}")
+        chosen = None if not args.names else {f.path: f.source for name in names for f in dataset(name).files.values()}
+        installed = fetch.require_data(sources=chosen)
+        print(
+            f"data: installed {fetch.names(installed)} in {data_dir()}"
+            if installed
+            else f"data: every pinned file{'' if chosen is None else ' of ' + ', '.join(names)} is in {data_dir()}"
+        )
         return
-    failed = []
-    for name in args.names or sorted(REGISTRY):
-        if args.action == "download":
-            try:
-                download(name)
-            except DownloadFailed as err:
-                failed.append(name)
-                print(f"--  {err}")
-                continue
-            except BookError as err:
-                if args.names:  # asked for by name: stop and say why
-                    raise
-                print(f"--  {err}")  # all: fetch what is published file by file, name the archives of the rest
-                continue
+    for name in names:
         for split in dataset(name).files:
             print(f"ok  {name:8s} {split:24s} {verified_path(name, split)}")
-    require(not failed, f"could not download {', '.join(failed)} (see above): check the connection, then run the same command again")

@@ -1,33 +1,35 @@
-"""The registry of data sets: checksummed files under the data directory, their raw readers, and downloads.
+"""The registry of data sets: checksummed files under the data directory and their raw readers.
 
-The data directory comes from $BOOK_DATA_DIR (default `data/`). Each data set lists the files it
-reads with their SHA-256 and where they are published; `python -m lib.datasets download NAME` (or
-`make data`) fetches them for users who are online. Adding a data set is one `DataSet` entry and,
-if its format is new, one small reader; `tasks` turns the raw tables into what chapters use.
+The data directory comes from $BOOK_DATA_DIR (default `data/`). Each data set lists the files it reads; their SHA-256
+and the public commit that holds each are pinned in `lib/datasets/sources.tsv` (`pins`), and `make data` fetches them
+from there (`fetch`). `origin` is where the data set was first released. Adding a data set is one `DataSet` entry, its
+files' rows in sources.tsv and, if its format is new, one small reader; `tasks` turns the raw tables into what chapters use.
 """
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
-from ..errors import BookError, require
-from ..io import sha256, write_atomic
+from ..errors import require
 from ..provenance import record
 from ..settings import data_dir
+from .pins import PINNED, SOURCES, Source, content_sha256
 
 
 @dataclass(frozen=True)
 class DataFile:
     path: str  # relative to the data directory
     sha256: str
-    url: str  # where it is published: the file itself, or the archive that holds it
-    archive: bool = False  # url is an archive (zip/tar) to download and unpack by hand
+    origin: str  # where the data set first published it: the file itself, or the archive that holds it
+
+    @property
+    def source(self) -> Source:
+        """The public commit the book fetches it from."""
+        return SOURCES[self.path]
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ class DataSet:
     files: dict[str, DataFile]  # split name -> file
     reader: Callable[[Path], pd.DataFrame] = field(repr=False)
     conversion: str = ""  # how the pinned files derive from the upstream source; empty: byte-identical to it
+
+    @property
+    def published(self) -> list[str]:
+        """`repository@commit` of every public commit its files are fetched from."""
+        return sorted({f"{f.source.repository}@{f.source.commit}" for f in self.files.values()})
 
 
 def _read_tab_sentence_label(path: Path) -> pd.DataFrame:
@@ -77,12 +84,9 @@ def _read_tsv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, sep="\t", quoting=3, dtype=str, keep_default_na=False)
 
 
-PINNED = dict(reversed(line.split()) for line in (Path(__file__).with_name("checksums.sha256")).read_text().splitlines() if line.strip())
-
-
-def _file(path: str, url: str, archive: bool = False) -> DataFile:
-    """A data file with the checksum pinned in lib/datasets/checksums.sha256."""
-    return DataFile(path, PINNED[path], url, archive)
+def _file(path: str, origin: str) -> DataFile:
+    """A data file with the checksum pinned in lib/datasets/sources.tsv."""
+    return DataFile(path, PINNED[path], origin)
 
 
 _SENTEVAL_SST2 = "https://raw.githubusercontent.com/PrincetonML/SIF/master/data/sentiment-{}"
@@ -102,7 +106,7 @@ _SENTEVAL_STS = (
 )
 _CORPUS = (
     "NLTK's Brown and Gutenberg corpora as tokenized text, one sentence per line with spaces between tokens (Brown as "
-    "word/TAG pairs in upper-case tags); the conversion script is not part of the book, so the data release is the reference copy"
+    "word/TAG pairs in upper-case tags), byte-identical to the plain-text copies of the commit they are fetched from"
 )
 
 
@@ -111,8 +115,8 @@ def _sts_year(name: str) -> DataSet:
     subsets = sorted(p.split("/STS.input.")[1][:-4] for p in PINNED if p.startswith(f"sts/{folder}/STS.input."))
     files = {}
     for subset in subsets:
-        files[f"{subset}.input"] = _file(f"sts/{folder}/STS.input.{subset}.txt", url, archive=True)
-        files[f"{subset}.gs"] = _file(f"sts/{folder}/STS.gs.{subset}.txt", url, archive=True)
+        files[f"{subset}.input"] = _file(f"sts/{folder}/STS.input.{subset}.txt", url)
+        files[f"{subset}.gs"] = _file(f"sts/{folder}/STS.gs.{subset}.txt", url)
     conversion = _SENTEVAL_STS + ("; without the SMT subset's sentences, which are not redistributed" if name == "sts13" else "")
     return DataSet(
         name, f"STS 20{name[3:]} test subsets ({', '.join(subsets)}), SentEval layout", "see the archive's 00-readme.txt", files, _read_lines, conversion
@@ -138,9 +142,7 @@ REGISTRY: dict[str, DataSet] = {
         name="imdb",
         description="IMDB movie reviews (Maas et al. 2011): 20,000 of the 25,000 training reviews, all 25,000 test reviews, as tsv.gz",
         licence="research use",
-        files={
-            split: _file(f"imdb/{split}.tsv.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", archive=True) for split in ("train", "test")
-        },
+        files={split: _file(f"imdb/{split}.tsv.gz", "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz") for split in ("train", "test")},
         reader=_read_tsv,
         conversion=(
             "the reviews of aclImdb/{train,test}/{neg,pos}/*.txt as gzip-compressed TSV rows label, file, text: test all 25,000, "
@@ -152,7 +154,7 @@ REGISTRY: dict[str, DataSet] = {
         description="Word-in-Context (Pilehvar & Camacho-Collados 2019), official release",
         licence="CC BY-NC 4.0",
         files={
-            f"{split}.{part}": _file(f"wic/{split}/{split}.{part}.txt", "https://pilehvar.github.io/wic/package/WiC_dataset.zip", archive=True)
+            f"{split}.{part}": _file(f"wic/{split}/{split}.{part}.txt", "https://pilehvar.github.io/wic/package/WiC_dataset.zip")
             for split in ("train", "dev")
             for part in ("data", "gold")
         },
@@ -163,7 +165,7 @@ REGISTRY: dict[str, DataSet] = {
         description="STS Benchmark (Cer et al. 2017)",
         licence="CC BY-SA 4.0 (scores)",
         files={
-            split: _file(f"sts/STSBenchmark/sts-{split}.csv", "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz", archive=True)
+            split: _file(f"sts/STSBenchmark/sts-{split}.csv", "http://ixa2.si.ehu.es/stswiki/images/4/48/Stsbenchmark.tar.gz")
             for split in ("train", "dev", "test")
         },
         reader=_read_lines,
@@ -172,12 +174,12 @@ REGISTRY: dict[str, DataSet] = {
         name="sick",
         description="SICK (Marelli et al. 2014), relatedness scores 1-5",
         licence="CC BY-NC-SA 3.0",
-        files={"all": _file("sick/SICK.txt", "https://zenodo.org/record/2787612/files/SICK.zip", archive=True)},
+        files={"all": _file("sick/SICK.txt", "https://zenodo.org/record/2787612/files/SICK.zip")},
         reader=_read_tsv,
     ),
     **{name: _sts_year(name) for name in _STS_ARCHIVES},
     **{
-        name: DataSet(name, description, "free for research", {"all": _file(f"wordsim/{path}", url, archive=True)}, _read_lines)
+        name: DataSet(name, description, "free for research", {"all": _file(f"wordsim/{path}", url)}, _read_lines)
         for name, (path, url, description) in {
             "simlex": ("SimLex-999.txt", "https://fh295.github.io/SimLex-999.zip", "SimLex-999 (Hill et al. 2015)"),
             "men": ("MEN_dataset_lemma_form_full", "https://staff.fnwi.uva.nl/e.bruni/resources/MEN", "MEN (Bruni et al. 2014), lemma form"),
@@ -195,7 +197,7 @@ REGISTRY: dict[str, DataSet] = {
             task.lower(),
             f"{task} (GLUE)",
             "see the GLUE task's licence",
-            {split: _file(f"glue/{task}/{split}.tsv", f"https://dl.fbaipublicfiles.com/glue/data/{task}.zip", archive=True) for split in ("train", "dev")},
+            {split: _file(f"glue/{task}/{split}.tsv", f"https://dl.fbaipublicfiles.com/glue/data/{task}.zip") for split in ("train", "dev")},
             reader,
         )
         for task, reader in (
@@ -218,11 +220,7 @@ REGISTRY: dict[str, DataSet] = {
         name="corpus",
         description="pre-training text: the Brown corpus (POS tags stripped on reading) and 17 Gutenberg books",
         licence="Brown: research use; Gutenberg: public domain",
-        files={
-            p.removeprefix("corpus/").removesuffix(".txt"): _file(p, "https://www.nltk.org/nltk_data/", archive=True)
-            for p in sorted(PINNED)
-            if p.startswith("corpus/")
-        },
+        files={p.removeprefix("corpus/").removesuffix(".txt"): _file(p, "https://www.nltk.org/nltk_data/") for p in sorted(PINNED) if p.startswith("corpus/")},
         reader=_read_lines,
         conversion=_CORPUS,
     ),
@@ -244,15 +242,15 @@ def verified_path(name: str, split: str) -> Path:
     root = data_dir()
     require(root.is_dir(), f"data directory {root} does not exist; set BOOK_DATA_DIR to the folder holding the data sets, or run `make data` to download them")
     path = root / spec.path
-    require(path.is_file(), f"{name} {split}: missing file {path}; it is published at {spec.url} (run `make data`, or set BOOK_DATA_DIR)")
+    require(path.is_file(), f"{name} {split}: missing file {path}; run `make data` to fetch it from {spec.source.where}, or set BOOK_DATA_DIR")
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     if _verified.get(key) != spec.sha256:
-        digest = sha256(path)
+        digest = content_sha256(path, spec.source.converted)
         require(
             digest == spec.sha256,
-            f"{name} {split}: {path} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; "
-            f"the file is corrupted or a different release: re-fetch it from {spec.url}",
+            f"{name} {split}: {path} has checksum {digest[:12] or 'of no whole file'}…, expected {spec.sha256[:12]}…; "
+            f"the file is corrupted or a different release: delete it and run `make data` (it is published at {spec.source.where})",
         )
         _verified[key] = digest
     record("data", path, spec.path)
@@ -262,41 +260,3 @@ def verified_path(name: str, split: str) -> Path:
 def load(name: str, split: str) -> pd.DataFrame:
     """Read one split of a registered data set as a DataFrame, checksum verified."""
     return dataset(name).reader(verified_path(name, split))
-
-
-def _download(spec: DataFile, label: str, tmp: Path) -> None:
-    """Fetch spec.url to tmp and check its checksum."""
-    urllib.request.urlretrieve(spec.url, tmp)
-    digest = sha256(tmp)
-    require(
-        digest == spec.sha256,
-        f"{label}: downloaded {spec.url} has checksum {digest[:12]}…, expected {spec.sha256[:12]}…; the published file changed: please report it",
-    )
-
-
-class DownloadFailed(BookError):
-    """A published file could not be fetched (no connection, server error)."""
-
-
-def download(name: str, root: Path | None = None) -> list[Path]:
-    """Fetch a data set's files from where upstream publishes them (those published byte-identically, one by one) into
-    the data directory; verify checksums; atomic. `release.fetch` installs all of them from the book's data release."""
-    root = root or data_dir()
-    done = []
-    for split, spec in dataset(name).files.items():
-        target = root / spec.path
-        if target.is_file() and sha256(target) == spec.sha256:
-            done.append(target)
-            continue
-        require(
-            not spec.archive,
-            f"{name} {split}: {spec.path} is published inside the archive {spec.url}"
-            f"{' and converted (' + dataset(name).conversion + ')' if dataset(name).conversion else ''}; "
-            f"`make data` installs it from the book's data release",
-        )
-        try:
-            write_atomic(target, partial(_download, spec, f"{name} {split}"))
-        except OSError as err:
-            raise DownloadFailed(f"{name} {split}: could not download {spec.url} ({err}); check the connection or copy the file to {target}") from err
-        done.append(target)
-    return done

@@ -1,12 +1,14 @@
-"""The data release: every pinned data file in one deterministic archive, packed by the maintainers and fetched by users.
+"""The data release: every pinned data file in one deterministic archive, an optional mirror of the per-file fetch.
 
-    python -m lib.datasets pack OUT.tar.gz       # maintainers: pack the verified data folder, print its SHA-256
-    python -m lib.datasets fetch                 # users (`make data`): download, verify, unpack into the data folder
+    python -m lib.datasets pack OUT.tar.gz                        # pack the verified data folder, print its SHA-256
+    BOOK_DATA_URL=https://…/book-data-v2.tar.gz make data         # install from such an archive instead of per file
 
-The archive holds the files pinned in `checksums.sha256` at their paths under the data folder, plus `_release/README.md`
-(what each data set is, its upstream source, licence and conversion) and `_release/MANIFEST.tsv` (path, SHA-256, bytes,
-data set, source, licence). Members are sorted, with time 0, owner 0 and mode 0644, so the same files always give the
-same archive. Its URL and SHA-256 are pinned in `lib.settings.DATA_RELEASE` (`$BOOK_DATA_URL` names a mirror).
+The default acquisition fetches each file from the public commit that holds it (`lib.datasets.fetch`); an institution
+that mirrors one archive instead names it with `$BOOK_DATA_URL`. The archive holds the files pinned in `sources.tsv` at
+their paths under the data folder, plus `_release/README.md` (what each data set is, where it was first released and
+the public commit it is fetched from, its licence and conversion) and `_release/MANIFEST.tsv` (path, SHA-256, bytes,
+data set, published at, licence). Members are sorted, with time 0, owner 0 and mode 0644, so the same files always give
+the same archive; its SHA-256 is pinned in `lib.settings.DATA_RELEASE`, whatever the host.
 
 Fetching goes through pooch (retries, hash check, progress bar) with a downloader that resumes a cut download from its
 `.part` file. The archive's hash is checked before anything is unpacked; only regular files at pinned paths are taken
@@ -21,72 +23,63 @@ import io
 import os
 import shutil
 import tarfile
+import time
 import zlib
-from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from ..errors import BookError, require
-from ..io import sha256, temporary_folder_beside, write_atomic, write_folder_atomic
-from ..settings import cache_dir, data_dir, data_release
-from .registry import PINNED, REGISTRY, DownloadFailed
+from ..io import sha256, write_atomic
+from ..settings import DATA_RELEASE, cache_dir, data_dir
+from .fetch import TIMEOUT, DownloadFailed, absent_files, locked, missing, reason, staging_folder
+from .pins import SOURCES, Source, content_sha256
+from .registry import REGISTRY
 
 DOCS = ("_release/README.md", "_release/MANIFEST.tsv")
 RETRIES = 3  # further attempts after a failed download, each resuming where the last stopped
 _CHUNK = 1 << 20
 
 
-def missing(root: Path, pins: dict[str, str] = PINNED) -> tuple[list[str], list[str]]:
-    """(absent, different): pinned paths that are not under root, and those whose content has another checksum."""
-    absent, different = [], []
-    for path, digest in sorted(pins.items()):
-        file = root / path
-        if not file.is_file():
-            absent.append(path)
-        elif sha256(file) != digest:
-            different.append(path)
-    return absent, different
-
-
-def _provenance(pins: dict[str, str]) -> dict[str, tuple[str, str, str, str]]:
-    """path -> (data set, upstream source, licence, conversion) for the pinned paths the registry knows."""
+def _provenance(pins: dict[str, Source]) -> dict[str, tuple[str, str, str, str]]:
+    """path -> (data set, first released at, licence, conversion) for the pinned paths the registry knows."""
     out = {}
     for ds in REGISTRY.values():
         for spec in ds.files.values():
             if spec.path in pins:
-                out[spec.path] = (ds.name, spec.url, ds.licence, ds.conversion)
+                out[spec.path] = (ds.name, spec.origin, ds.licence, ds.conversion)
     return out
 
 
-def _readme(name: str, pins: dict[str, str]) -> str:
+def _readme(name: str, pins: dict[str, Source]) -> str:
     known = _provenance(pins)
     lines = [
         f"# {name}: the data sets of 'The geometry of transformer embeddings, re-run'",
         "",
-        "Unpack into the book's data folder (`tar -xzf ARCHIVE -C data`), or let `make data` do it (it verifies every file).",
-        "MANIFEST.tsv lists each file's SHA-256; the book pins the same checksums in lib/datasets/checksums.sha256.",
+        "Unpack into the book's data folder (`tar -xzf ARCHIVE -C data`), or let `BOOK_DATA_URL=… make data` do it (it verifies every file).",
+        "MANIFEST.tsv lists each file's SHA-256 (of the uncompressed content for converted files) and the public commit it",
+        "is fetched from; the book pins the same in lib/datasets/sources.tsv. The data sets' own licences apply.",
         "",
-        "| data set | files | upstream source | licence | how the file derives from the source |",
-        "|---|---|---|---|---|",
+        "| data set | files | first released at | fetched from (repository@commit) | licence | how the file derives from the source |",
+        "|---|---|---|---|---|---|",
     ]
     for ds in REGISTRY.values():
         paths = [p for p, (n, *_) in known.items() if n == ds.name]
         if paths:
-            source = sorted({known[p][1] for p in paths})
-            archive = any(spec.archive for spec in ds.files.values())
-            conversion = ds.conversion or ("byte-identical to the archive's member" if archive else "byte-identical to the published file")
-            lines.append(f"| {ds.name} | {len(paths)} | {', '.join(source)} | {ds.licence} | {conversion} |")
+            origin = sorted({known[p][1] for p in paths})
+            published = sorted({f"{pins[p].repository}@{pins[p].commit}" for p in paths})
+            conversion = ds.conversion or "byte-identical to the file at the commit it is fetched from"
+            lines.append(f"| {ds.name} | {len(paths)} | {', '.join(origin)} | {', '.join(published)} | {ds.licence} | {conversion} |")
     other = sorted(set(pins) - set(known))
     if other:
         lines.append(f"| (pinned, read by no data set) | {len(other)}: {', '.join(other)} | – | – | – |")
     return "\n".join(lines) + "\n"
 
 
-def _manifest(root: Path, pins: dict[str, str]) -> str:
+def _manifest(root: Path, pins: dict[str, Source]) -> str:
     known = _provenance(pins)
-    rows = ["path\tsha256\tbytes\tdataset\tsource\tlicence"]
-    for path in sorted(pins):
-        name, url, licence, _ = known.get(path, ("", "", "", ""))
-        rows.append(f"{path}\t{pins[path]}\t{(root / path).stat().st_size}\t{name}\t{url}\t{licence}")
+    rows = ["path\tsha256\tbytes\tdataset\tpublished_at\tlicence"]
+    for path, source in sorted(pins.items()):
+        name, _, licence, _ = known.get(path, ("", "", "", ""))
+        rows.append(f"{path}\t{source.sha256}\t{(root / path).stat().st_size}\t{name}\t{source.where}\t{licence}")
     return "\n".join(rows) + "\n"
 
 
@@ -96,7 +89,7 @@ def _member(name: str, size: int) -> tarfile.TarInfo:
     return info
 
 
-def pack(src: Path, out: Path, name: str | None = None, pins: dict[str, str] = PINNED) -> str:
+def pack(src: Path, out: Path, name: str | None = None, pins: dict[str, Source] = SOURCES) -> str:
     """Write the release archive of the data folder src to out (atomically) and return its SHA-256. Every pinned file
     must be in src with its pinned checksum; files src holds beyond them are left out."""
     src = Path(src)
@@ -135,7 +128,7 @@ def _check_member(member: tarfile.TarInfo, allowed: set[str]) -> str:
     return name
 
 
-def unpack(archive: Path, root: Path, pins: dict[str, str] = PINNED) -> list[str]:
+def unpack(archive: Path, root: Path, pins: dict[str, Source] = SOURCES) -> list[str]:
     """Unpack a release archive into root and return the paths installed. Every member is checked (safe path, regular
     file, pinned checksum) in a temporary folder beside root before any is moved in; files root already holds with
     their pinned checksum are kept. Raises BookError, leaving root as it was, for any archive that fails a check."""
@@ -161,16 +154,14 @@ def unpack(archive: Path, root: Path, pins: dict[str, str] = PINNED) -> list[str
             not lacking,
             f"the data archive lacks {len(lacking)} pinned file(s), e.g. {', '.join(lacking[:3])}; it is not the book's data release: check BOOK_DATA_URL",
         )
-        bad = [p for p in sorted(pins) if sha256(tmp / p) != pins[p]]
+        bad = [p for p, source in sorted(pins.items()) if content_sha256(tmp / p, source.converted) != source.sha256]
         require(
             not bad,
             f"{len(bad)} file(s) in the data archive differ from their pinned checksums, e.g. {', '.join(bad[:3])}; it was refused: check BOOK_DATA_URL",
         )
 
-    if not root.exists():
-        write_folder_atomic(root, extract)
-        return sorted([*pins, *DOCS])
-    tmp = temporary_folder_beside(root)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = staging_folder(root)  # on root's file system: a data folder that is a mount point takes its files by renaming
     try:
         extract(tmp)
         absent, different = missing(root, pins)
@@ -185,9 +176,10 @@ def unpack(archive: Path, root: Path, pins: dict[str, str] = PINNED) -> list[str
 
 class ResumingDownloader:
     """A pooch downloader that keeps what it received in `<cache>/<name>.part` and asks the server for the rest
-    (an HTTP Range request) when it is called again, with a progress bar."""
+    (an HTTP Range request) when it is called again, with a progress bar. A body shorter than the server announced
+    is kept in the part file and reported as an error, so that the next attempt resumes after it."""
 
-    def __init__(self, part: Path, progressbar: bool = True, timeout: float = 30.0, desc: str = "data release"):
+    def __init__(self, part: Path, progressbar: bool = True, timeout: float = TIMEOUT, desc: str = "data release"):
         self.part, self.progressbar, self.timeout, self.desc = Path(part), progressbar, timeout, desc
 
     def __call__(self, url: str, output_file: str, pooch: object, check_only: bool = False) -> bool | None:
@@ -205,7 +197,8 @@ class ResumingDownloader:
                 response.raise_for_status()
                 if response.status_code != 206:
                     have = 0  # the server ignored the range: start again
-                total = int(response.headers.get("content-length", 0)) + have or None
+                announced = int(response.headers.get("content-length", 0))
+                total, got = (announced + have) or None, 0
                 with (
                     open(self.part, "ab" if have else "wb") as out,
                     tqdm(total=total, initial=have, unit="B", unit_scale=True, desc=self.desc, disable=not self.progressbar) as bar,
@@ -213,6 +206,9 @@ class ResumingDownloader:
                     for chunk in response.iter_content(chunk_size=1 << 16):
                         out.write(chunk)
                         bar.update(len(chunk))
+                        got += len(chunk)
+                if announced and got < announced:
+                    raise requests.ConnectionError(f"the connection closed after {have + got:,} of {total:,} bytes")
         shutil.move(self.part, output_file)  # whole: pooch checks its hash before keeping it
         return None
 
@@ -223,76 +219,63 @@ def download(
     cache: Path,
     retries: int = RETRIES,
     progressbar: bool = True,
+    timeout: float = TIMEOUT,
     what: str = "data release",
-    hint: str = "check BOOK_DATA_URL (a mirror must serve the same release)",
+    hint: str = "check BOOK_DATA_URL",
 ) -> Path:
-    """A file (by default the release archive) in cache as `<sha256><suffix of url>`, downloaded if absent, its SHA-256
-    checked. A download cut half-way is resumed by the next call; a file with another hash is deleted and refused."""
+    """A file (by default the release archive) in cache as `<sha256><suffix of url>`, downloaded if absent (one fetch
+    at a time per cache), its SHA-256 checked. Each failed attempt is said with its reason and the next resumes where
+    it stopped; a file with another hash is deleted and refused (hint says what to do)."""
     import pooch
     import requests
 
     fname = digest + "".join(PurePosixPath(url.split("?")[0]).suffixes[-2:])
     cache = Path(cache)
     cache.mkdir(parents=True, exist_ok=True)
-    pooch.get_logger().setLevel("WARNING")  # the caller says what is fetched, in one line
-    fetcher = pooch.create(path=cache, base_url="", registry={fname: f"sha256:{digest}"}, urls={fname: url}, retry_if_failed=retries)
-    try:
-        return Path(fetcher.fetch(fname, downloader=ResumingDownloader(cache / f"{fname}.part", progressbar, desc=what)))
-    except ValueError as err:  # pooch: hash mismatch (the downloaded file is already deleted)
-        got = str(err).split(" but got ")[-1].split(".")[0] if " but got " in str(err) else "another hash"
-        raise BookError(f"the file at {url} has SHA-256 {got[:12]}…, not the pinned {digest[:12]}…; it was refused: " + hint) from None
-    except requests.RequestException as err:
-        reason = type(err).__name__ if not str(err) else str(err).split(": ")[-1][:120]
-        raise DownloadFailed(
-            f"could not download the {what} from {url} ({reason}); run the same command again to resume"
-            + (", or see `make data` in the README" if what == "data release" else "")
-        ) from None
+    pooch.get_logger().setLevel("WARNING")  # each retry is said below, with its reason
+    fetcher = pooch.create(path=cache, base_url="", registry={fname: f"sha256:{digest}"}, urls={fname: url})
+    downloader = ResumingDownloader(cache / f"{fname}.part", progressbar, timeout, desc=what)
+    last: BaseException | None = None
+    with locked(cache):
+        for attempt in range(retries + 1):
+            try:
+                return Path(fetcher.fetch(fname, downloader=downloader))
+            except ValueError as err:  # pooch: hash mismatch (the downloaded file is already deleted)
+                got = str(err).split(" but got ")[-1].split(".")[0] if " but got " in str(err) else "another hash"
+                raise BookError(f"the file at {url} has SHA-256 {got[:12]}…, not the pinned {digest[:12]}…; it was refused: {hint}") from None
+            except requests.HTTPError as err:
+                if err.response is not None and 400 <= err.response.status_code < 500 and err.response.status_code not in (408, 429):
+                    raise DownloadFailed(url, reason(err)) from None
+                last = err
+            except requests.RequestException as err:
+                last = err
+            if attempt < retries:
+                print(f"data: {url}: {reason(last, timeout)}; trying again, resuming ({retries - attempt} more)", flush=True)
+                time.sleep(attempt + 1)
+    raise DownloadFailed(url, reason(last, timeout))
 
 
 def fetch(
     root: Path | None = None,
     url: str | None = None,
     digest: str | None = None,
-    pins: dict[str, str] | None = None,
+    pins: dict[str, Source] | None = None,
     progressbar: bool = True,
     retries: int | None = None,
 ) -> list[str]:
-    """Make the data folder hold every pinned file: nothing is downloaded when it does; otherwise the release is
-    downloaded (or taken from the cache), verified and unpacked. Returns the paths installed. Files that are present
-    with another checksum are not overwritten: that is a BookError naming them."""
-    root, pins = Path(root or data_dir()), PINNED if pins is None else pins
-    release = data_release()
-    url, digest = url or release.url, digest or release.sha256
-    absent, different = missing(root, pins) if root.exists() else (sorted(pins), [])
-    require(
-        not different,
-        f"{len(different)} file(s) in {root} differ from the pinned checksums, e.g. {', '.join(different[:3])}; "
-        "they are another release or damaged: delete them (or point BOOK_DATA_DIR at another folder) and run `make data` again",
-    )
-    if not absent:
+    """Make the data folder hold every pinned file from the release archive at url (default $BOOK_DATA_URL): nothing
+    is downloaded when it does; otherwise the archive is downloaded (or taken from the cache), verified and unpacked.
+    Returns the paths installed. Files present with another checksum are not overwritten: a BookError names them."""
+    root, pins = Path(root or data_dir()), SOURCES if pins is None else pins
+    url, digest = url or os.environ.get("BOOK_DATA_URL", ""), digest or DATA_RELEASE.sha256
+    require(bool(url), "no data release archive is named: set BOOK_DATA_URL to its URL (or leave it unset to fetch each file from its public commit)")
+    root.mkdir(parents=True, exist_ok=True)
+    if not absent_files(root, pins):
         return []
-    print(f"data: {len(absent)} of {len(pins)} data files missing in {root}; fetching the data release {url}", flush=True)
-    archive = download(url, digest, cache_dir() / "data-release", RETRIES if retries is None else retries, progressbar)
-    return unpack(archive, root, pins)
-
-
-def require_data(root: Path | None = None, pins: dict[str, str] | None = None) -> list[str]:
-    """Before a build (`make data`, `make book`): fetch the data release when files are missing and return the paths
-    installed; offline, one line naming the missing files and the two ways to provide them."""
-    root, pins = Path(root or data_dir()), PINNED if pins is None else pins
-    try:
-        return fetch(root, pins=pins)
-    except DownloadFailed:
-        absent, _ = missing(root, pins) if root.exists() else (sorted(pins), [])
-        raise BookError(
-            f"{len(absent)} data files are missing in {root} ({names(absent)}) and the data release could not be downloaded "
-            f"({data_release().url}): set BOOK_DATA_DIR to a folder that holds the data sets, or connect to the internet and run `make data`"
-        ) from None
-
-
-def names(paths: Iterable[str]) -> str:
-    """A short listing of paths by data folder, e.g. 'sst2 (3), wic (4)'."""
-    counts: dict[str, int] = {}
-    for p in paths:
-        counts[p.split("/")[0]] = counts.get(p.split("/")[0], 0) + 1
-    return ", ".join(f"{k} ({v})" for k, v in sorted(counts.items()))
+    with locked(root):
+        absent = absent_files(root, pins)
+        if not absent:
+            return []
+        print(f"data: {len(absent)} of {len(pins)} data files missing in {root}; fetching the data release {url}", flush=True)
+        archive = download(url, digest, cache_dir() / "data-release", RETRIES if retries is None else retries, progressbar)
+        return unpack(archive, root, pins)

@@ -1,0 +1,324 @@
+"""The default acquisition: every pinned data file fetched from the public commit that holds it, verified, then moved in.
+
+    python -m lib.datasets fetch [NAME ...]     # what `make data` and `make book` do
+
+An identical file comes from `<base>/<repository>/<commit>/<path>` (raw.githubusercontent.com), a few at a time,
+through pooch (its SHA-256 checked); a converted file (IMDB) is built from the repository's archive at its commit
+(`<base>/<repository>/tar.gz/<commit>`, codeload.github.com) and checked by its content. `$BOOK_DATA_MIRROR` names one
+base URL that serves both layouts instead (an institution's mirror, or a test's local server). Downloads go to a
+staging folder on the data folder's own file system (beside it, or inside it when the data folder is a mount point),
+and each file is moved in only once verified: a fetch that is killed or fails leaves verified files only, and the next
+one fetches the rest. One fetch at a time per data folder; a second waits for the first.
+`$BOOK_DATA_URL` instead takes the whole data release archive from a mirror (`lib.datasets.release`).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import BookError, require
+from ..io import temporary_folder_beside
+from ..settings import data_dir
+from . import imdb
+from .pins import CODELOAD, RAW, SOURCES, Source, content_sha256
+
+MIRROR = "BOOK_DATA_MIRROR"
+WORKERS = 4  # downloads at once
+RETRIES = 2  # further attempts after a failed download
+TIMEOUT = 30.0  # seconds to connect, and seconds without a byte, before an attempt is given up
+
+
+class DownloadFailed(BookError):
+    """A file could not be fetched (no connection, an HTTP error, another file than the pinned one)."""
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(f"{url} could not be downloaded ({reason})")
+        self.url, self.reason = url, reason
+
+
+def bases() -> tuple[str, str]:
+    """(per-file base, archive base): $BOOK_DATA_MIRROR for both, else raw.githubusercontent.com and codeload.github.com."""
+    mirror = os.environ.get(MIRROR, "").strip().rstrip("/")
+    return (mirror, mirror) if mirror else (RAW, CODELOAD)
+
+
+def missing(root: Path, sources: dict[str, Source]) -> tuple[list[str], list[str]]:
+    """(absent, different): pinned paths not under root, and those whose content has another checksum."""
+    absent, different = [], []
+    for path, source in sorted(sources.items()):
+        file = root / path
+        if not file.is_file():
+            absent.append(path)
+        elif content_sha256(file, source.converted) != source.sha256:
+            different.append(path)
+    return absent, different
+
+
+def absent_files(root: Path, sources: dict[str, Source]) -> list[str]:
+    """The pinned paths root lacks; a BookError naming the files root holds with another checksum (they are never
+    overwritten)."""
+    absent, different = missing(root, sources)
+    require(
+        not different,
+        f"{len(different)} file(s) in {root} differ from the pinned checksums, e.g. {', '.join(different[:3])}; "
+        "they are another release or damaged: delete them (or point BOOK_DATA_DIR at another folder) and run `make data` again",
+    )
+    return absent
+
+
+def reason(err: BaseException, timeout: float = TIMEOUT) -> str:
+    """What went wrong with a download, in a few words (the HTTP status, a time-out, a refused connection, …)."""
+    import requests
+
+    if isinstance(err, requests.HTTPError) and err.response is not None:
+        return f"HTTP {err.response.status_code} {err.response.reason or ''}".strip()
+    if isinstance(err, requests.Timeout):
+        return f"no answer within {timeout:g} s"
+    if isinstance(err, requests.TooManyRedirects):
+        return "too many redirects (a redirect loop)"
+    if isinstance(err, requests.exceptions.ChunkedEncodingError):
+        return "the connection closed before the whole file arrived"
+    if isinstance(err, requests.ConnectionError):
+        text = str(err)
+        if "refused" in text.lower():
+            return "connection refused"
+        if any(s in text for s in ("NameResolution", "Name or service not known", "Failed to resolve", "nodename nor servname")):
+            return "host not found: no internet connection?"
+        return text.split("): ")[-1].strip("()' ")[:120] or "connection failed"
+    if isinstance(err, ValueError):  # pooch: the hash of what arrived is not the pinned one
+        return "the file that arrived has another SHA-256 than the pinned one"
+    return f"{type(err).__name__}: {err}"[:160]
+
+
+_local = threading.local()
+
+
+def _session():
+    import requests
+
+    if not hasattr(_local, "session"):
+        _local.session = requests.Session()
+    return _local.session
+
+
+class _Get:
+    """A pooch downloader: one GET with a time-out, streamed to pooch's temporary file; a body shorter than its
+    Content-Length is an error (retried), not a file."""
+
+    def __init__(self, timeout: float, bar: object | None = None):
+        self.timeout, self.bar = timeout, bar
+
+    def __call__(self, url: str, output_file: str, pooch: object) -> None:
+        import requests
+
+        with _session().get(url, stream=True, timeout=self.timeout) as response:
+            response.raise_for_status()
+            expected = 0 if response.headers.get("Content-Encoding") else int(response.headers.get("Content-Length") or 0)
+            got = 0
+            with open(output_file, "wb") as out:
+                for chunk in response.iter_content(chunk_size=1 << 16):
+                    out.write(chunk)
+                    got += len(chunk)
+                    if self.bar is not None:
+                        self.bar.update(len(chunk))
+            if expected and got < expected:
+                raise requests.ConnectionError(f"the connection closed after {got:,} of {expected:,} bytes")
+
+
+class _Run:
+    """One fetch: the pooch registry of its downloads, a shared stop signal, the progress bar, what was installed."""
+
+    def __init__(self, root: Path, staging: Path, retries: int, timeout: float, progressbar: bool, total: int):
+        import pooch
+        from tqdm import tqdm
+
+        pooch.get_logger().setLevel("WARNING")  # each retry is said here, with its reason
+        self.root, self.staging, self.retries, self.timeout = root, staging, retries, timeout
+        self.pooch = pooch.create(path=staging, base_url="", registry={})
+        self.stop = threading.Event()
+        self.bar = tqdm(total=total, unit="file", desc="data", disable=not progressbar)
+        self.progressbar = progressbar
+        self.installed: list[str] = []
+        self.lock = threading.Lock()
+
+    def say(self, line: str) -> None:
+        self.bar.write(line)
+
+    def download(self, name: str, url: str, sha: str | None, bar: object | None = None) -> Path | None:
+        """staging/name downloaded from url (its SHA-256 checked when given), retried on errors that may pass; None
+        when the run was stopped by another file's failure."""
+        import requests
+
+        self.pooch.registry[name] = f"sha256:{sha}" if sha else None
+        self.pooch.urls[name] = url
+        last: BaseException | None = None
+        for attempt in range(self.retries + 1):
+            if self.stop.is_set():
+                return None
+            try:
+                return Path(self.pooch.fetch(name, downloader=_Get(self.timeout, bar)))
+            except requests.HTTPError as err:
+                status = err.response.status_code if err.response is not None else 0
+                if 400 <= status < 500 and status not in (408, 429):  # not there: asking again will not help
+                    raise DownloadFailed(url, reason(err)) from None
+                last = err
+            except (requests.RequestException, ValueError) as err:
+                last = err
+            if attempt < self.retries and not self.stop.is_set():
+                self.say(f"data: {url}: {reason(last, self.timeout)}; trying again ({self.retries - attempt} more)")
+                self.stop.wait(attempt + 1)
+        if self.stop.is_set():
+            return None
+        raise DownloadFailed(url, reason(last, self.timeout))
+
+    def install(self, path: str) -> None:
+        """Move a verified file from staging into the data folder (same file system: one rename)."""
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self.staging / path, target)
+        with self.lock:
+            self.installed.append(path)
+        self.bar.update(1)
+
+    def identical(self, source: Source, base: str) -> None:
+        if self.download(source.path, source.url(base), source.sha256) is not None:
+            self.install(source.path)
+
+    def converted(self, sources: list[Source], base: str) -> None:
+        """The IMDB files, built from their repository's archive at the pinned commit and checked by content."""
+        from tqdm import tqdm
+
+        first = sources[0]
+        url = first.archive_url(base)
+        name = f"_sources/{first.repository.replace('/', '-')}-{first.commit}.tar.gz"
+        with tqdm(unit="B", unit_scale=True, desc=f"{first.repository} archive", leave=False, disable=not self.progressbar) as bar:
+            archive = self.download(name, url, None, bar)
+        if archive is None:
+            return
+        contents = imdb.read_archive(archive, [Path(s.path).name.split(".")[0] for s in sources])
+        for source in sources:
+            data = contents[Path(source.path).name.split(".")[0]]
+            target = imdb.write(data, self.staging / source.path)
+            if content_sha256(target, True) != source.sha256:
+                raise DownloadFailed(url, f"its reviews do not rebuild the pinned content of {source.path}")
+            self.install(source.path)
+        archive.unlink()
+
+
+def _same_device(a: Path, b: Path) -> bool:
+    return os.stat(a).st_dev == os.stat(b).st_dev
+
+
+def staging_folder(root: Path) -> Path:
+    """A new folder for downloads on root's file system: beside root, or inside it when root is a mount point (a
+    Docker volume) or its parent cannot be written; folders of fetches that were killed are removed first."""
+    if _same_device(root, root.parent) and os.access(root.parent, os.W_OK):
+        return temporary_folder_beside(root)
+    return temporary_folder_beside(root / "fetch")
+
+
+@contextmanager
+def locked(root: Path) -> Iterator[None]:
+    """Hold the data folder's fetch lock (a second fetch into the same folder waits, saying so)."""
+    with open(root / ".fetch.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"data: another fetch into {root} is running; waiting for it to finish", flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def fetch(
+    root: Path | None = None,
+    sources: dict[str, Source] | None = None,
+    progressbar: bool = True,
+    workers: int = WORKERS,
+    retries: int = RETRIES,
+    timeout: float = TIMEOUT,
+) -> list[str]:
+    """Make the data folder hold every pinned file of `sources` (default: all) and return the paths installed; nothing
+    is downloaded when it holds them. Files present with another checksum are not overwritten: a BookError names them.
+    A download that fails stops the fetch with DownloadFailed; what was verified by then stays installed."""
+    root, sources = Path(root or data_dir()), SOURCES if sources is None else sources
+    root.mkdir(parents=True, exist_ok=True)
+    if not absent_files(root, sources):  # a complete (perhaps read-only) folder is never locked or written
+        return []
+    with locked(root):
+        absent = absent_files(root, sources)
+        if not absent:
+            return []
+        raw, codeload = bases()
+        where = f"the mirror {raw}" if os.environ.get(MIRROR, "").strip() else "the public commits that hold them (raw.githubusercontent.com)"
+        print(f"data: {len(absent)} of {len(sources)} data files missing in {root}; fetching them from {where}", flush=True)
+        todo = [sources[p] for p in absent]
+        groups: dict[tuple[str, str], list[Source]] = {}
+        for source in todo:
+            if source.converted:
+                groups.setdefault((source.repository, source.commit), []).append(source)
+        staging = staging_folder(root)
+        for folder in {(staging / s.path).parent for s in todo} | {staging / "_sources"}:
+            folder.mkdir(parents=True, exist_ok=True)  # before the threads: pooch makes a missing folder, and two would race
+        run = _Run(root, staging, retries, timeout, progressbar, len(todo))
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+                jobs = [pool.submit(run.converted, group, codeload) for group in groups.values()]  # the largest first
+                jobs += [pool.submit(run.identical, source, raw) for source in todo if not source.converted]
+                errors = []
+                for job in jobs:
+                    try:
+                        job.result()
+                    except BaseException as err:  # the first failure stops the others; they finish their file
+                        run.stop.set()
+                        errors.append(err)
+            if errors:
+                raise next((e for e in errors if isinstance(e, DownloadFailed)), errors[0])
+        except OSError as err:
+            if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+                raise
+            raise BookError(
+                f"{err.strerror} while fetching into {root} ({err.filename or staging}); free space or fix permissions, then run `make data` again"
+            ) from None
+        finally:
+            run.bar.close()
+            shutil.rmtree(staging, ignore_errors=True)
+        return sorted(run.installed)
+
+
+def require_data(root: Path | None = None, sources: dict[str, Source] | None = None) -> list[str]:
+    """Before a build (`make data`, `make book`): fetch what the data folder lacks (per file, or from the archive
+    $BOOK_DATA_URL names) and return the paths installed; when a download fails, one line saying what happened, which
+    files are still missing, and the two ways out."""
+    root, sources = Path(root or data_dir()), SOURCES if sources is None else sources
+    try:
+        if os.environ.get("BOOK_DATA_URL"):
+            from . import release
+
+            return release.fetch(root, pins=sources)
+        return fetch(root, sources)
+    except DownloadFailed as err:
+        absent, _ = missing(root, sources) if root.exists() else (sorted(sources), [])
+        raise BookError(
+            f"{len(absent)} of {len(sources)} data files are still missing in {root} ({names(absent)}): {err.url} could not be downloaded "
+            f"({err.reason}). Set BOOK_DATA_DIR to a folder that holds the data sets, or BOOK_DATA_MIRROR to a mirror of the per-file layout, "
+            "then run `make data` again (files already verified are kept)"
+        ) from None
+
+
+def names(paths: list[str]) -> str:
+    """A short listing of paths by data folder, e.g. 'sst2 (3), wic (4)'."""
+    counts: dict[str, int] = {}
+    for p in paths:
+        counts[p.split("/")[0]] = counts.get(p.split("/")[0], 0) + 1
+    return ", ".join(f"{k} ({v})" for k, v in sorted(counts.items()))
