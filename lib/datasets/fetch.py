@@ -246,12 +246,13 @@ def fetch(
     progressbar: bool = True,
     workers: int = WORKERS,
     retries: int = RETRIES,
-    timeout: float = TIMEOUT,
+    timeout: float | None = None,
 ) -> list[str]:
     """Make the data folder hold every pinned file of `sources` (default: all) and return the paths installed; nothing
     is downloaded when it holds them. Files present with another checksum are not overwritten: a BookError names them.
     A download that fails stops the fetch with DownloadFailed; what was verified by then stays installed."""
     root, sources = Path(root or data_dir()), SOURCES if sources is None else sources
+    timeout = TIMEOUT if timeout is None else timeout
     root.mkdir(parents=True, exist_ok=True)
     if not absent_files(root, sources):  # a complete (perhaps read-only) folder is never locked or written
         return []

@@ -1,0 +1,315 @@
+"""The default acquisition: each pinned file fetched from its public commit (a local server on 127.0.0.1 in GitHub's
+layouts), verified, moved in; every way a download goes wrong ends in one line and leaves only verified files."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from lib.datasets import fetch, imdb
+from lib.datasets.pins import SOURCES, TABLE, Source, content_sha256
+from lib.errors import BookError
+from lib.settings import REPO_ROOT
+from scripts.serve_data_mirror import Mirror, server
+
+COMMIT = "c" * 40
+
+
+class Faulty:
+    """Serves `files` (URL path -> bytes) on 127.0.0.1; `faults` (URL path -> kind) makes one misbehave: "404", "500",
+    "short" (a Content-Length longer than the body), "stall" (never answers), "loop" (redirects to itself)."""
+
+    def __init__(self):
+        self.files: dict[str, bytes] = {}
+        self.faults: dict[str, str] = {}
+        self.requests: list[str] = []
+        self.release = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                outer.requests.append(self.path)
+                fault, body = outer.faults.get(self.path), outer.files.get(self.path)
+                if fault == "stall":
+                    outer.release.wait(30)
+                    return
+                if fault == "loop":
+                    self.send_response(302)
+                    self.send_header("Location", self.path)
+                    self.end_headers()
+                    return
+                if body is None or fault in ("404", "500"):
+                    self.send_error(int(fault or 404))
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body) + (1000 if fault == "short" else 0)))
+                self.end_headers()
+                self.wfile.write(body)
+                self.close_connection = True
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def faulty():
+    s = Faulty()
+    yield s
+    s.close()
+
+
+def reviews_archive(top: str, reviews: dict[str, bytes]) -> bytes:
+    raw = io.BytesIO()
+    with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+        for name, data in reviews.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+REVIEWS = {
+    "data/aclImdb/train/pos/10_9.txt": b"Great.\tReally\r\ngreat. ",
+    "data/aclImdb/train/neg/2_1.txt": b"Bad \xff film.",
+    "data/aclImdb/train/neg/11_2.txt": b"<br />Dull.",
+    "data/aclImdb/test/pos/0_7.txt": b"Fine.",
+    "data/aclImdb/train/unsup/5_0.txt": b"not labelled",
+    "data/aclImdb/imdbEr.txt": b"0.1",
+}
+TRAIN = "label\tfile\ttext\nneg\t2_1.txt\tBad \ufffd film.\nneg\t11_2.txt\t<br />Dull.\npos\t10_9.txt\tGreat. Really  great.\n"
+
+
+@pytest.fixture
+def planted(tmp_path, faulty, monkeypatch):
+    """Three identical files and two converted ones (a tiny aclImdb) served in GitHub's layouts; their sources. A server
+    that does not answer is given up after half a second."""
+    monkeypatch.setenv(fetch.MIRROR, faulty.base)
+    monkeypatch.setattr(fetch, "TIMEOUT", 0.5)
+    files = {"sst2/sentiment-train": b"a fine film\t1\n" * 500, "wic/train/train.gold.txt": b"T\nF\n", "corpus/brown/a01.txt": os.urandom(200_000)}
+    sources = {}
+    for path, data in files.items():
+        sources[path] = Source(path, hashlib.sha256(data).hexdigest(), "owner/repo", COMMIT, f"up/{path}", "identical")
+        faulty.files[f"/owner/repo/{COMMIT}/up/{path}"] = data
+    faulty.files[f"/owner/imdb/tar.gz/{COMMIT}"] = reviews_archive(f"imdb-{COMMIT}", REVIEWS)
+    test = "label\tfile\ttext\npos\t0_7.txt\tFine.\n"
+    for split, text in (("train", TRAIN), ("test", test)):
+        path = f"imdb/{split}.tsv.gz"
+        sources[path] = Source(path, hashlib.sha256(text.encode()).hexdigest(), "owner/imdb", COMMIT, f"data/aclImdb/{split}/{{neg,pos}}/*.txt", "converted")
+    return tmp_path / "data", sources
+
+
+def held(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != ".fetch.lock") if root.exists() else []
+
+
+def verified(root: Path, sources: dict[str, Source]) -> list[str]:
+    """The files under root, each asserted to carry its pinned checksum."""
+    files = held(root)
+    for path in files:
+        assert path in sources and content_sha256(root / path, sources[path].converted) == sources[path].sha256, path
+    return files
+
+
+def staging_leftovers(root: Path) -> list[str]:
+    return [p.name for p in [*root.parent.iterdir(), *(root.iterdir() if root.exists() else [])] if p.name.startswith((".data.", ".fetch.")) and p.is_dir()]
+
+
+def test_the_table_is_the_shared_folders_sources_and_its_pins(shared_data):
+    """sources.tsv holds SOURCES.tsv's rows; identical files keep its SHA-256, converted ones the content's."""
+    shared = (shared_data / "SOURCES.tsv").read_text().splitlines()
+    assert shared[0] == TABLE.read_text().splitlines()[0]
+    rows = {line.split("\t")[0]: line.split("\t") for line in shared[1:]}
+    assert set(rows) == set(SOURCES) and len(SOURCES) == 595
+    for path, source in SOURCES.items():
+        row = rows[path]
+        assert (source.repository, source.commit, source.upstream_path) == (row[2], row[3], row[4])
+        assert source.how == ("identical" if row[5] == "identical" else "converted")
+        if not source.converted:
+            assert source.sha256 == row[1]
+        assert content_sha256(shared_data / path, source.converted) == source.sha256
+    assert sum(s.converted for s in SOURCES.values()) == 2
+    assert (
+        SOURCES["sst2/sentiment-dev"].url()
+        == f"https://raw.githubusercontent.com/robertoviegas/SimCSE/{SOURCES['sst2/sentiment-dev'].commit}/SentEval/data/downstream/SST/binary/sentiment-dev"
+    )
+
+
+def test_imdb_conversion_decodes_replaces_sorts_and_writes_without_a_time(tmp_path):
+    archive = tmp_path / "a.tar.gz"
+    archive.write_bytes(reviews_archive("AMLM-x", REVIEWS))
+    contents = imdb.read_archive(archive, ["train", "test"])
+    assert contents["train"].decode() == TRAIN  # invalid byte replaced, tab and CR LF to spaces, stripped, by label then number
+    imdb.write(contents["train"], tmp_path / "train.tsv.gz")
+    again = imdb.write(contents["train"], tmp_path / "again.tsv.gz")
+    assert (tmp_path / "train.tsv.gz").read_bytes() == again.read_bytes()  # time 0: the same bytes each time
+    assert gzip.decompress(again.read_bytes()) == contents["train"]
+    archive.write_bytes(reviews_archive("x", {"README": b"no reviews"}))
+    with pytest.raises(BookError, match=r"holds no aclImdb/t\w+/\{neg,pos\}/\*.txt reviews; it is not the pinned source"):
+        imdb.read_archive(archive, ["train", "test"])
+
+
+def test_an_empty_folder_is_filled_and_verified_and_a_second_fetch_downloads_nothing(planted, faulty, capsys):
+    root, sources = planted
+    installed = fetch.fetch(root, sources, progressbar=False)
+    assert installed == sorted(sources) and verified(root, sources) == sorted(sources)
+    assert gzip.decompress((root / "imdb/train.tsv.gz").read_bytes()).decode() == TRAIN
+    assert len(faulty.requests) == 4 and staging_leftovers(root) == []  # three files and one archive for both IMDB files
+    assert "5 of 5 data files missing" in capsys.readouterr().out
+    assert fetch.fetch(root, sources) == [] and len(faulty.requests) == 4
+    (root / "wic/train/train.gold.txt").unlink()
+    assert fetch.fetch(root, sources, progressbar=False) == ["wic/train/train.gold.txt"] and len(faulty.requests) == 5
+
+
+@pytest.mark.parametrize(
+    "fault, reason",
+    [
+        ("404", r"HTTP 404 Not Found"),
+        ("500", r"HTTP 500 Internal Server Error"),
+        ("wrong", r"the file that arrived has another SHA-256 than the pinned one"),
+        ("short", r"the connection closed before the whole file arrived"),
+        ("loop", r"too many redirects \(a redirect loop\)"),
+        ("stall", r"no answer within 0.5 s"),
+    ],
+)
+def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(planted, faulty, capsys, fault, reason):
+    root, sources = planted
+    url = f"/owner/repo/{COMMIT}/up/wic/train/train.gold.txt"
+    if fault == "wrong":
+        faulty.files[url] = b"F\nF\n"
+    else:
+        faulty.faults[url] = fault
+    start = time.monotonic()
+    with pytest.raises(BookError) as err:
+        fetch.require_data(root, sources)  # the default: two retries, then the line
+    line = str(err.value)
+    assert "\n" not in line and re.search(
+        rf"of 5 data files are still missing in {root} \(.*wic \(1\)\): {faulty.base}{url} could not be downloaded \({reason}\)", line
+    )
+    assert "Set BOOK_DATA_DIR to a folder that holds the data sets, or BOOK_DATA_MIRROR to a mirror" in line
+    assert "wic/train/train.gold.txt" not in verified(root, sources) and staging_leftovers(root) == []
+    retried = [u for u in faulty.requests if u == url]
+    attempts = 1 if fault == "404" else 1 + fetch.RETRIES  # a missing file is not asked for again
+    assert len(retried) == attempts * (31 if fault == "loop" else 1) and time.monotonic() - start < 60  # requests follows 30 redirects
+    if fault != "404":
+        assert f"{url}: " in capsys.readouterr().out  # each retry said, with its reason
+
+
+def test_offline_is_one_line_naming_both_ways_out(planted, monkeypatch):
+    root, sources = planted
+    monkeypatch.setenv(fetch.MIRROR, "http://127.0.0.1:9")  # the discard port: nothing listens
+    with pytest.raises(BookError) as err:
+        fetch.require_data(root, sources)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(f"5 of 5 data files are still missing in {root}")
+    assert "could not be downloaded (connection refused)" in line and "BOOK_DATA_DIR" in line and "BOOK_DATA_MIRROR" in line
+    assert held(root) == []
+
+
+FETCH = "import sys, pickle; from lib.datasets import fetch; print(fetch.fetch(sys.argv[1], pickle.loads(bytes.fromhex(sys.argv[2])), progressbar=False))"
+
+
+def child(root: Path, sources: dict[str, Source], base: str, code: str = FETCH) -> subprocess.Popen:
+    """`fetch` in another process (its own lock holder)."""
+    argv = [sys.executable, "-c", code, str(root), pickle.dumps(dict(sorted(sources.items()))).hex()]
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env={**os.environ, fetch.MIRROR: base}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_two_fetches_at_once_take_turns_and_download_each_file_once(planted, faulty):
+    root, sources = planted
+    root.mkdir(parents=True)
+    with fetch.locked(root):  # a third fetch is running: both wait for it
+        first, second = child(root, sources, faulty.base), child(root, sources, faulty.base)
+        time.sleep(2)
+        assert first.poll() is None and second.poll() is None and faulty.requests == []
+    outs = [p.communicate(timeout=60)[0] for p in (first, second)]
+    assert [p.returncode for p in (first, second)] == [0, 0], outs
+    assert all("another fetch into" in out for out in outs) and sum("[]" in out for out in outs) == 1  # the later one finds it all there
+    assert len(faulty.requests) == 4 and verified(root, sources) == sorted(sources) and staging_leftovers(root) == []
+
+
+def test_a_data_folder_that_is_a_mount_point_is_staged_inside_it(planted, monkeypatch):
+    root, sources = planted
+    root.mkdir(parents=True)
+    monkeypatch.setattr(fetch, "_same_device", lambda a, b: False)  # a Docker volume: renames from outside would fail
+    seen = []
+    real = fetch.staging_folder
+
+    def spy(folder):
+        seen.append(real(folder))
+        return seen[-1]
+
+    monkeypatch.setattr(fetch, "staging_folder", spy)
+    assert fetch.fetch(root, sources, progressbar=False) == sorted(sources)
+    assert seen[0].parent == root and not seen[0].exists() and verified(root, sources) == sorted(sources)
+
+
+def test_a_full_disk_is_one_line_naming_the_file(planted, monkeypatch):
+    root, sources = planted
+    import errno
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    monkeypatch.setattr(fetch.os, "replace", full)
+    with pytest.raises(BookError, match=rf"^No space left on device while fetching into {root} \(/\S+\.(gz|txt|train)\); free space"):
+        fetch.fetch(root, sources, progressbar=False)
+    monkeypatch.undo()
+    assert held(root) == [] and staging_leftovers(root) == []
+
+
+def test_a_fetch_killed_mid_way_leaves_only_verified_files_and_the_next_one_finishes(planted, faulty):
+    root, sources = planted
+    stalled = f"/owner/repo/{COMMIT}/up/sst2/sentiment-train"
+    faulty.faults[stalled] = "stall"
+    killed = child(root, sources, faulty.base, FETCH.replace("progressbar=False", "progressbar=False, timeout=60"))
+    deadline = time.monotonic() + 30
+    while (stalled not in faulty.requests or len(held(root)) < 4) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert verified(root, sources) == sorted(set(sources) - {"sst2/sentiment-train"})  # all but the stalled file, each verified
+    assert staging_leftovers(root)  # the killed fetch's staging folder (beside the data folder) with its partial download
+    faulty.faults.clear()
+    assert fetch.fetch(root, sources, progressbar=False) == ["sst2/sentiment-train"]
+    assert verified(root, sources) == sorted(sources) and staging_leftovers(root) == []  # and the leftover is swept
+
+
+def test_the_shared_data_through_a_local_mirror_fills_an_empty_folder(shared_data, tmp_path, monkeypatch):
+    """All 595 pinned files from a server on 127.0.0.1 in GitHub's layouts, IMDB rebuilt from review files; each verified."""
+    with server(Mirror(shared_data)) as httpd:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        monkeypatch.setenv(fetch.MIRROR, f"http://127.0.0.1:{httpd.server_address[1]}")
+        root = tmp_path / "data"
+        installed = fetch.require_data(root)
+        assert len(installed) == 595 and fetch.missing(root, SOURCES) == ([], [])
+        asked = len(httpd.requests)
+        assert fetch.require_data(root) == [] and len(httpd.requests) == asked == 594  # 593 files and one archive
+        httpd.shutdown()
+    assert staging_leftovers(root) == []
