@@ -1,18 +1,22 @@
 # The book's pinned environment as a container image, for preprint hosts that archive one (NeuroLibre-style, Code
 # Ocean, Zenodo) and for anyone without Python 3.11. Build and rebuild the book:
 #   docker build -t embedding-geometry-book .                      # + --build-arg WITH_TEX=1 for `make pdf`
-#   docker run --rm -v "$PWD/_build:/book/_build" embedding-geometry-book            # make book (fetches the data release)
+#   docker run --rm -v "$PWD/_build:/book/_build" embedding-geometry-book            # make book (fetches the data first)
+#   docker run --rm -v book-data:/book/data -v "$PWD/_build:/book/_build" embedding-geometry-book   # the data kept in a volume
 #   docker run --rm -v "$PWD/_build:/book/_build" embedding-geometry-book make book PROFILE=quick
-# WITH_DATA=1 puts the verified data release into the image, so that the image alone rebuilds the book offline.
+# WITH_DATA=1 puts the verified data into the image (each file fetched from its pinned commit), so that the image alone
+# rebuilds the book offline. BOOK_DATA_MIRROR (a build arg and environment variable) names a mirror of the per-file layout.
 FROM python:3.11-slim-bookworm
 
 ARG WITH_TEX=0
 ARG WITH_DATA=0
+ARG BOOK_DATA_MIRROR=
 ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu \
     PIP_NO_CACHE_DIR=1 \
     PYTHONUNBUFFERED=1 \
     BOOK_DATA_DIR=/book/data \
-    BOOK_CACHE_DIR=/book/.cache
+    BOOK_CACHE_DIR=/book/.cache \
+    BOOK_DATA_MIRROR=$BOOK_DATA_MIRROR
 
 COPY .ci/tex-packages /tmp/tex-packages
 RUN apt-get update \

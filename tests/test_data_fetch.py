@@ -241,16 +241,25 @@ def child(root: Path, sources: dict[str, Source], base: str, code: str = FETCH) 
     return subprocess.Popen(argv, cwd=REPO_ROOT, env={**os.environ, fetch.MIRROR: base}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def first_line(process: subprocess.Popen, timeout: float = 120) -> str:
+    """The first line a child prints (waiting at most timeout seconds: its start imports torch)."""
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(process.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return got[0] if got else ""
+
+
 def test_two_fetches_at_once_take_turns_and_download_each_file_once(planted, faulty):
     root, sources = planted
     root.mkdir(parents=True)
-    with fetch.locked(root):  # a third fetch is running: both wait for it
+    with fetch.locked(root):  # a third fetch is running: both wait for it, saying so
         first, second = child(root, sources, faulty.base), child(root, sources, faulty.base)
-        time.sleep(2)
-        assert first.poll() is None and second.poll() is None and faulty.requests == []
+        assert [first_line(p) for p in (first, second)] == [f"data: another fetch into {root} is running; waiting for it to finish\n"] * 2
+        assert faulty.requests == []
     outs = [p.communicate(timeout=60)[0] for p in (first, second)]
     assert [p.returncode for p in (first, second)] == [0, 0], outs
-    assert all("another fetch into" in out for out in outs) and sum("[]" in out for out in outs) == 1  # the later one finds it all there
+    assert sum(out.endswith("[]\n") for out in outs) == 1, outs  # whichever came second found every file there
     assert len(faulty.requests) == 4 and verified(root, sources) == sorted(sources) and staging_leftovers(root) == []
 
 

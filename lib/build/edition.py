@@ -42,6 +42,7 @@ import yaml
 from filelock import FileLock, Timeout
 
 from ..book import figures, paper, scorecard, tables, tabs
+from ..datasets.pins import SOURCES
 from ..errors import BookError, cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir, cache_dir, data_dir, models_dir, results_dir
@@ -592,14 +593,20 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         ]
         reads = [i for i in entry.inputs if i["kind"] in ("data", "model")]
         if reads:
-            lines += ["\n| read | what | SHA-256 |", "|---|---|---|"]
-            lines += [f"| {i['kind']} | `{_table_text(_hide_paths(i['label']))}` | `{i['sha256'][:16]}…` |" for i in reads]
+            lines += ["\n| read | what | SHA-256 | published at |", "|---|---|---|---|"]
+            lines += [f"| {i['kind']} | `{_table_text(_hide_paths(i['label']))}` | `{i['sha256'][:16]}…` | {_published(i['label'])} |" for i in reads]
         lines += [f"\nWrote {len(entry.outputs)} result files (tables and figures) under `$BOOK_RESULTS_DIR/{edition.profile}/`."]
     if entries:
         environment = next(iter(entries.values())).parts["environment"]
         lines += ["\n## Software\n", "| package | version |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in environment.items()]
     return "\n".join(lines) + "\n"
+
+
+def _published(label: str) -> str:
+    """A link to the public commit a pinned data file is fetched from, or '–'."""
+    source = SOURCES.get(label)
+    return f"[{source.repository}@{source.commit[:7]}]({source.page})" if source else "–"
 
 
 def _table_text(text: str) -> str:

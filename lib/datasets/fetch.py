@@ -15,7 +15,6 @@ one fetches the rest. One fetch at a time per data folder; a second waits for th
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import shutil
 import threading
@@ -226,18 +225,20 @@ def staging_folder(root: Path) -> Path:
 
 
 @contextmanager
-def locked(root: Path) -> Iterator[None]:
-    """Hold the data folder's fetch lock (a second fetch into the same folder waits, saying so)."""
-    with open(root / ".fetch.lock", "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"data: another fetch into {root} is running; waiting for it to finish", flush=True)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def locked(folder: Path) -> Iterator[None]:
+    """Hold the folder's fetch lock (`.fetch.lock`): a second fetch into the same folder waits, saying so."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(folder / ".fetch.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"data: another fetch into {folder} is running; waiting for it to finish", flush=True)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def fetch(
