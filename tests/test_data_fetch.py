@@ -322,3 +322,9 @@ def test_the_shared_data_through_a_local_mirror_fills_an_empty_folder(shared_dat
         assert fetch.require_data(root) == [] and len(httpd.requests) == asked == 594  # 593 files and one archive
         httpd.shutdown()
     assert staging_leftovers(root) == []
+
+
+def test_the_readme_names_every_repository_and_commit_the_data_comes_from():
+    readme = (REPO_ROOT / "README.md").read_text()
+    for source in SOURCES.values():
+        assert f"[{source.repository}](https://github.com/{source.repository}/tree/{source.commit})" in readme, source.repository

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wikipedia: {len(paths)} files verified in {paths[0].parent}")
         return
     if args.action == "pack":
-        require(len(args.names) == 1 and args.names[0].endswith(".tar.gz"), "pack takes one argument, the archive to write, e.g. book-data-v1.tar.gz")
+        require(len(args.names) == 1 and args.names[0].endswith(".tar.gz"), "pack takes one argument, the archive to write, e.g. book-data-v2.tar.gz")
         digest = release.pack(data_dir(), args.names[0])
         print(f"{args.names[0]}  sha256 {digest}")
         return
