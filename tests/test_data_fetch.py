@@ -112,6 +112,7 @@ def planted(tmp_path, faulty, monkeypatch):
     that does not answer is given up after half a second."""
     monkeypatch.setenv(fetch.MIRROR, faulty.base)
     monkeypatch.setattr(fetch, "TIMEOUT", 0.5)
+    monkeypatch.setattr(imdb, "OFFICIAL", f"{faulty.base}/stanford/aclImdb_v1.tar.gz")  # the fallback, served here when a test says so
     files = {"sst2/sentiment-train": b"a fine film\t1\n" * 500, "wic/train/train.gold.txt": b"T\nF\n", "corpus/brown/a01.txt": os.urandom(200_000)}
     sources = {}
     for path, data in files.items():
@@ -224,6 +225,7 @@ def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(plant
 def test_offline_is_one_line_naming_both_ways_out(planted, monkeypatch):
     root, sources = planted
     monkeypatch.setenv(fetch.MIRROR, "http://127.0.0.1:9")  # the discard port: nothing listens
+    monkeypatch.setattr(imdb, "OFFICIAL", "http://127.0.0.1:9/aclImdb_v1.tar.gz")
     with pytest.raises(BookError) as err:
         fetch.require_data(root, sources)
     line = str(err.value)
@@ -328,3 +330,31 @@ def test_the_readme_names_every_repository_and_commit_the_data_comes_from():
     readme = (REPO_ROOT / "README.md").read_text()
     for source in SOURCES.values():
         assert f"[{source.repository}](https://github.com/{source.repository}/tree/{source.commit})" in readme, source.repository
+
+
+def test_imdb_falls_back_to_stanfords_archive_with_the_same_selection(planted, faulty, monkeypatch, capsys):
+    """The pinned commit's archive holds Git LFS pointers (as later commits of that repository do): the fetch says so
+    and builds IMDB from the official archive, leaving out the training reviews the book does not use."""
+    root, sources = planted
+    left_out = min(i for split, label, i in imdb.EXCLUDED if label == "neg")
+    pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 854\n"
+    faulty.files[f"/owner/imdb/tar.gz/{COMMIT}"] = reviews_archive(f"imdb-{COMMIT}", {name: pointer for name in REVIEWS})
+    official = {name.replace("data/", ""): data for name, data in REVIEWS.items()}
+    official[f"aclImdb/train/neg/{left_out}_1.txt"] = b"not one of the book's 20,000"
+    faulty.files["/stanford/aclImdb_v1.tar.gz"] = reviews_archive("", official)
+    assert fetch.fetch(root, sources, progressbar=False) == sorted(sources)
+    assert gzip.decompress((root / "imdb/train.tsv.gz").read_bytes()).decode() == TRAIN and verified(root, sources) == sorted(sources)
+    said = capsys.readouterr().out
+    assert f"data: IMDB from {faulty.base}/owner/imdb/tar.gz/{COMMIT} failed (the archive holds Git LFS pointers instead of the reviews" in said
+    assert f"trying {faulty.base}/stanford/aclImdb_v1.tar.gz" in said
+
+
+def test_when_both_imdb_sources_fail_the_line_names_the_last(planted, faulty, monkeypatch):
+    root, sources = planted
+    faulty.faults[f"/owner/imdb/tar.gz/{COMMIT}"] = "404"
+    with pytest.raises(
+        BookError,
+        match=r"2 of 5 data files are still missing .*\(imdb \(2\)\): http://127.0.0.1:\d+/stanford/aclImdb_v1.tar.gz could not be downloaded \(HTTP 404",
+    ):
+        fetch.require_data(root, sources)
+    assert verified(root, sources) == sorted(p for p in sources if not p.startswith("imdb/"))

@@ -4,7 +4,8 @@
 
 An identical file comes from `<base>/<repository>/<commit>/<path>` (raw.githubusercontent.com), a few at a time,
 through pooch (its SHA-256 checked); a converted file (IMDB) is built from the repository's archive at its commit
-(`<base>/<repository>/tar.gz/<commit>`, codeload.github.com) and checked by its content. `$BOOK_DATA_MIRROR` names one
+(`<base>/<repository>/tar.gz/<commit>`, codeload.github.com; Stanford's official archive when that fails) and checked
+by its content. `$BOOK_DATA_MIRROR` names one
 base URL that serves both layouts instead (an institution's mirror, or a test's local server). Downloads go to a
 staging folder on the data folder's own file system (beside it, or inside it when the data folder is a mount point),
 and each file is moved in only once verified: a fetch that is killed or fails leaves verified files only, and the next
@@ -192,24 +193,37 @@ class _Run:
             self.install(source.path)
 
     def converted(self, sources: list[Source], base: str) -> None:
-        """The IMDB files, built from their repository's archive at the pinned commit and checked by content."""
+        """The IMDB files, built from their repository's archive at the pinned commit (or, when that fails, from
+        Stanford's official archive) and checked by content."""
+        first = sources[0]
+        urls = [first.archive_url(base), imdb.OFFICIAL]
+        for n, url in enumerate(urls):
+            try:
+                return self._convert(sources, url, f"_sources/imdb-{n}.tar.gz")
+            except DownloadFailed as err:
+                if n == len(urls) - 1 or self.stop.is_set():
+                    raise
+                self.say(f"data: IMDB from {url} failed ({err.reason}); trying {urls[n + 1]}")
+
+    def _convert(self, sources: list[Source], url: str, name: str) -> None:
         from tqdm import tqdm
 
-        first = sources[0]
-        url = first.archive_url(base)
-        name = f"_sources/{first.repository.replace('/', '-')}-{first.commit}.tar.gz"
-        with tqdm(unit="B", unit_scale=True, desc=f"{first.repository} archive", leave=False, disable=not self.progressbar) as bar:
+        with tqdm(unit="B", unit_scale=True, desc="IMDB source archive", leave=False, disable=not self.progressbar) as bar:
             archive = self.download(name, url, None, bar)
         if archive is None:
-            return
-        contents = imdb.read_archive(archive, [Path(s.path).name.split(".")[0] for s in sources])
+            return  # stopped by another file's failure
+        try:
+            contents = imdb.read_archive(archive, [Path(s.path).name.split(".")[0] for s in sources])
+        except imdb.Unusable as err:
+            raise DownloadFailed(url, f"the archive {err.what}") from None
+        finally:
+            archive.unlink(missing_ok=True)
+        built = {s.path: imdb.write(contents[Path(s.path).name.split(".")[0]], self.staging / s.path) for s in sources}
         for source in sources:
-            data = contents[Path(source.path).name.split(".")[0]]
-            target = imdb.write(data, self.staging / source.path)
-            if content_sha256(target, True) != source.sha256:
+            if content_sha256(built[source.path], True) != source.sha256:
                 raise DownloadFailed(url, f"its reviews do not rebuild the pinned content of {source.path}")
+        for source in sources:
             self.install(source.path)
-        archive.unlink()
 
 
 def _same_device(a: Path, b: Path) -> bool:
