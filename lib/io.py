@@ -28,7 +28,8 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return _install(Path(tmp), path, write, 0o666)  # mkstemp makes 0600 files; a built book's images must be readable by a web server
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process with this id exists."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -52,7 +53,7 @@ def temporary_folder_beside(folder: Path) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     for leftover in folder.parent.glob(f".{folder.name}.*.*"):
         pid = leftover.name.split(".")[2]
-        if leftover.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if leftover.is_dir() and pid.isdigit() and not alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
     return Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.{os.getpid()}."))
 

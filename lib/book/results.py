@@ -73,6 +73,7 @@ class Results:
         meta["tables"][slug(name)] = {"file": path.name, "columns": list(map(str, frame.columns)), "rows": len(frame)}
         write_atomic(meta_path, lambda p: p.write_text(json.dumps(meta, indent=2, default=_json_default)))
         record("output", path, f"{self.profile}/{slug(model)}/{self.chapter}/{path.name}")
+        record("output", meta_path, f"{self.profile}/{slug(model)}/{self.chapter}/{meta_path.name}")
         return path
 
     def figure_path(self, name: str, ext: str = "png") -> Path:

@@ -148,9 +148,12 @@ class Edition:
             return {}
 
     def set_status(self, chapter: str, status: str, reason: str, seconds: float) -> None:
-        statuses = self.statuses()
-        statuses[chapter] = {"status": status, "reason": reason, "seconds": round(seconds, 1), "at": now()}
-        write_atomic(self.status_file, lambda p: p.write_text(json.dumps(statuses, indent=1, sort_keys=True)))
+        """Record what a run did with a chapter (the runner and its workers write it: one at a time)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with FileLock(self.root / ".status.lock"):
+            statuses = self.statuses()
+            statuses[chapter] = {"status": status, "reason": reason, "seconds": round(seconds, 1), "at": now()}
+            write_atomic(self.status_file, lambda p: p.write_text(json.dumps(statuses, indent=1, sort_keys=True)))
 
 
 def now() -> str:

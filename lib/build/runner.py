@@ -17,14 +17,17 @@ inspection, and the command prints one line and exits with status 2. `--force` e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,7 @@ import yaml
 
 from .. import provenance
 from ..errors import BookError, cli, require
-from ..io import sha256, write_atomic
+from ..io import alive, sha256, write_atomic
 from ..settings import REPO_ROOT, STAGING, cpu_share, results_dir, thread_env
 from . import cache, sources
 from .edition import Edition, commit, now
@@ -61,23 +64,58 @@ def plan(profile: str, names: list[str], overrides: dict[str, Any]) -> list[tupl
     return out
 
 
-def _publish_results(staged: Path, profile: str, chapter: str) -> None:
-    """Replace every result folder of the chapter in this edition (one per model, and its figures) by the ones the run
-    just wrote into its own folder: afterwards the edition holds exactly this run's results for the chapter."""
-    final = results_dir() / profile
-    for old in final.glob(f"*/{chapter}"):
+def _publish_results(staged: Path, profile: str, chapter: str, outputs: list[str]) -> None:
+    """Replace every result folder of the chapter in this edition (one per model, and its figures) by the files the run
+    recorded writing (`outputs`: paths under the results folder) and nothing else: afterwards the edition holds exactly
+    this run's recorded results for the chapter; anything else in its folder is discarded with it."""
+    missing = [label for label in outputs if not (staged / label).is_file()]
+    if missing:
+        raise BookError(f"chapter {chapter} recorded writing {missing[0]} but its run left no such file; run it again")
+    final = results_dir()
+    for old in (final / profile).glob(f"*/{chapter}"):
         if old.is_dir():
             shutil.rmtree(old)
-    for new in sorted((staged / profile).glob(f"*/{chapter}")):
-        target = final / new.parent.name / chapter
+    for label in sorted(set(outputs)):
+        target = final / label
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(new), str(target))
+        os.replace(staged / label, target)
 
 
-def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any]) -> cache.Entry:
-    """Execute one chapter; its tables and figures go to a fresh folder of its own. On success they replace the
-    chapter's results, then its executed notebook and its cache entry (with the key made of parts) replace the old
-    ones; a run that fails or is killed leaves the edition's results and entry as they were."""
+def pid_file(edition: Edition, chapter: str) -> Path:
+    """Names the process executing a chapter while it runs (`running/<chapter>.pid`)."""
+    return edition.root / "running" / f"{chapter}.pid"
+
+
+def _claim(edition: Edition, chapter: str) -> None:
+    """Take the chapter's running folders for this process; a process of an earlier build that still executes it (its
+    runner was killed) stops this one with a line naming it, instead of having its folders deleted under it."""
+    file = pid_file(edition, chapter)
+    try:
+        pid = int(file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        pid = 0
+    if pid and pid != os.getpid() and alive(pid):
+        raise BookError(
+            f"chapter {chapter} is still being executed by process {pid}, left by a build that was stopped; "
+            f"wait for it to end or stop it (kill {pid}), then run again"
+        )
+    file.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(file, lambda p: p.write_text(f"{os.getpid()}\n"))
+
+
+def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any], guard: Callable[[], None] | None = None) -> cache.Entry:
+    """Execute one chapter; its tables and figures go to a fresh folder of its own. On success the files it recorded
+    replace the chapter's results, then its executed notebook and its cache entry (with the key made of parts) replace
+    the old ones; a run that fails or is killed leaves the edition's results and entry as they were. `guard` is called
+    before anything is published (a worker checks there that its runner still holds the edition)."""
+    _claim(edition, chapter)
+    try:
+        return _execute_notebook(chapter, parameters, edition, parts, guard)
+    finally:
+        pid_file(edition, chapter).unlink(missing_ok=True)
+
+
+def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any], guard: Callable[[], None] | None) -> cache.Entry:
     notebook = jupytext.read(source_file(chapter))
     notebook.metadata["kernelspec"] = KERNEL
     edition.notebooks.mkdir(parents=True, exist_ok=True)
@@ -116,10 +154,13 @@ def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, part
         finally:
             os.environ.pop(provenance.ENV, None)
             os.environ.pop(STAGING, None)
+        if guard is not None:
+            guard()
+        recorded = provenance.read(log)
         edition.entry(chapter).unlink(missing_ok=True)  # from here to the new entry, nothing vouches for the chapter
-        _publish_results(staged, edition.profile, chapter)
+        _publish_results(staged, edition.profile, chapter, [r["label"] for r in recorded if r["kind"] == "output"])
         shutil.rmtree(staged, ignore_errors=True)
-        records = [{**r, "path": str(results_dir() / r["label"])} if r["kind"] == "output" else r for r in provenance.read(log)]
+        records = [{**r, "path": str(results_dir() / r["label"])} if r["kind"] == "output" else r for r in recorded]
         records = cache.with_digests(records)
         # the CPU threads the kernel computed with: float sums, and so the last digits of results, depend on them
         threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
@@ -196,6 +237,50 @@ def longest_first(edition: Edition, plans: list[tuple[str, dict[str, Any]]]) -> 
     return ran + [p for p in plans if seconds[p[0]] is None]
 
 
+RUNNER_PID = "BOOK_RUNNER_PID"  # in a worker's environment: the runner that started it and holds the edition's lock
+
+
+def _tied_to_parent(parent: int) -> Callable[[], None]:
+    """What a worker runs between fork and exec: on Linux the kernel sends it SIGKILL when its runner dies (its kernel,
+    which polls its parent, then ends too); a runner that is already gone stops it at once."""
+
+    def tie() -> None:
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return tie
+
+
+def _stop(running: dict[str, tuple[subprocess.Popen, int, float, str]]) -> None:
+    """End the workers still running, each with its whole process group (the worker and its kernel)."""
+    for process, *_ in running.values():
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    deadline = time.time() + 10
+    for process, *_ in running.values():
+        try:
+            process.wait(max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _runner_alive() -> None:
+    """In a worker, before it publishes: the runner that started it must still be its parent (and so hold the lock)."""
+    runner = int(os.environ.get(RUNNER_PID) or 0)
+    require(
+        not runner or os.getppid() == runner,
+        f"the runner that started this chapter (process {runner}) has stopped; nothing was published: run the build again",
+    )
+
+
 def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool = False) -> Edition:
     """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
     cores and, when there are several GPUs, a GPU of its own. A chapter is looked at once the chapters it reads
@@ -209,41 +294,46 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
     running: dict[str, tuple[subprocess.Popen, int, float, str]] = {}
     done: set[str] = set()
     failure: str | None = None
-    while waiting or running:
-        for name, (params, needs) in list(waiting.items()):
-            if failure or not needs <= done:
-                continue
-            start = time.time()
-            if name not in reasons:
-                _, reason = _staleness(edition, name, params, force)
-                if reason is None:
-                    del waiting[name]
-                    edition.set_status(name, "reused", "", time.time() - start)
-                    print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
-                    done.add(name)
+    try:
+        while waiting or running:
+            for name, (params, needs) in list(waiting.items()):
+                if failure or not needs <= done:
                     continue
-                reasons[name] = reason
-            if len(running) >= jobs:
-                continue
-            del waiting[name]
-            slot = min(set(range(jobs)) - {s for _, s, _, _ in running.values()})
-            command = [sys.executable, "-m", "lib.build.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
-            print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reasons[name]}", flush=True)
-            running[name] = (subprocess.Popen(command, env={**os.environ, **_worker_env(slot, jobs)}, cwd=REPO_ROOT), slot, start, reasons[name])
-        for name, (process, _, start, reason) in list(running.items()):
-            if process.poll() is None:
-                continue
-            del running[name]
-            if process.returncode == 0:
-                entry = cache.Entry.load(edition.entry(name))
-                edition.set_status(name, "executed", reason, entry.facts["seconds"] if entry else time.time() - start)
-                done.add(name)
-            else:
-                edition.set_status(name, "failed", reason, time.time() - start)
-                failure = failure or name
-        if failure and not running:
-            break
-        time.sleep(0.5)
+                start = time.time()
+                if name not in reasons:
+                    _, reason = _staleness(edition, name, params, force)
+                    if reason is None:
+                        del waiting[name]
+                        edition.set_status(name, "reused", "", time.time() - start)
+                        print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
+                        done.add(name)
+                        continue
+                    reasons[name] = reason
+                if len(running) >= jobs:
+                    continue
+                del waiting[name]
+                slot = min(set(range(jobs)) - {s for _, s, _, _ in running.values()})
+                command = [sys.executable, "-m", "lib.build.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
+                print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reasons[name]}", flush=True)
+                env = {**os.environ, **_worker_env(slot, jobs), RUNNER_PID: str(os.getpid())}
+                worker = subprocess.Popen(command, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_tied_to_parent(os.getpid()))
+                running[name] = (worker, slot, start, reasons[name])
+            for name, (process, _, start, reason) in list(running.items()):
+                if process.poll() is None:
+                    continue
+                del running[name]
+                if process.returncode == 0:
+                    entry = cache.Entry.load(edition.entry(name))
+                    edition.set_status(name, "executed", reason, entry.facts["seconds"] if entry else time.time() - start)
+                    done.add(name)
+                else:
+                    edition.set_status(name, "failed", reason, time.time() - start)
+                    failure = failure or name
+            if failure and not running:
+                break
+            time.sleep(0.5)
+    finally:
+        _stop(running)  # on any way out (an error, Ctrl-C, SIGTERM): no worker outlives its runner
     require(failure is None, f"chapter {failure} failed (its message is above); the chapters that did not need it were built")
     return edition
 
@@ -252,7 +342,8 @@ def _execute_one(profile: str, name: str, parameters: dict[str, Any]) -> None:
     """A worker of build_parallel: execute one chapter as a serial build would (its parent set its threads and GPU)."""
     edition = Edition(profile)
     parts, reason = _staleness(edition, name, parameters, force=True)
-    entry = run_chapter(name, parameters, edition, parts)
+    entry = run_chapter(name, parameters, edition, parts, guard=_runner_alive)
+    edition.set_status(name, "executed", reason, entry.facts["seconds"])  # the worker records its own execution
     print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
 
 
@@ -300,6 +391,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.plan:
         build(args.profile, plans, dry_run=True)
         return
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated runner ends its workers first (build_parallel)
     edition = Edition(args.profile)
     with edition.locked("python -m lib.build.runner"):
         build(args.profile, plans, force=args.force, jobs=args.jobs)

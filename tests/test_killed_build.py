@@ -1,0 +1,149 @@
+"""A `--jobs` build killed mid-chapter leaves no process behind and publishes nothing that its entries do not list."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lib.build import runner, sources
+from lib.build.edition import Edition
+from lib.errors import BookError
+from lib.settings import REPO_ROOT
+from tests.books import book_of
+
+SLOW = """# %% [markdown]
+# # Chapter {name}
+
+# %% tags=["parameters"]
+profile = "default"
+models = "a,b"
+pause = {pause}
+stray = False  # also write a file that no run records, as an orphan kernel would
+
+# %%
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from lib.book.results import Results
+
+Path(os.environ["MARKS"], "{name}").write_text(str(os.getpid()))  # this kernel's process, for the test
+for model in models.split(","):
+    Results("{name}", profile).table(pd.DataFrame({{"value": [1]}}), "t", model, {{}})
+    time.sleep(pause)
+if stray:
+    folder = Path(os.environ["BOOK_RESULTS_STAGING"], profile, "zz", "{name}")
+    folder.mkdir(parents=True)
+    (folder / "t.csv").write_text("value\\n999\\n")
+"""
+
+
+@pytest.fixture
+def slow_book(tmp_path, monkeypatch):
+    book_of(tmp_path, monkeypatch, {"01_slow": SLOW.format(name="01_slow", pause=3), "02_quick": SLOW.format(name="02_quick", pause=0)})
+    monkeypatch.setattr(sources, "prerequisites", lambda name, params: set())
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("MARKS", str(marks))
+    yield tmp_path
+    sources.declared_parameters.cache_clear()
+
+
+def start_runner(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "lib.build.runner", "--profile", "quick", *args],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+
+
+def wait_for(condition, seconds: float = 120) -> None:
+    deadline = time.time() + seconds
+    while not condition():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is gone too (waiting for its parent to reap it)
+        return f.read().split(")")[-1].split()[0] == "Z"
+
+
+def kill_mid_chapter(root: Path) -> tuple[int, int]:
+    """Start a --jobs 2 build, SIGKILL its runner while 01_slow's kernel is between its two tables; the worker's and
+    the kernel's process ids."""
+    killed = start_runner("--jobs", "2")
+    wait_for(lambda: (root / "marks" / "01_slow").is_file() and (root / "build/quick/running/01_slow.pid").is_file())
+    time.sleep(0.5)
+    worker = int((root / "build/quick/running/01_slow.pid").read_text())
+    kernel = int((root / "marks" / "01_slow").read_text())
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    return worker, kernel
+
+
+def plan_lines(*args: str) -> list[str]:
+    done = start_runner("--plan", *args)
+    out, _ = done.communicate(timeout=120)
+    return [line for line in out.splitlines() if line.startswith("== ")]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_killed_parallel_build_leaves_no_process_and_publishes_nothing_unlisted(slow_book):
+    root = slow_book
+    worker, kernel = kill_mid_chapter(root)
+    wait_for(lambda: gone(worker) and gone(kernel), 15)  # (a) left alone: the worker and its kernel end with the runner
+    time.sleep(4)  # longer than the chapter's pause: an orphan would have written its second table and its entry by now
+    edition = Edition("quick")
+    assert not edition.entry("01_slow").exists() and not (root / "results/quick/b/01_slow").exists()
+    assert "== 01_slow: would be executed, no earlier run" in plan_lines()
+    assert edition.statuses().get("01_slow", {}).get("status") != "executed"
+    # (b) at once a second build with fewer models: it runs, and only what it lists is published
+    again = start_runner("--jobs", "2", "-p", "models", "a")
+    out, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, out
+    assert sorted(p.parent.name for p in (root / "results/quick").glob("*/01_slow")) == ["a"]
+    entry = json.loads(edition.entry("01_slow").read_text())
+    assert {o["label"] for o in entry["outputs"]} == {"quick/a/01_slow/t.csv", "quick/a/01_slow/meta.json"}
+    assert edition.statuses()["01_slow"]["status"] == "executed" and "== 01_slow: would be reused" in plan_lines("-p", "models", "a")
+
+
+def test_a_live_process_still_executing_a_chapter_stops_a_new_run_with_one_line(slow_book):
+    edition = Edition("quick")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        runner.pid_file(edition, "01_slow").parent.mkdir(parents=True)
+        runner.pid_file(edition, "01_slow").write_text(f"{holder.pid}\n")
+        (edition.running("01_slow") / "quick").mkdir(parents=True)
+        with pytest.raises(
+            BookError, match=rf"chapter 01_slow is still being executed by process {holder.pid}, left by a build that was stopped; .*kill {holder.pid}"
+        ):
+            runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])
+        assert edition.running("01_slow").is_dir()  # its folders are left to it
+    finally:
+        holder.kill()
+        holder.wait()
+    runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])  # once it has ended, the chapter runs
+    assert not runner.pid_file(edition, "01_slow").exists() and edition.entry("01_slow").exists()
+
+
+def test_only_the_files_a_run_recorded_are_published(slow_book):
+    runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0, "stray": True})])
+    assert sorted(p.parent.name for p in (slow_book / "results/quick").glob("*/01_slow")) == ["a", "b"]
+    assert not Edition("quick").running("01_slow").exists()
