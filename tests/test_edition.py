@@ -311,9 +311,11 @@ def test_edition_config_from_settings(monkeypatch):
 
 def test_publish_refuses_pages_with_local_paths(tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(edition, "chapters", lambda: [])  # a book without chapters, its pages stamped as built from no runs
     ed = Edition("default")
     ed.html.mkdir(parents=True)
     (ed.html / "index.html").write_text('<a href="chapters/01.html">1</a>')
+    (ed.html / edition.HTML_STAMP).write_text(json.dumps({"entries": edition.entries_digest({})}))
     assert edition.publish(ed) == ed.html and (ed.html / ".nojekyll").is_file()
     (ed.html / "bad.html").write_text(f"<p>{REPO_ROOT}/results/x.csv</p>")
     with pytest.raises(BookError, match="bad.html contains the local path"):

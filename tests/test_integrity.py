@@ -146,7 +146,7 @@ def test_a_run_replaces_every_model_folder_of_its_chapter(book, capsys):
     _build(models="a", n=5)  # b was this chapter's table of an earlier run: it is not kept beside the new run's
     assert _results(root) == {"a": 5}
     entry = Entry.load(Edition("quick").entry("01_models"))
-    assert [Path(o["path"]).relative_to(root / "results") for o in entry.outputs] == [Path("quick/a/01_models/t.csv")]
+    assert [Path(o["path"]).relative_to(root / "results") for o in entry.outputs] == [Path("quick/a/01_models/t.csv"), Path("quick/a/01_models/meta.json")]
     assert all(o["sha256"] == io.sha256(Path(o["path"])) for o in entry.outputs)  # the entry names the published files
 
 

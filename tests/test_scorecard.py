@@ -10,6 +10,7 @@ import yaml
 from lib.book import scorecard
 from lib.book.results import Results
 from lib.build import edition
+from lib.build.cache import Entry, digest
 from lib.errors import BookError
 from lib.experiments.schemas import SCHEMAS
 
@@ -185,12 +186,16 @@ def test_bad_registry_entries_are_one_line_errors(tmp_path):
 def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     registry, root = planted
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(root))
-    assert edition.scorecard_summary("planted") == ""  # before the scorecard chapter has run
+    assert edition.scorecard_summary(None) == ""  # before the scorecard chapter has run
     card = scorecard.scorecard("planted", root=root, registry=registry)
-    Results("14_scorecard", "planted", root=root).table(card, "scorecard", "scorecard", {})
-    summary = edition.scorecard_summary("planted")
+    path = Results("14_scorecard", "planted", root=root).table(card, "scorecard", "scorecard", {})
+    record = {"kind": "output", "label": "planted/scorecard/14_scorecard/scorecard.csv", "path": str(path), "sha256": digest(str(path))}
+    entry = Entry(chapter="14_scorecard", key="k", parts={}, notebook="n", inputs=[], outputs=[record], facts={})
+    summary = edition.scorecard_summary(entry)
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
+    path.write_text(path.read_text().replace("holds", "does not hold"))  # a table its run did not write: no summary
+    assert edition.scorecard_summary(entry) == ""
 
 
 def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):

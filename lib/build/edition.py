@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import base64
 import datetime as dt
+import hashlib
 import io
 import json
 import os
@@ -270,9 +271,15 @@ PDF_NAME, NOTEBOOKS_ZIP = "book.pdf", "notebooks.zip"  # an edition's downloads,
 DOWNLOADS = "book/downloads"  # where they are staged, beside the front page
 
 
-def _stage_downloads(edition: Edition, source: Path) -> list[str]:
-    """Stage the edition's PDF (when `make pdf` has made it) and a zip of its executed chapters (as staged: the student
-    edition's without solutions); the staged names."""
+def pdf_stamp(pdf: Path) -> Path:
+    """Beside a typeset PDF: the checksum of the chapter runs it was typeset from (`entries_digest`)."""
+    return pdf.with_name(pdf.name + ".json")
+
+
+def _stage_downloads(edition: Edition, source: Path, entries: dict[str, Entry]) -> list[str]:
+    """Stage the edition's PDF (when `make pdf` has typeset it from the chapter runs the pages show) and a zip of its
+    executed chapters (as staged: the student edition's without solutions); the staged names. A PDF typeset from
+    other runs is not linked (one line says so)."""
     folder, staged = source / DOWNLOADS, []
     notebooks = sorted((source / "book" / "chapters").glob("*.ipynb"))
     if notebooks:
@@ -285,8 +292,17 @@ def _stage_downloads(edition: Edition, source: Path) -> list[str]:
         staged.append(NOTEBOOKS_ZIP)
     pdf = Edition(edition.profile, edition.student)._pages / PDF_NAME
     if pdf.is_file():
-        _write_bytes_if_changed(folder / PDF_NAME, pdf.read_bytes())
-        staged.append(PDF_NAME)
+        try:
+            typeset_from = json.loads(pdf_stamp(pdf).read_text(encoding="utf-8"))["entries"]
+        except (OSError, ValueError, KeyError, TypeError):
+            typeset_from = None
+        if typeset_from == entries_digest(entries):
+            _write_bytes_if_changed(folder / PDF_NAME, pdf.read_bytes())
+            staged.append(PDF_NAME)
+        else:
+            print(f"{pdf} was typeset from other chapter runs than these pages show; not linked: run `make pdf PROFILE={edition.profile}` again", flush=True)
+    if PDF_NAME not in staged:
+        (folder / PDF_NAME).unlink(missing_ok=True)  # an earlier staging's copy must not be published either
     return staged
 
 
@@ -314,12 +330,20 @@ def edition_note(profile: str) -> str:
     )
 
 
-def scorecard_summary(profile: str) -> str:
-    """The front page's summary of the scorecard chapter's verdicts for this edition (empty before it has run)."""
-    path = results_dir() / profile / "scorecard" / "14_scorecard" / "scorecard.csv"
-    if not path.is_file():
+SCORECARD = "14_scorecard"  # the chapter whose table the front page summarises
+
+
+def scorecard_summary(entry: Entry | None) -> str:
+    """The front page's summary of the scorecard chapter's verdicts, from the table its entry lists and checked against
+    the checksum recorded there; empty without an entry (the chapter has not run, or its notebook was changed) or when
+    the table is no longer the one its run wrote (with one line saying so)."""
+    record = next((o for o in entry.outputs if o["label"].endswith(f"/{SCORECARD}/scorecard.csv")), None) if entry else None
+    if record is None:
         return ""
-    card = pd.read_csv(path)
+    if digest(record["path"]) != record["sha256"]:
+        print(f"{record['path']} is not the table chapter {SCORECARD} wrote in its last run; the front page shows no verdict summary", flush=True)
+        return ""
+    card = pd.read_csv(record["path"])
     counts = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0)
     columns = [v for v in scorecard.VERDICTS if v in counts.columns]
     lines = ["| paper | " + " | ".join(columns) + " |", "|:---" + "|---:" * len(columns) + "|"]
@@ -507,17 +531,42 @@ def _stage_static(source: Path) -> None:
         _write_bytes_if_changed(source / "_static" / name, origin.read_bytes())
 
 
-def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
-    """Stage every executed chapter with its result tables (a placeholder page for a chapter not executed); their
-    cache entries."""
+def verified_entries(edition: Edition, say: bool = False) -> dict[str, Entry]:
+    """The cache entries of the chapters whose executed notebook is the one their run recorded; a notebook edited or
+    re-run by hand since is left out (with one line each, when say)."""
     entries = {}
     for chapter in chapters():
-        entry = Entry.load(edition.entry(chapter))
-        notebook = edition.notebook(chapter)
+        entry, notebook = Entry.load(edition.entry(chapter)), edition.notebook(chapter)
+        if entry is None or not notebook.is_file():
+            continue
+        if digest(str(notebook)) != entry.notebook:
+            if say:
+                print(
+                    f"{chapter}: its executed notebook differs from the one its run recorded (edited or re-run by hand); it is not published: "
+                    f"run `python -m lib.build.runner --profile {edition.profile} --chapters {chapter}` again",
+                    flush=True,
+                )
+            continue
+        entries[chapter] = entry
+    return entries
+
+
+def entries_digest(entries: dict[str, Entry]) -> str:
+    """One checksum of the chapter runs an edition's pages (or PDF) are made from: each chapter's cache key and notebook."""
+    runs = sorted((chapter, entry.key, entry.notebook) for chapter, entry in entries.items())
+    return hashlib.sha256(json.dumps(runs).encode()).hexdigest()
+
+
+def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
+    """Stage every executed chapter whose notebook is the one its entry records, with its result tables (a placeholder
+    page for the others); their cache entries."""
+    entries = verified_entries(edition, say=True)
+    for chapter in chapters():
         staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
-        if entry is not None and notebook.is_file():
-            entries[chapter] = entry
+        entry = entries.get(chapter)
+        if entry is not None:
             downloads = _stage_tables(source, entry, edition.profile)
+            notebook = edition.notebook(chapter)
             _write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, source, edition.student, downloads, edition.pdf))
             placeholder.unlink(missing_ok=True)
         else:
@@ -535,13 +584,14 @@ def stage(edition: Edition) -> Path:
     _write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
     root_page = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
     entries = _stage_chapters(edition, source)
-    downloads = [] if edition.pdf else _stage_downloads(edition, source)
+    downloads = [] if edition.pdf else _stage_downloads(edition, source, entries)
     for page in sorted((REPO_ROOT / "book").rglob("*")):
         relative = page.relative_to(REPO_ROOT)
         if page.is_file() and relative.parts[1] not in ("chapters", "static"):
             text = page.read_text(encoding="utf-8")
             if relative.with_suffix("").as_posix() == root_page:  # the introduction, then this edition and its verdicts
-                text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{scorecard_summary(edition.profile)}")
+                summary = scorecard_summary(entries.get(SCORECARD))
+                text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{summary}")
             text = text.replace(REFERENCE_MARKER, _all_references())
             _write_if_changed(source / relative, text)
     _write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
@@ -616,16 +666,41 @@ def _table_text(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")[:120]
 
 
+HTML_STAMP = ".edition.json"  # in a built edition's HTML: the chapter runs its pages were made from (`entries_digest`)
+
+
 def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> int:
     """Stage the edition and run Sphinx's `builder` on it with Jupyter Book's configuration (incremental: unchanged
-    pages are not rebuilt); strict, so a warning or a broken reference fails the build. Its exit status."""
+    pages are not rebuilt); strict, so a warning or a broken reference fails the build. Its exit status. HTML is built
+    into a copy beside `out` that replaces it only when the build passed (with the stamp of the runs it shows): a failed
+    build leaves the last good edition as it was."""
     source = stage(edition)
     bin_dir = Path(sys.executable).parent
     subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
+    whole = builder == "html"
+    work = out.with_name(out.name + ".new") if whole else out
+    if whole:
+        shutil.rmtree(work, ignore_errors=True)
+        if out.is_dir():
+            shutil.copytree(out, work, symlinks=True)  # Sphinx then rewrites only the pages that changed
     done = subprocess.run(
-        [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(out)], cwd=source
+        [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(work)], cwd=source
     )
-    require(not strict or done.returncode == 0, f"the {edition.profile} edition's {builder} build failed (messages above); the staged source is in {source}")
+    if strict and done.returncode != 0:
+        if whole:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(edition.doctrees, ignore_errors=True)  # they describe the failed pages: the next build starts afresh
+        raise BookError(
+            f"the {edition.profile} edition's {builder} build failed (messages above); the last good edition is unchanged; the staged source is in {source}"
+        )
+    if whole:
+        (work / HTML_STAMP).write_text(json.dumps({"entries": entries_digest(verified_entries(edition))}), encoding="utf-8")
+        old = out.with_name(out.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if out.exists():
+            out.rename(old)
+        work.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
     return done.returncode
 
 
@@ -659,6 +734,7 @@ def build_pdf(edition: Edition) -> Path:
     missing = [tool for tool in TEX_TOOLS if shutil.which(tool) is None]
     require(not missing, f"{', '.join(missing)} not found: install TeX Live (see the README, 'The book as a PDF'), then run `make pdf` again")
     typeset = Edition(edition.profile, edition.student, pdf=True)
+    runs = entries_digest(verified_entries(typeset))
     _sphinx(typeset, "latex", typeset.latex)
     log = typeset.latex / "latexmk.log"
     with open(log, "w", encoding="utf-8") as out:
@@ -671,7 +747,9 @@ def build_pdf(edition: Edition) -> Path:
         f"LaTeX could not typeset the {edition.profile} edition; the first error is in {log} (search for a line starting with '!')",
     )
     target = Edition(edition.profile, edition.student)._pages / PDF_NAME
+    pdf_stamp(target).unlink(missing_ok=True)  # from here until the new stamp, the PDF vouches for nothing
     write_atomic(target, lambda p: shutil.copyfile(pdf, p))
+    write_atomic(pdf_stamp(target), lambda p: p.write_text(json.dumps({"entries": runs}), encoding="utf-8"))
     return target
 
 
@@ -680,6 +758,17 @@ def publish(edition: Edition) -> Path:
     the marker GitHub Pages wants for folders that start with an underscore."""
     html = edition.html
     require((html / "index.html").is_file(), f"no {edition.profile} edition in {html}; run `make book PROFILE={edition.profile}` first")
+    try:
+        built_from = json.loads((html / HTML_STAMP).read_text(encoding="utf-8"))["entries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        built_from = None
+    require(
+        built_from == entries_digest(verified_entries(edition)),
+        f"{html} was not built by `make book` from the chapter runs the {edition.profile} edition's entries list (no stamp, or another one); "
+        f"run `make book PROFILE={edition.profile}` again",
+    )
+    absent = [c for c in chapters() if not (html / "book" / "chapters" / f"{c}.html").is_file()]
+    require(not absent, f"{html} lacks the page of {', '.join(absent[:3])}{' …' if len(absent) > 3 else ''}; run `make book PROFILE={edition.profile}` again")
     leaks = [str(REPO_ROOT), str(Path.home())]
     for page in sorted(p for p in html.rglob("*") if p.suffix in (".html", ".ipynb", ".md", ".txt")):  # pages and their downloads
         text = page.read_text(encoding="utf-8", errors="replace")
