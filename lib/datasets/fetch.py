@@ -171,6 +171,8 @@ class _Run:
                     raise DownloadFailed(url, reason(err)) from None
                 last = err
             except (requests.RequestException, ValueError) as err:
+                if reason(err).startswith(("host not found", "connection refused")):  # offline, or no server: said at once
+                    raise DownloadFailed(url, reason(err)) from None
                 last = err
             if attempt < self.retries and not self.stop.is_set():
                 self.say(f"data: {url}: {reason(last, self.timeout)}; trying again ({self.retries - attempt} more)")
@@ -289,8 +291,8 @@ def fetch(
         run = _Run(root, staging, retries, timeout, progressbar, len(todo))
         try:
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                jobs = [pool.submit(run.converted, group, codeload) for group in groups.values()]  # the largest first
-                jobs += [pool.submit(run.identical, source, raw) for source in todo if not source.converted]
+                largest = [pool.submit(run.converted, group, codeload) for group in groups.values()]  # started first
+                jobs = [pool.submit(run.identical, source, raw) for source in todo if not source.converted] + largest  # a file's error first
                 errors = []
                 for job in jobs:
                     try:
