@@ -418,3 +418,26 @@ def test_the_container_image_installs_the_pinned_environment_and_builds_the_book
         assert target in targets
     ignored = (REPO_ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv", "_build", "results", "models", "data"} <= set(ignored)
+
+
+def test_the_registries_a_chapter_reads_are_recorded_as_its_inputs(tmp_path, monkeypatch):
+    """Edits to claims.yaml or paper_values.yaml execute the chapters that read them again (issue 42's first finding)."""
+    from lib.book import paper, scorecard
+
+    log = tmp_path / "provenance.jsonl"
+    monkeypatch.setenv(provenance.ENV, str(log))
+    paper.values.cache_clear()
+    paper.values()
+    scorecard.claims()
+    paper.values.cache_clear()
+    recorded = {Path(r["path"]).name: r for r in provenance.read(log)}
+    assert {"paper_values.yaml", "claims.yaml"} <= set(recorded) and all(r["kind"] == "data" for r in recorded.values())
+    copy = tmp_path / "claims.yaml"
+    copy.write_text(scorecard.REGISTRY.read_text())
+    entry = Entry("14_scorecard", "k", {}, "n", cache.with_digests([{"kind": "data", "path": str(copy), "label": "claims"}]), [], {})
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text("{}")
+    entry = Entry(entry.chapter, cache.key({}), {}, cache.digest(str(notebook)), entry.inputs, [], {})
+    assert cache.stale(entry, {}, notebook) is None
+    copy.write_text(copy.read_text().replace("margin:", "margin: ", 1))  # a registry edited by hand
+    assert cache.stale(entry, {}, notebook) == "data claims changed"

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ..provenance import record
+
 # Which paper model a hub id is, so that paper columns line up with ours in the `paper` profile.
 PAPER_MODEL = {"bert-base-uncased": "bert-base", "bert-base-cased": "bert-base", "roberta-base": "roberta-base"}
 
@@ -18,7 +20,9 @@ _FILE = Path(__file__).with_name("paper_values.yaml")
 
 @lru_cache(maxsize=1)
 def values() -> dict[str, Any]:
-    """All transcribed values, keyed by paper."""
+    """All transcribed values, keyed by paper. Read inside a book build, the file is recorded as the chapter's input: a
+    changed value executes again every chapter that shows the papers' numbers."""
+    record("data", _FILE, f"papers' values {_FILE.name}")
     return yaml.safe_load(_FILE.read_text())
 
 

@@ -70,7 +70,9 @@ class Outcome:
 
 
 def claims(path: Path = REGISTRY) -> list[Claim]:
-    """The registry, each entry checked: a testable claim names a chapter, table, known rule, threshold and reason."""
+    """The registry, each entry checked: a testable claim names a chapter, table, known rule, threshold and reason. Read
+    inside a book build, it is recorded as the chapter's input: an edited registry executes the chapter again."""
+    record("data", path, f"claims registry {path.name}")
     entries = yaml.safe_load(path.read_text(encoding="utf-8"))
     known = {f.name for f in fields(Claim)}
     out = []
