@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -23,7 +24,7 @@ def require(condition: bool, message: str) -> None:
 
 def cli(func: F) -> F:
     """Run a command-line entry point: a BookError becomes one line on stderr and exit status 2; Ctrl-C one line and
-    status 130; a full disk one line and status 2."""
+    status 130; a full disk one line and status 2; a closed pipe (`| head`) no traceback, status 141."""
 
     @wraps(func)
     def wrapper(*args, **kwargs):
@@ -32,6 +33,9 @@ def cli(func: F) -> F:
         except BookError as err:
             print(f"error: {err}", file=sys.stderr)
             sys.exit(2)
+        except BrokenPipeError:  # the reader went away (`… --plan | head`): stop quietly, as a shell tool does
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(141)
         except KeyboardInterrupt:
             print("error: interrupted; nothing half-written was kept: run the same command again to resume", file=sys.stderr)
             sys.exit(130)

@@ -296,3 +296,15 @@ def test_checkpoints_hold_plain_data_only(tmp_path):
     torch.save(state, tmp_path / "c.pt")
     again = torch.load(tmp_path / "c.pt", weights_only=True)
     assert pd.DataFrame(again["track"][0])["top_z"].tolist() == [1.5, 2.0] and json.dumps(again["history"])
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback():
+    done = subprocess.run(
+        f"{sys.executable} -m lib.datasets --help >/dev/null; {sys.executable} -c 'from lib.errors import cli\n"
+        "@cli\ndef main():\n    for i in range(100000):\n        print(i)\nmain()' | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
+    assert done.stdout == "0\n" and "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
