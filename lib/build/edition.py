@@ -606,7 +606,7 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         "Every chapter of this edition was executed by the code of the commit named beside it; a chapter is executed "
         "again only when its source, the library code it imports, its parameters, the packages, or the data and model "
         "files it read have changed (see *How to re-run this book*). Times are wall-clock seconds on the machine that "
-        "built the edition.\n",
+        "built the edition. Each data file a chapter read links to the file at the public commit it is fetched from.\n",
         "## Chapters\n",
         "| chapter | last build | wall time | CPU threads | executed (UTC) | commit |",
         "|---|---|---|---|---|---|",
@@ -646,8 +646,8 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         ]
         reads = [i for i in entry.inputs if i["kind"] in ("data", "model")]
         if reads:
-            lines += ["\n| read | what | SHA-256 | published at |", "|---|---|---|---|"]
-            lines += [f"| {i['kind']} | `{_table_text(_hide_paths(i['label']))}` | `{i['sha256'][:16]}…` | {_published(i['label'])} |" for i in reads]
+            lines += ["\n| read | what | SHA-256 |", "|---|---|---|"]
+            lines += [f"| {i['kind']} | {_what(i['label'])} | `{i['sha256'][:16]}…` |" for i in reads]
         lines += [f"\nWrote {len(entry.outputs)} result files (tables and figures) under `$BOOK_RESULTS_DIR/{edition.profile}/`."]
     if entries:
         environment = next(iter(entries.values())).parts["environment"]
@@ -656,10 +656,10 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _published(label: str) -> str:
-    """A link to the public commit a pinned data file is fetched from, or '–'."""
-    source = SOURCES.get(label)
-    return f"[{source.repository}@{source.commit[:7]}]({source.page})" if source else "–"
+def _what(label: str) -> str:
+    """What a chapter read, as code; a pinned data file linked to the file at the public commit it is fetched from."""
+    text, source = f"`{_table_text(_hide_paths(label))}`", SOURCES.get(label)
+    return f"[{text}]({source.page})" if source else text
 
 
 def _table_text(text: str) -> str:

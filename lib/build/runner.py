@@ -256,7 +256,8 @@ def _tied_to_parent(parent: int) -> Callable[[], None]:
 
 
 def _stop(running: dict[str, tuple[subprocess.Popen, int, float, str]]) -> None:
-    """End the workers still running, each with its whole process group (the worker and its kernel)."""
+    """End the workers still running, each with its process group (its kernel, in a session of its own, ends when it
+    sees its worker gone)."""
     for process, *_ in running.values():
         try:
             os.killpg(process.pid, signal.SIGTERM)

@@ -5,11 +5,10 @@
 An identical file comes from `<base>/<repository>/<commit>/<path>` (raw.githubusercontent.com), a few at a time,
 through pooch (its SHA-256 checked); a converted file (IMDB) is built from the repository's archive at its commit
 (`<base>/<repository>/tar.gz/<commit>`, codeload.github.com; Stanford's official archive when that fails) and checked
-by its content. `$BOOK_DATA_MIRROR` names one
-base URL that serves both layouts instead (an institution's mirror, or a test's local server). Downloads go to a
-staging folder on the data folder's own file system (beside it, or inside it when the data folder is a mount point),
-and each file is moved in only once verified: a fetch that is killed or fails leaves verified files only, and the next
-one fetches the rest. One fetch at a time per data folder; a second waits for the first.
+by its content. `$BOOK_DATA_MIRROR` names one base URL that serves both layouts instead (an institution's mirror, or a
+test's local server). Downloads go to a staging folder on the data folder's own file system (beside it, or inside it
+when the data folder is a mount point), and each file is moved in only once verified: a fetch that is killed or fails
+leaves verified files only, and the next one fetches the rest. One fetch at a time per data folder; a second waits.
 `$BOOK_DATA_URL` instead takes the whole data release archive from a mirror (`lib.datasets.release`).
 """
 
@@ -72,6 +71,12 @@ def absent_files(root: Path, sources: dict[str, Source]) -> list[str]:
         "they are another release or damaged: delete them (or point BOOK_DATA_DIR at another folder) and run `make data` again",
     )
     return absent
+
+
+def not_there(err: BaseException) -> bool:
+    """An HTTP answer that asking again will not change (4xx, but for a time-out or too many requests)."""
+    response = getattr(err, "response", None)
+    return response is not None and 400 <= response.status_code < 500 and response.status_code not in (408, 429)
 
 
 def reason(err: BaseException, timeout: float = TIMEOUT) -> str:
@@ -166,8 +171,7 @@ class _Run:
             try:
                 return Path(self.pooch.fetch(name, downloader=_Get(self.timeout, bar)))
             except requests.HTTPError as err:
-                status = err.response.status_code if err.response is not None else 0
-                if 400 <= status < 500 and status not in (408, 429):  # not there: asking again will not help
+                if not_there(err):
                     raise DownloadFailed(url, reason(err)) from None
                 last = err
             except (requests.RequestException, ValueError) as err:

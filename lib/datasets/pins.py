@@ -76,11 +76,8 @@ def content_sha256(file: Path, converted: bool) -> str:
     gzip file; '' for a converted file that is not a whole gzip file."""
     if not converted:
         return sha256(file)
-    digest = hashlib.sha256()
     try:
         with gzip.open(file, "rb") as f:
-            while block := f.read(1 << 22):
-                digest.update(block)
+            return hashlib.file_digest(f, "sha256").hexdigest()
     except (EOFError, gzip.BadGzipFile, zlib.error):
         return ""
-    return digest.hexdigest()

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import BookError, require
 from ..io import sha256, write_atomic
 from ..settings import DATA_RELEASE, cache_dir, data_dir
-from .fetch import TIMEOUT, DownloadFailed, absent_files, locked, missing, reason, staging_folder
+from .fetch import TIMEOUT, DownloadFailed, absent_files, locked, missing, not_there, reason, staging_folder
 from .pins import SOURCES, Source, content_sha256
 from .registry import REGISTRY
 
@@ -244,7 +244,7 @@ def download(
                 got = str(err).split(" but got ")[-1].split(".")[0] if " but got " in str(err) else "another hash"
                 raise BookError(f"the file at {url} has SHA-256 {got[:12]}…, not the pinned {digest[:12]}…; it was refused: {hint}") from None
             except requests.HTTPError as err:
-                if err.response is not None and 400 <= err.response.status_code < 500 and err.response.status_code not in (408, 429):
+                if not_there(err):
                     raise DownloadFailed(url, reason(err)) from None
                 last = err
             except requests.RequestException as err:
