@@ -32,25 +32,25 @@ test: lint
 
 chapters: env  # fetches what the data folder lacks first, each file from its public commit (offline: one line saying what to do)
 	$(PY) -m lib.datasets fetch
-	$(PY) -m lib.build.runner --profile $(PROFILE) --jobs $(or $(JOBS),1)
+	$(PY) -m lib.edition.runner --profile $(PROFILE) --jobs $(or $(JOBS),1)
 
 html: env
-	$(PY) -m lib.build.edition --profile $(PROFILE)
+	$(PY) -m lib.edition --profile $(PROFILE)
 
 book: chapters
 	$(MAKE) html
 
 pdf: chapters  # the edition as one PDF in _build/<PROFILE>/book.pdf, linked from its front page (needs TeX Live: see README)
-	$(PY) -m lib.build.edition --profile $(PROFILE) --pdf
+	$(PY) -m lib.edition --profile $(PROFILE) --pdf
 
 student: chapters  # the student edition: exercises without solutions, in _build/<PROFILE>/student/html
-	$(PY) -m lib.build.edition --profile $(PROFILE) --student
+	$(PY) -m lib.edition --profile $(PROFILE) --student
 
 publish: chapters
-	$(PY) -m lib.build.edition --profile $(PROFILE) --publish
+	$(PY) -m lib.edition --profile $(PROFILE) --publish
 
 site: env  # the built editions side by side in _build/site (default, student, quick), with an edition switcher on every page
-	$(PY) -m lib.build.site
+	$(PY) -m lib.edition.site
 
 data: env  # every pinned data file into $BOOK_DATA_DIR, each from the public commit that holds it, verified (BOOK_DATA_MIRROR: a mirror)
 	$(PY) -m lib.datasets fetch

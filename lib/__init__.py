@@ -1,17 +1,15 @@
-"""Shared code of the book, one folder per stage; every chapter calls into it.
+"""Shared code of the book, in layers; a module imports only from its own layer and the ones listed before it.
 
-errors       BookError and the one-line command-line wrapper
-settings     where data, cache, results and models live; device and dtype
-io           atomic file and folder writes, SHA-256 of files, model-folder manifests
-provenance   what a chapter run read and wrote, recorded for the book build
-codehash     digests of Python code (not comments or docstrings) that key cached results
-datasets/    registry (checksummed files, download CLI), tasks (per-task readers, sampling), glove
+base         errors, settings, io, provenance, codehash: one-line errors, where things live, atomic writes, what a
+             run read and wrote, digests of code
+core/        what a chapter is: sources (chapters and their parameters cells), profiles, store (the results store)
+datasets/    registry, pins and fetch (checksummed files from their public commits), tasks (readers, sampling), glove
 encode/      models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
-measure/     outliers, geometry, isotropy, positional, transforms, vocabulary, metrics
-train/       probe, bpe, pretrain, finetune, calibration
-experiments/ the papers' protocols, one module each, and the schemas of their result tables
-book/        what a chapter calls: chapter (notebook helpers), results, figures, paper, plotting, scorecard
-build/       how the book is built: sources, profiles, reference, runner, cache, edition, exercises, launch
+measure/     outliers, geometry, isotropy, positional, transforms, vocabulary, metrics, inference
+train/       probe, bpe, pretrain, finetune, calibration, distributed, workers
+experiments/ one module per chapter (its runs, tables, figures, findings and verdict rules), and what chapters share
+book/        what a chapter calls: chapter (notebook helpers), results, tables, paper, scorecard
+edition/     how the book is built, imported by nothing else: runner, cache, staging, publishing, reference, exercises
 """
 
 import os as _os

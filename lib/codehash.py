@@ -4,20 +4,26 @@ executions, fine-tuning runs, pre-trained models) are keyed by the code that com
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 from pathlib import Path
 
 
-def code_digest(text: str) -> str:
-    """SHA-256 of a Python file's code: its syntax tree without docstrings, so comments, docstrings and layout do not
-    count."""
-    tree = ast.parse(text)
+def without_docstrings(tree: ast.AST) -> ast.AST:
+    """A copy of a syntax tree without its docstrings."""
+    tree = copy.deepcopy(tree)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             if isinstance(body[0].value.value, str):
                 node.body = body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+    return tree
+
+
+def code_digest(text: str) -> str:
+    """SHA-256 of a Python file's code: its syntax tree without docstrings, so comments, docstrings and layout do not
+    count."""
+    return hashlib.sha256(ast.dump(without_docstrings(ast.parse(text)), include_attributes=False).encode()).hexdigest()
 
 
 def module_digest(*modules: object) -> str:

@@ -2,7 +2,7 @@
 
 The runner sets $BOOK_PROVENANCE to a file before it executes a chapter; the code that opens a data file, resolves a
 model or writes a result calls `record`, which appends one JSON line there. Outside a book build it does nothing.
-The runner turns the lines into checksums (`lib.build.cache`) so that a chapter is re-executed when what it read changed.
+The runner turns the lines into checksums (`lib.edition.cache`) so that a chapter is re-executed when what it read changed.
 """
 
 from __future__ import annotations

@@ -63,11 +63,6 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
 
 
-def chapter_results(profile: str, model: str, chapter: str, root: Path | None = None) -> Path:
-    """Where a chapter writes one model's tables in one edition: `<results>/<profile>/<model>/<chapter>`."""
-    return (root or results_dir()) / profile / slug(model) / chapter
-
-
 def models_dir() -> Path:
     """Models the book trains itself: $BOOK_MODELS_DIR, default `models/`."""
     return _path_from_env("BOOK_MODELS_DIR", REPO_ROOT / "models").resolve()

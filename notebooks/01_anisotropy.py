@@ -57,12 +57,12 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.encode.collectors import SentenceTokenSampler, TokenReservoir
 from lib.encode.extraction import extract
 from lib.encode.models import layer_index, load_model
 from lib.errors import require
-from lib.experiments import schemas
+from lib.experiments import anisotropy, figure_kinds
 from lib.measure import geometry
 
 specs, results = ch.begin("01_anisotropy", profile, models)
@@ -94,7 +94,7 @@ for spec in specs:
     _, _, _, vectors = sampler.result()
     table = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed), geometry.pair_cosines(geometry.centered(vectors), n_pairs, seed))
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "pca_layer": layer}
-    results.table(table, schemas.ANISOTROPY, spec, parameters, info)
+    results.table(table, anisotropy.ANISOTROPY, spec, parameters=parameters, model_info=info)
     tables[lm.name] = table
     views[lm.name] = geometry.pca_plane(reservoir.vectors[:, 0, :], seed=seed)
     positions[lm.name], specials[lm.name] = reservoir.positions, reservoir.special
@@ -102,7 +102,7 @@ for spec in specs:
     del lm
 
 # %%
-fig = plotting.anisotropy_by_layer(tables)
+fig = anisotropy.anisotropy_by_layer(tables)
 results.figure(fig, "anisotropy_by_layer", "Anisotropy by layer: the average cosine between random pairs of token vectors of different sentences, per model.")
 
 # %%
@@ -141,7 +141,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # for a cloud centred on the origin, near 1 when every vector points the same way.
 
 # %%
-fig = plotting.plane_views(views, positions, "position in sentence", specials)
+fig = figure_kinds.plane_views(views, positions, "position in sentence", special=specials)
 results.figure(
     fig,
     "pca_last_layer",
@@ -197,7 +197,7 @@ ch.say("In this edition's run:\n\n" + "\n".join(lines))
 # :label: ex-01-pairs
 #
 # Predict how wide the 95% bands become with a quarter of the pairs, then run
-# `python -m lib.build.runner --chapters 01_anisotropy -p n_sentences 500 -p n_pairs 250` and
+# `python -m lib.edition.runner --chapters 01_anisotropy -p n_sentences 500 -p n_pairs 250` and
 # compare. Does the ranking of the layers survive?
 # :::
 

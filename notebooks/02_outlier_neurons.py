@@ -56,9 +56,9 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.encode.models import load_model
-from lib.experiments import outlier_set, schemas
+from lib.experiments import figure_kinds, outlier_neurons, outlier_set
 from lib.measure import outliers
 
 ch.positive_number("z_threshold", z_threshold)
@@ -73,15 +73,15 @@ for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     st = outlier_set.statistics(lm, sentences)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
-    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, st.count, z_threshold, min_layer_share)
+    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
     report.pooled = report.pooled.assign(model=lm.name, spec=spec)
     for schema, frame in [
-        (schemas.EXTREMES_BY_LAYER, report.extremes),
-        (schemas.EXTREMES_POOLED, report.pooled),
-        (schemas.OUTLIER_DIMENSIONS, report.detected),
-        (schemas.MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
+        (outlier_neurons.EXTREMES_BY_LAYER, report.extremes),
+        (outlier_neurons.EXTREMES_POOLED, report.pooled),
+        (outlier_neurons.OUTLIER_DIMENSIONS, report.detected),
+        (outlier_neurons.MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
     ]:
-        results.table(frame, schema, spec, parameters, info)
+        results.table(frame, schema, spec, parameters=parameters, model_info=info)
     stats[lm.name], reports[lm.name], facts[lm.name] = st, report, info
     del lm
 
@@ -94,7 +94,7 @@ for spec in specs:
 
 # %%
 for name, st in stats.items():
-    fig = plotting.average_vectors(st.mean, reports[name].flags)
+    fig = figure_kinds.average_vectors(st.mean, reports[name].flags)
     results.figure(
         fig,
         f"average_vectors_{name}",
@@ -120,7 +120,7 @@ for name, report in reports.items():
 # ({numref}`fig-02-extreme-dimension-shares`).
 
 # %%
-fig = plotting.extreme_shares({name: report.extremes for name, report in reports.items()})
+fig = outlier_neurons.extreme_shares({name: report.extremes for name, report in reports.items()})
 results.figure(fig, "extreme_dimension_shares", "The share of token vectors whose minimum (maximum) lies in the most frequent dimension, by layer and model.")
 
 # %%
@@ -138,10 +138,10 @@ ch.show_beside_paper(
     pd.concat([r.pooled for r in reports.values()], ignore_index=True),
     paper_dims,
     ["kind"],
-    ["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"],
-    "Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model",
-    ["model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"],
-    "Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences",
+    columns=["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"],
+    caption="Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model",
+    paper_columns=["model", "kind", "paper_dim", "paper_percent", "paper_section", "paper_note"],
+    paper_caption="Luo et al. (2021), §2 (paper): BERT-base and RoBERTa-base, 10k SST-2 + 10k QQP sentences",
     precision=2,
     name="pooled",
 )
@@ -206,7 +206,7 @@ ch.say(
 # The criterion flags a dimension whose robust z-score reaches 10. Predict how many dimensions
 # each model has flagged in at least one layer with a threshold of 5, and how many of them are
 # model-level outliers. Then run
-# `python -m lib.build.runner --chapters 02_outlier_neurons -p z_threshold 5`.
+# `python -m lib.edition.runner --chapters 02_outlier_neurons -p z_threshold 5`.
 # :::
 
 # %% [markdown]

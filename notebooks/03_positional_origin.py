@@ -53,11 +53,11 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.encode.collectors import LayerStats, PositionProfile
 from lib.encode.extraction import extract
 from lib.encode.models import load_model
-from lib.experiments import schemas
+from lib.experiments import figure_kinds, outlier_set, positional_origin
 from lib.measure import outliers, positional
 
 ch.positive_int("max_positions", max_positions)
@@ -73,20 +73,20 @@ for spec in specs:
     layers = tuple(range(min(2, lm.n_layers) + 1))  # embedding output, layers 1 and 2
     with PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
         extract(lm, sentences, [stats, profile_collector], desc=lm.name)
-    reference = ch.outliers_of(lm, spec, profile)
+    reference = outlier_set.outliers_of(lm, spec, profile)
     z_threshold, detected, dims, signs = reference.criterion.z_threshold, reference.detected, reference.dims, reference.signs
     view = positional.position_view(lm, z_threshold)
     ranks = positional.parameter_ranks(positional.layernorms(lm), dims, signs)
     means = profile_collector.means()
-    spread = positional.propagation(means, profile_collector.stages, dims, profile_collector.counts, z_threshold)
+    spread = positional.propagation(means, profile_collector.stages, dims, counts=profile_collector.counts, z_threshold=z_threshold)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": stats.count, "position_offset": view.tables.position_offset}
     for name, frame in [
-        (schemas.EMBEDDING_TABLES, view.summary),
+        (positional_origin.EMBEDDING_TABLES, view.summary),
         ("position_embedding_rows", view.rows),
-        (schemas.LAYERNORM_RANKS, ranks),
-        (schemas.PROPAGATION, spread),
+        (positional_origin.LAYERNORM_RANKS, ranks),
+        (positional_origin.PROPAGATION, spread),
     ]:
-        results.table(frame, name, spec, parameters, info)
+        results.table(frame, name, spec, parameters=parameters, model_info=info)
     found[lm.name] = dict(
         spec=spec,
         dims=dims,
@@ -135,7 +135,7 @@ for name, f in found.items():
     matrix = f["view"].matrix(chosen)
     flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
     titles = [f"position {p} (row {p + f['info']['position_offset']})" for p in chosen]
-    fig = plotting.vector_panels(matrix, flags, titles, ylabel="value")
+    fig = figure_kinds.vector_panels(matrix, flags, titles, ylabel="value")
     results.figure(fig, f"position_embeddings_{name}", f"{name}: learned position embeddings of a few positions; flagged dimensions marked.", tab=name)
 
 # %% [markdown]
@@ -152,7 +152,7 @@ for name, f in found.items():
     )
 ours = pd.concat([f["summary"].assign(model=name, spec=f["spec"]) for name, f in found.items()], ignore_index=True)
 paper_argmax = paper.table("luo2021", "position_argmax").rename(columns={"paper_table": "table"})
-compare = paper.beside(ours[ours["table"] == "position after the first"], paper_argmax[["model", "table", "paper_dim", "paper_percent"]], on=["table"])
+compare = paper.beside(ours[ours["table"] == positional.AFTER_FIRST], paper_argmax[["model", "table", "paper_dim", "paper_percent"]], on=["table"])
 ch.show(
     compare[["model", "table", "argmax_dim", "argmax_percent", "paper_dim", "paper_percent"]],
     "Most frequent maximum dimension of the position embeddings after the first position: ours, and the paper's for the same model "
@@ -176,7 +176,7 @@ ch.show(paper.table("luo2021", "position_embedding_claims"), "Luo et al. (2021),
 with_dims = {name: f["ranks"] for name, f in found.items() if len(f["dims"])}
 if with_dims:
     results.figure(
-        plotting.layernorm_ranks(with_dims),
+        figure_kinds.layernorm_ranks(with_dims),
         "layernorm_ranks",
         "Rank of each outlier dimension among the LayerNorm gains and biases of every layer (1 = largest).",
     )
@@ -200,7 +200,7 @@ ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (pap
 # %%
 for name, f in found.items():
     if len(f["dims"]):
-        fig = plotting.propagation(f["z"], f["stages"], list(f["dims"]), z_threshold)
+        fig = positional_origin.propagation(f["z"], f["stages"], list(f["dims"]), threshold=z_threshold)
         caption = f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers)."
         results.figure(fig, f"propagation_{name}", caption, tab=name)
         ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1, tab=name)
@@ -233,7 +233,7 @@ def dim_sentence(f: dict, d: int) -> str:
 lines = []
 for name, f in found.items():
     summary = f["summary"].set_index("table")
-    after = summary.loc["position after the first"]
+    after = summary.loc[positional.AFTER_FIRST]
     first = f["rows"].iloc[0]
     text = (
         f"- **{name}**: the position-0 embedding has {first['n_flagged']} flagged dimension(s)"
@@ -293,7 +293,7 @@ ch.say(
 # The outlier set comes from {doc}`chapter 02 <02_outlier_neurons>`: the average vector of every layer over all tokens of
 # its 10,000 sampled sentences. Predict whether a quarter of the sentences would flag the same model-level outlier
 # dimensions, using how far each one's largest robust z-score lies above the threshold. Then run
-# `python -m lib.build.runner --chapters 02_outlier_neurons,03_positional_origin -p n_sentences 2500` (both chapters
+# `python -m lib.edition.runner --chapters 02_outlier_neurons,03_positional_origin -p n_sentences 2500` (both chapters
 # declare `n_sentences`: chapter 02's sample and this chapter's).
 # :::
 

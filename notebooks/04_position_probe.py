@@ -64,13 +64,13 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.datasets.tasks import sample_sentences
 from lib.encode.collectors import AllTokens
 from lib.encode.extraction import extract
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import position_probe, schemas
+from lib.experiments import outlier_set, position_probe
 from lib.train import probe
 
 for name, value in dict(
@@ -82,8 +82,8 @@ require(heatmap_positions <= max_positions, f"heatmap_positions ({heatmap_positi
 specs, results = ch.begin("04_position_probe", profile, models)
 splits = {
     "train": ch.sst2_sentences(n_train, seed),
-    "dev": sample_sentences("sst2", "dev", n_dev, seed),
-    "test": sample_sentences("sst2", "test", n_test, seed),
+    "dev": sample_sentences("sst2", "dev", n_dev, seed=seed),
+    "test": sample_sentences("sst2", "test", n_test, seed=seed),
 }
 parameters = ch.parameters("04_position_probe", globals())
 
@@ -91,24 +91,34 @@ parameters = ch.parameters("04_position_probe", globals())
 accuracy, contribution, heatmaps, found = {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    dims = ch.outliers_of(lm, spec, profile).dims
+    dims = outlier_set.outliers_of(lm, spec, profile).dims
     tokens = {split: AllTokens() for split in splits}
     for split, sentences in splits.items():
         extract(lm, sentences, [tokens[split]], desc=f"{lm.name} {split}")
     run = position_probe.run(
-        tokens, dims, lm.n_layers, max_positions, heatmap_positions, lm.name, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, device=device
+        tokens,
+        dims,
+        lm.n_layers,
+        max_positions=max_positions,
+        heatmap_positions=heatmap_positions,
+        name=lm.name,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        device=device,
     )
     if run.dropped:
         print(f"{lm.name}: {run.dropped} tokens at positions >= {max_positions} are left out (the probe has {max_positions} classes)")
     accuracy[lm.name], contribution[lm.name], heatmaps[lm.name] = run.accuracy, run.contribution, run.heatmaps
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "outlier_dims": dims.tolist(), "dropped_tokens": run.dropped}
     for name, frame in [
-        (schemas.PROBE_ACCURACY, run.accuracy),
-        (schemas.PROBE_CONTRIBUTION, run.contribution),
+        (position_probe.PROBE_ACCURACY, run.accuracy),
+        (position_probe.PROBE_CONTRIBUTION, run.contribution),
         ("contribution_all_neurons", run.all_neurons),
         ("contribution_by_position", position_probe.by_position_table(run.heatmaps)),
     ]:
-        results.table(frame, name, spec, parameters, info)
+        results.table(frame, name, spec, parameters=parameters, model_info=info)
     found[lm.name] = dict(spec=spec, dims=dims)
     x, y = run.last_layer  # the last layer of the last model (exercise ex-04-target)
     del lm, tokens
@@ -121,7 +131,9 @@ for spec in specs:
 # would score about 1/(average sentence length).
 
 # %%
-results.figure(plotting.probe_accuracy(accuracy), "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer.")
+results.figure(
+    position_probe.probe_accuracy(accuracy), "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer."
+)
 for name, frame in accuracy.items():
     ch.show(frame, f"{name}: position-prediction accuracy by layer", precision=3, tab=name)
 
@@ -137,7 +149,7 @@ paper_probe = {name: frame[frame["probe"] == "paper"].drop(columns="probe") for 
 with_dims = {name: frame for name, frame in paper_probe.items() if len(found[name]["dims"])}
 if with_dims:
     results.figure(
-        plotting.contributions_by_layer(with_dims),
+        position_probe.contributions_by_layer(with_dims),
         "contribution_by_layer",
         "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer.",
     )
@@ -181,7 +193,7 @@ for name, frame in contribution.items():
 
 # %%
 for name, maps in heatmaps.items():
-    fig = plotting.contribution_heatmaps(maps)
+    fig = position_probe.contribution_heatmaps(maps)
     results.figure(fig, f"contribution_heatmaps_{name}", f"{name}: contribution of each dimension to the prediction of each position.", tab=name)
 
 # %% tags=["hide-input"]
@@ -259,7 +271,7 @@ ch.say("\n".join(lines))
 # :label: ex-04-lr
 #
 # The paper gives no learning rate; the book uses 1e-2. Before running
-# `python -m lib.build.runner --chapters 04_position_probe -p lr 0.001`, look at the column
+# `python -m lib.edition.runner --chapters 04_position_probe -p lr 0.001`, look at the column
 # `best_epoch` of the accuracy tables: what does it tell you about how the smaller rate will do
 # within the same 10 epochs?
 # :::
@@ -306,8 +318,8 @@ coarse = probe.train_probe(
     x["train"],
     y["train"] // bucket,
     x["dev"],
-    y["dev"] // bucket,
-    -(-max_positions // bucket),
+    y_dev=y["dev"] // bucket,
+    n_classes=-(-max_positions // bucket),
     epochs=epochs,
     batch_size=batch_size,
     lr=lr,

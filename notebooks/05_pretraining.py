@@ -85,11 +85,12 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.book.results import Results
+from lib.core.store import CHAPTER
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import outlier_set, pretraining, schemas
+from lib.experiments import figure_kinds, outlier_set, plotting, pretraining
 from lib.measure import outliers, positional
 from lib.settings import models_dir
 from lib.train import pretrain
@@ -100,7 +101,7 @@ ch.positive_int("seeds", seeds)
 pairs, configs = pretraining.pretraining_runs(globals())  # seed -> (with, without position embeddings); the first seed keeps `names`
 run_names = list(pairs[seed])
 first = pairs[seed]  # the pair the figures show and chapters 10-12 read (chapter05:pe, chapter05:nope)
-criterion = ch.outlier_criterion(profile)  # chapter 02's outlier criterion, read in the trained models as in the others
+criterion = outlier_set.outlier_criterion(profile)  # chapter 02's outlier criterion, read in the trained models as in the others
 z_threshold, min_layer_share = criterion.z_threshold, criterion.min_layer_share
 plotting.style()
 results = Results("05_pretraining", profile)
@@ -112,16 +113,13 @@ parameters = ch.parameters("05_pretraining", globals())
 # %%
 tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(configs[run_names[0]])
 unigram = pretrain.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
-corpus = pd.DataFrame(
+corpus_sizes = pd.DataFrame(
     {"split": ["train", "validation"], "blocks": [len(train_blocks), len(valid_blocks)], "tokens": [train_blocks.numel(), valid_blocks.numel()]}
 )
-ch.show(corpus, f"The corpus in blocks of {seq_len} tokens (byte-level BPE, {len(tokenizer):,} tokens in the vocabulary)")
+ch.show(corpus_sizes, f"The corpus in blocks of {seq_len} tokens (byte-level BPE, {len(tokenizer):,} tokens in the vocabulary)")
 sample = "The position of a word in a sentence matters."
 print("tokenized:", tokenizer.convert_ids_to_tokens(tokenizer(sample)["input_ids"]))
 print(f"unigram perplexity of the validation tokens (training-set token frequencies, no context): {unigram:.1f}")
-saved = {name: None if retrain else pretrain.saved_run(models_dir() / name, cfg) for name, cfg in configs.items()}
-if all(s is not None for s in saved.values()):
-    print(f"all {len(saved)} models are saved with these settings in {models_dir()}: reusing them (set retrain=True to train again)")
 
 # %% [markdown]
 # ## Training
@@ -148,24 +146,11 @@ if all(s is not None for s in saved.values()):
 # it would make the result depend on the CPU the edition was built on.
 
 # %% tags=["hide-output"]
-histories, tracks = {}, {}
+runs = pretraining.train_unless_saved(configs, (tokenizer, train_blocks, valid_blocks), track_blocks=track_blocks, device=device, retrain=retrain)
+histories, tracks = {name: run[0] for name, run in runs.items()}, {name: run[1] for name, run in runs.items()}
 for name, cfg in configs.items():
-    if saved[name] is None:
-        run = pretrain.train(
-            cfg,
-            tokenizer,
-            train_blocks,
-            valid_blocks,
-            track_blocks=track_blocks,
-            device=device,
-            desc=f"{name} ({'with' if cfg.position_embeddings else 'without'} position embeddings)",
-        )
-        pretrain.save(run, models_dir() / name)
-        saved[name] = (run.history, run.track)
-        del run
-    histories[name], tracks[name] = saved[name]
-    results.table(histories[name], "training_history", f"trained:{name}", parameters, {"name": name, "seed": cfg.seed})
-    results.table(tracks[name], "outlier_track", f"trained:{name}", parameters, {"name": name, "seed": cfg.seed})
+    results.table(histories[name], "training_history", f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
+    results.table(tracks[name], "outlier_track", f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
 
 # %%
 sizes = {}
@@ -182,7 +167,7 @@ ch.show(
 
 # %%
 results.figure(
-    plotting.training_curves(histories, reference=("unigram (no context)", unigram)),
+    pretraining.training_curves(histories, reference=("unigram (no context)", unigram)),
     "training_curves",
     f"Training loss and validation perplexity of the {len(histories)} runs ({seeds} seeds per condition); dashed: the perplexity of token frequencies alone.",
 )
@@ -198,13 +183,15 @@ results.figure(
 # rests on it (a t-interval of the log ratio over seeds).
 
 # %%
-gap = schemas.PRETRAIN_GAP.frame(pretraining.perplexity_gap(models_dir(), pair, configs, tokenizer, valid_blocks, device) for pair in pairs.values())
+gap = pretraining.PRETRAIN_GAP.frame(
+    pretraining.perplexity_gap(models_dir(), pair, configs, tokenizer=tokenizer, blocks=valid_blocks, device=device) for pair in pairs.values()
+)
 ch.show(
     gap,
     "Per seed: validation perplexity of the two final models on the same masked tokens, and their ratio with a 95% paired bootstrap interval over blocks",
     precision=2,
 )
-_ = results.table(gap, schemas.PRETRAIN_GAP, "trained", parameters, {"name": f"{run_names[0]} vs {run_names[1]}"})
+_ = results.table(gap, pretraining.PRETRAIN_GAP, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
 
 # %% [markdown]
 # ## Is an outlier forming? The largest mean dimension across checkpoints
@@ -222,7 +209,7 @@ _ = results.table(gap, schemas.PRETRAIN_GAP, "trained", parameters, {"name": f"{
 
 # %%
 results.figure(
-    plotting.outlier_track({n: tracks[n] for n in first}, z_threshold, {n: histories[n] for n in first}),
+    pretraining.outlier_track({n: tracks[n] for n in first}, z_threshold, {n: histories[n] for n in first}),
     "outlier_track",
     "The outlier track: per checkpoint and layer, how far the largest-mean dimension stands out (left) and the share of vectors whose "
     "maximum lies in the most frequent dimension (right).",
@@ -236,14 +223,6 @@ for name in first:
         precision=2,
         tab=name,
     )
-
-
-# %%
-def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
-    """The last checkpoint's top dimension of a layer, and how many consecutive final checkpoints it held the top."""
-    dims = t[t["layer"] == layer].sort_values("step")["top_dim"].to_numpy()
-    held = int(np.argmax(dims[::-1] != dims[-1])) if (dims != dims[-1]).any() else len(dims)
-    return int(dims[-1]), held
 
 
 # %% [markdown]
@@ -260,16 +239,16 @@ for name, cfg in configs.items():
     lm = load_model(f"trained:{name}", device=device, dtype=dtype)
     st = outlier_set.statistics(lm, sentences)
     info = {"name": name, "seed": cfg.seed, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
-    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, st.count, z_threshold, min_layer_share)
+    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
     report.pooled = report.pooled.assign(model=name)
-    results.table(report.detected, schemas.PRETRAIN_OUTLIERS, f"trained:{name}", parameters, info)
-    results.table(report.pooled, "extreme_dimensions_pooled", f"trained:{name}", parameters, info)
+    results.table(report.detected, pretraining.PRETRAIN_OUTLIERS, f"trained:{name}", parameters=parameters, model_info=info)
+    results.table(report.pooled, "extreme_dimensions_pooled", f"trained:{name}", parameters=parameters, model_info=info)
     stats[name], reports[name] = st, report
     del lm
-summary = schemas.PRETRAIN_SUMMARY.frame(
-    pretraining.run_summary(name, cfg, histories[name], sizes[name], reports[name], unigram) for name, cfg in configs.items()
+summary = pretraining.PRETRAIN_SUMMARY.frame(
+    pretraining.run_summary(name, cfg, histories[name], size=sizes[name], report=reports[name], unigram=unigram) for name, cfg in configs.items()
 )
-results.table(summary, schemas.PRETRAIN_SUMMARY, "trained", parameters, {"name": f"{run_names[0]} vs {run_names[1]}"})
+results.table(summary, pretraining.PRETRAIN_SUMMARY, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
 ch.show(
     summary.drop(columns=["unigram_perplexity"]),
     f"Every run: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine, "
@@ -282,7 +261,7 @@ ch.show(
 for name in first:
     st = stats[name]
     results.figure(
-        plotting.average_vectors(st.mean, reports[name].flags),
+        figure_kinds.average_vectors(st.mean, reports[name].flags),
         f"average_vectors_{name}",
         f"{name}: the average token vector of every layer on {st.count:,} SST-2 tokens; flagged dimensions marked.",
         tab=name,
@@ -313,59 +292,39 @@ view = positional.position_view(lm, z_threshold)
 model_dims = reports[pe_name].model_outliers
 ranks = positional.parameter_ranks(positional.layernorms(lm), model_dims["dim"].to_numpy(), model_dims["sign"].tolist())
 del lm
-results.table(view.summary, "embedding_tables", f"trained:{pe_name}", parameters)
+results.table(view.summary, "embedding_tables", f"trained:{pe_name}", parameters=parameters)
 ch.show(view.summary, f"{pe_name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1)
 chosen = view.example_rows()
 matrix = view.matrix(chosen)
 results.figure(
-    plotting.vector_panels(matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold, [f"position {p}" for p in chosen], ylabel="value"),
+    figure_kinds.vector_panels(matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold, [f"position {p}" for p in chosen], ylabel="value"),
     f"position_embeddings_{pe_name}",
     f"{pe_name}: the learned position embeddings of a few positions; flagged dimensions marked.",
 )
 if len(model_dims):
     results.figure(
-        plotting.layernorm_ranks({pe_name: ranks}),
+        figure_kinds.layernorm_ranks({pe_name: ranks}),
         "layernorm_ranks",
         f"{pe_name}: rank of each outlier dimension among the LayerNorm gains and biases.",
     )
 
 # %% tags=["hide-input"]
-lines = []
-for name in first:
-    cfg, h, t = configs[name], histories[name], tracks[name]
-    dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in reports[name].model_outliers.itertuples()) or "none"
-    best = reports[name].pooled.loc[reports[name].pooled["percent"].idxmax()]
-    last_layer = int(t["layer"].max())
-    top, held = stable_top(t, last_layer)
-    last_z = float(t[(t["layer"] == last_layer) & (t["step"] == t["step"].max())]["top_z"].iloc[0])
-    lines.append(
-        f"- **{name}** ({'with' if cfg.position_embeddings else 'without'} position embeddings): validation perplexity "
-        f"{h['valid_perplexity'].iloc[0]:.1f} at step {int(h['step'].iloc[0]):,} → {h['valid_perplexity'].iloc[-1]:.1f} at step "
-        f"{int(h['step'].iloc[-1]):,} ({h['tokens_seen'].iloc[-1] / 1e6:.1f} M tokens, {h['seconds'].sum() / 60:.1f} min). "
-        f"In the last layer of the validation track, dimension {top} has the largest |mean| (robust z {last_z:+.1f}) and held that place "
-        f"for the last {held} of {t['step'].nunique()} checkpoints. On SST-2, model-level outlier dimensions: {dims}; over all contextual "
-        f"layers dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors."
+ch.say(
+    "**What our run shows.**\n\n"
+    + "\n".join(
+        pretraining.findings(
+            first,
+            configs,
+            histories=histories,
+            tracks=tracks,
+            reports=reports,
+            position_summary=view.summary,
+            gap=gap,
+            unigram=unigram,
+            z_threshold=z_threshold,
+        )
     )
-pe_after = view.summary.set_index("table").loc["position after the first"]
-lines.append(
-    f"- The PE model's position table: {pe_after['rows_with_flagged_dim_percent']:.1f}% of positions after the first have a flagged "
-    f"dimension; dimension {int(pe_after['argmax_dim'])} is the maximum of {pe_after['argmax_percent']:.1f}% of them."
 )
-peak = {name: float(tracks[name]["top_z"].abs().max()) for name in first}
-table_z = histories[pe_name]["pe_top_z"].abs()
-log_ratio = np.log(gap["ratio_without_over_with"])
-lines.append(
-    "- Perplexity ratio without/with position embeddings on the same masked validation tokens, per seed: "
-    + ", ".join(f"{r:.2f}× ({lo:.2f}-{hi:.2f})" for r, lo, hi in gap[["ratio_without_over_with", "ratio_low_95", "ratio_high_95"]].itertuples(index=False))
-    + f"; geometric mean over the {len(gap)} seeds {np.exp(log_ratio.mean()):.2f}× (paper: 354.0 / 4.3 = 82×). Token frequencies alone give {unigram:.1f}."
-)
-lines.append(
-    "- Largest |robust z| of a layer's top dimension at any checkpoint: "
-    + ", ".join(f"{name} {z:.1f}" for name, z in peak.items())
-    + f" (outlier threshold {z_threshold:g}); the PE model's position table reached {table_z.max():.1f} (at step "
-    f"{int(histories[pe_name].loc[table_z.idxmax(), 'step']):,}) and ends at {table_z.iloc[-1]:.1f}."
-)
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 
 # %% [markdown]
 # **Reading the result.** Two things separate this run from the paper's: scale (our parameters and
@@ -432,7 +391,7 @@ ch.say("\n".join(lines))
 #
 # Predict whether the perplexity gap between the two models grows or shrinks with twice the
 # steps, from how it moved over the last evaluations of this run. Then run
-# `python -m lib.build.runner --chapters 05_pretraining -p steps 12000 -p seeds 1 -p names roberta-pe-long,roberta-nope-long`
+# `python -m lib.edition.runner --chapters 05_pretraining -p steps 12000 -p seeds 1 -p names roberta-pe-long,roberta-nope-long`
 # (new names keep the book's own models as they are).
 # :::
 

@@ -66,12 +66,12 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.datasets.registry import load
 from lib.encode import words
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import clipping_geometry, schemas
+from lib.experiments import clipping_geometry, figure_kinds, outlier_set, vector_variants
 
 for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word).items():
     ch.positive_int(name, value)
@@ -92,10 +92,22 @@ parameters = ch.parameters("06_clipping_whitening", globals())
 aniso, sets, views, view_positions, view_special = {}, {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = ch.outliers_of(lm, spec, profile)
-    run = clipping_geometry.run(lm, measure, fit, word_sentences, word_indices, word_groups, sets[lm.name], n_pairs, pca_tokens, seed, clip)
+    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
+    run = clipping_geometry.run(
+        lm,
+        measure=measure,
+        fit=fit,
+        word_sentences=word_sentences,
+        word_indices=word_indices,
+        word_groups=word_groups,
+        outlier_set=sets[lm.name],
+        n_pairs=n_pairs,
+        pca_tokens=pca_tokens,
+        seed=seed,
+        protocol=clip,
+    )
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
-    results.table(run.table, schemas.GEOMETRY_BY_VARIANT, spec, parameters, info)
+    results.table(run.table, clipping_geometry.GEOMETRY_BY_VARIANT, spec, parameters=parameters, model_info=info)
     aniso[lm.name] = run.table
     for shown, new in zip((views, view_positions, view_special), clipping_geometry.plane_views(run, lm.name, seed)):
         shown.update(new)
@@ -114,7 +126,7 @@ ch.say(
 # {numref}`fig-06-anisotropy-self-similarity` shows both measures layer by layer for the variants.
 
 # %%
-fig = plotting.variants_by_layer(
+fig = vector_variants.variants_by_layer(
     aniso, ["mean_cosine", "self_similarity_minus_anisotropy"], ["average cosine of random token pairs", "self-similarity − anisotropy"]
 )
 results.figure(
@@ -138,7 +150,7 @@ ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and 
 # variance in every direction of the fitting sample.
 
 # %%
-fig = plotting.plane_views(views, view_positions, "position in sentence", view_special)
+fig = figure_kinds.plane_views(views, view_positions, "position in sentence", special=view_special)
 results.figure(fig, "pca_before_after_whitening", "Token vectors on their first two principal components before and after whitening, coloured by position.")
 
 # %% tags=["hide-input"]
@@ -205,7 +217,7 @@ ch.say(
 #
 # Predict what happens to the clipped cosine when the outlier threshold is halved, so that more
 # dimensions are zeroed in every layer. Then run
-# `python -m lib.build.runner --chapters 02_outlier_neurons,06_clipping_whitening -p z_threshold 5` (the threshold is
+# `python -m lib.edition.runner --chapters 02_outlier_neurons,06_clipping_whitening -p z_threshold 5` (the threshold is
 # chapter 02's parameter: its outlier set is the one every chapter clips).
 # :::
 
@@ -219,7 +231,10 @@ ch.say(
 
 # %%
 name = list(aniso)[-1]
-at = {z: clipping_geometry.clipped_cosines(sets[name].with_threshold(z), run.tokens, n_pairs, seed, clip) for z in (sets[name].criterion.z_threshold, 5.0)}
+at = {
+    z: clipping_geometry.clipped_cosines(sets[name].with_threshold(z), run.tokens, n_pairs, seed=seed, protocol=clip)
+    for z in (sets[name].criterion.z_threshold, 5.0)
+}
 both = pd.concat({f"at {z:g}": t.set_index("layer")[["dims_zeroed", "mean_cosine"]] for z, t in at.items()}, axis=1)
 both.columns = [f"{m.replace('_', ' ')} {z}" for z, m in both.columns]
 ch.show(both.reset_index().query("layer >= 1"), f"{name}: clipping chapter 02's average vectors read at two thresholds", precision=3)

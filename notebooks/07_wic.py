@@ -51,15 +51,14 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
-from lib.datasets.tasks import subsample, wic
+from lib.book import paper
+from lib.datasets import tasks
 from lib.encode.models import load_model
-from lib.experiments import schemas
-from lib.experiments import wic as protocol
+from lib.experiments import outlier_set, vector_variants, wic
 
 specs, results = ch.begin("07_wic", profile, models)
-train, dev = subsample(wic("train"), n_pairs, seed), wic("dev")
-thresholds = protocol.THRESHOLDS
+train, dev = tasks.subsample(tasks.wic("train"), n_pairs, seed), tasks.wic("dev")
+thresholds = wic.THRESHOLDS
 baseline = {split: 100 * frame["same_sense"].mean() for split, frame in (("train", train), ("dev", dev))}
 print(f"WiC: {len(train):,} training pairs, {len(dev):,} development pairs; models: {', '.join(specs)}")
 parameters = ch.parameters("07_wic", globals())
@@ -69,13 +68,13 @@ parameters = ch.parameters("07_wic", globals())
 grids, best, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = ch.outliers_of(lm, spec, profile)
-    run = protocol.run(lm, spec, train, dev, sets[lm.name], clip)
+    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
+    run = wic.run(lm, spec, train, dev=dev, outlier_set=sets[lm.name], protocol=clip)
     if run.left_out:
         print(f"{lm.name}: {run.left_out} pairs whose target lies beyond the model's maximum length are left out")
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
-    results.table(run.grid, schemas.WIC_GRID, spec, parameters, info)
-    results.table(run.best, schemas.WIC_BEST, spec, parameters, info)
+    results.table(run.grid, wic.WIC_GRID, spec, parameters=parameters, model_info=info)
+    results.table(run.best, wic.WIC_BEST, spec, parameters=parameters, model_info=info)
     grids[lm.name] = run.grid
     best.append(run.best)
     del lm
@@ -105,10 +104,10 @@ ch.show_beside_paper(
     best,
     paper_wic,
     ["variant"],
-    ["model", "variant", "layer", "threshold", "train_accuracy", "paper_layer", "paper_threshold", "paper_accuracy_percent"],
-    "Ours beside the paper's value for the same model",
-    ["model", "variant", "paper_layer", "paper_threshold", "paper_accuracy_percent", "paper_source"],
-    "Luo et al. (2021) Table 1 and Luo's thesis Table 4.1 (paper): WiC training set",
+    columns=["model", "variant", "layer", "threshold", "train_accuracy", "paper_layer", "paper_threshold", "paper_accuracy_percent"],
+    caption="Ours beside the paper's value for the same model",
+    paper_columns=["model", "variant", "paper_layer", "paper_threshold", "paper_accuracy_percent", "paper_source"],
+    paper_caption="Luo et al. (2021) Table 1 and Luo's thesis Table 4.1 (paper): WiC training set",
 )
 
 # %% [markdown]
@@ -119,7 +118,7 @@ ch.show_beside_paper(
 
 # %%
 by_layer = {name: g[g["split"] == "train"].groupby(["variant", "layer"], sort=False)["accuracy"].max().reset_index() for name, g in grids.items()}
-fig = plotting.variants_by_layer(by_layer, ["accuracy"], ["WiC accuracy, best threshold (%)"])
+fig = vector_variants.variants_by_layer(by_layer, ["accuracy"], ["WiC accuracy, best threshold (%)"])
 results.figure(
     fig,
     "accuracy_by_layer",
@@ -187,7 +186,7 @@ ch.say(
 # With `-p n_pairs 500` the layer and threshold are chosen on 500 pairs instead of all of them.
 # Predict whether the chosen setting stays the same, using the accuracy grid: how many settings
 # lie within two standard errors of the best one at 500 pairs? Then run
-# `python -m lib.build.runner --chapters 07_wic -p n_pairs 500`.
+# `python -m lib.edition.runner --chapters 07_wic -p n_pairs 500`.
 # :::
 
 # %% [markdown]
@@ -196,7 +195,7 @@ ch.say(
 # :::
 
 # %%
-close = pd.concat([protocol.settings_near_best(grid, 500).assign(model=name) for name, grid in grids.items()], ignore_index=True)
+close = pd.concat([wic.settings_near_best(grid, 500).assign(model=name) for name, grid in grids.items()], ignore_index=True)
 ch.show(
     close[["model", *close.columns[:-1]]],
     "How many (layer, threshold) settings a 500-pair sample could not tell apart from the best (this run's grid)",

@@ -70,18 +70,18 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
+from lib.core.store import CHAPTER
 from lib.datasets import glove
 from lib.datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, sts_training_sentences, subsample
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import schemas, sts
-from lib.experiments import variants as variant_names
+from lib.experiments import outlier_set, sts, vector_variants
 from lib.measure import geometry, metrics
 
 specs, results = ch.begin("08_sts", profile, models)
 names = ch.names(datasets, "datasets", STS_SETS)
-wanted = variant_names.names(variants)
+wanted = vector_variants.requested(variants)
 ch.positive_int("n_fit", n_fit)
 fit_sentences = sts_training_sentences(n_fit, seed)
 require(isinstance(max_pairs, int) and max_pairs >= 0, f"max_pairs must be 0 (all) or a positive integer, got {max_pairs!r}")
@@ -118,7 +118,7 @@ ch.show(
     "with punctuation tokens averaged in and without them (words only)",
     precision=2,
 )
-_ = results.table(baseline, schemas.GLOVE_BASELINE, "glove-6b-50d", parameters, {"name": "GloVe 6B 50-d"})
+_ = results.table(baseline, sts.GLOVE_BASELINE, CHAPTER, parameters=parameters, model_info={"name": "GloVe 6B 50-d"})
 
 # %% [markdown]
 # ## Contextual models, every layer
@@ -127,12 +127,12 @@ _ = results.table(baseline, schemas.GLOVE_BASELINE, "glove-6b-50d", parameters, 
 scores, best, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = ch.outliers_of(lm, spec, profile)
-    run = sts.run(lm, pairs, STS_LABELS, fit_sentences, sets[lm.name], wanted, pool_special, clip)
+    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
+    run = sts.run(lm, pairs, STS_LABELS, fit_sentences=fit_sentences, outlier_set=sets[lm.name], wanted=wanted, pool_special=pool_special, protocol=clip)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
-    results.table(run.table, schemas.STS_BY_LAYER, spec, parameters, info)
+    results.table(run.table, sts.STS_BY_LAYER, spec, parameters=parameters, model_info=info)
     best.append(sts.best_layers(run.table, lm.name, spec))
-    results.table(best[-1], schemas.STS_BEST, spec, parameters, info)
+    results.table(best[-1], sts.STS_BEST, spec, parameters=parameters, model_info=info)
     scores[spec] = (lm.name, run.table)
     del lm
 best = pd.concat(best, ignore_index=True)
@@ -173,7 +173,7 @@ ch.show(
 
 # %%
 mean_by_layer = {name: table.groupby(["variant", "layer"], sort=False)["spearman_x100"].mean().reset_index() for name, table in scores.values()}
-fig = plotting.variants_by_layer(mean_by_layer, ["spearman_x100"], [f"Spearman × 100, mean of {len(names)} data sets"])
+fig = vector_variants.variants_by_layer(mean_by_layer, ["spearman_x100"], [f"Spearman × 100, mean of {len(names)} data sets"])
 results.figure(
     fig,
     "spearman_by_layer",
@@ -181,32 +181,7 @@ results.figure(
 )
 
 # %% tags=["hide-input"]
-lines = []
-for spec, (name, table) in scores.items():
-    b = best[best["spec"] == spec].pivot(index="dataset", columns="variant", values="spearman_x100")
-    glove_scores = baseline.set_index("dataset")["spearman_x100"]
-    per_layer = table.pivot_table(index=["dataset", "layer"], columns="variant", values="spearman_x100")
-    touched = per_layer[(per_layer["clipped"] - per_layer["raw"]).abs() > 1e-9]
-    changes = "; ".join(
-        f"{v} raises it on {int((b[v] > b['raw']).sum())} of {len(b)} (mean change {float((b[v] - b['raw']).mean()):+.2f})" for v in b.columns if v != "raw"
-    )
-    lines.append(
-        f"- **{name}**: clipping changes {len(touched)} of {len(per_layer)} (data set, layer) cells and raises Spearman in "
-        f"{int((touched['clipped'] > touched['raw']).sum())} of them. Best contextual layer per data set: {changes}. "
-        f"The raw model beats 50-d GloVe on {int((b['raw'] > glove_scores.reindex(b.index)).sum())} of {len(b)} data sets."
-    )
-published = paper_sts[paper_sts["model"] == "avg-glove"].set_index("paper_dataset")["paper_spearman_x100"]
-glove_gap = (published - baseline.set_index("dataset")["spearman_x100"]).dropna()
-if len(glove_gap):
-    lines.append(
-        f"- Average GloVe: {baseline['tokens_in_vocabulary_percent'].min():.1f}-{baseline['tokens_in_vocabulary_percent'].max():.1f}% of the "
-        f"lower-cased tokens are in GloVe's vocabulary, so out-of-vocabulary words do not explain the distance to the published "
-        f"300-d average (paper column above): {glove_gap.min():.1f} to {glove_gap.max():.1f} points below it. Leaving punctuation out of the "
-        f"average changes our score by {float((baseline['spearman_x100_words_only'] - baseline['spearman_x100']).min()):+.1f} to "
-        f"{float((baseline['spearman_x100_words_only'] - baseline['spearman_x100']).max()):+.1f} points. What remains is the vectors "
-        "themselves: 50 against 300 dimensions, and a corpus the published table does not name."
-    )
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.say("**What our run shows.**\n\n" + "\n".join(sts.findings(scores, best, baseline, paper_sts=paper_sts)))
 
 # %% [markdown]
 # The offline models were trained, after pre-training, precisely to make the cosine of
@@ -261,7 +236,7 @@ ch.show(pd.DataFrame(rows), "Raw vectors: the best layer against the last layer 
 #
 # With `-p max_pairs 300` every data set is scored on 300 pairs. Predict the 95% interval of the
 # raw last-layer score of each data set at that size, then run
-# `python -m lib.build.runner --chapters 08_sts -p max_pairs 300` and check how many of the
+# `python -m lib.edition.runner --chapters 08_sts -p max_pairs 300` and check how many of the
 # scores land inside.
 # :::
 

@@ -80,23 +80,22 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.datasets.tasks import CLASSIFICATION_TASKS, classification_splits, unlabelled_texts
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import frozen, schemas
-from lib.experiments import variants as variant_names
+from lib.experiments import frozen, outlier_set, vector_variants
 from lib.train import probe
 
 specs, results = ch.begin("09_supervised", profile, models)
 names = ch.names(tasks, "tasks", CLASSIFICATION_TASKS)
-wanted = variant_names.names(variants)
+wanted = vector_variants.requested(variants)
 for table in (n_train, n_dev, n_test, n_fit):
     require(isinstance(table, dict) and set(names) <= set(table), f"n_train, n_dev, n_test and n_fit need an entry for every task ({', '.join(names)})")
-data = {task: classification_splits(task, n_train[task], n_dev[task], n_test[task], seed) for task in names}
+data = {task: classification_splits(task, n_train[task], n_dev[task], n_test=n_test[task], seed=seed) for task in names}
 for task, splits in data.items():  # the whitening's own texts: the training sample, then unlabelled ones up to n_fit
     extra = max(0, n_fit[task] - len(splits["train"][0]))
-    unlabelled = unlabelled_texts(task, extra, splits["train"][0] + splits["dev"][0] + splits["test"][0], seed) if extra else []
+    unlabelled = unlabelled_texts(task, extra, splits["train"][0] + splits["dev"][0] + splits["test"][0], seed=seed) if extra else []
     splits["fit"] = (unlabelled, np.full(len(unlabelled), -1))
 ch.show(
     pd.DataFrame(
@@ -118,13 +117,16 @@ parameters = ch.parameters("09_supervised", globals())
 scores, summary, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = ch.outliers_of(lm, spec, profile)
-    runs = [frozen.run_task(lm, CLASSIFICATION_TASKS[t], data[t], sets[lm.name], wanted, bias, pool_special, clip) for t in names]
+    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
+    runs = [
+        frozen.run_task(lm, CLASSIFICATION_TASKS[t], data[t], outlier_set=sets[lm.name], wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip)
+        for t in names
+    ]
     table = pd.concat([run.table for run in runs], ignore_index=True)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": sets[lm.name].describe()}
-    results.table(table, schemas.FROZEN_ACCURACY, spec, parameters, info)
+    results.table(table, frozen.FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)
     summary.append(frozen.best(runs, lm.name, spec))
-    results.table(summary[-1], schemas.FROZEN_BEST, spec, parameters, info)
+    results.table(summary[-1], frozen.FROZEN_BEST, spec, parameters=parameters, model_info=info)
     scores[spec] = (lm.name, table)
     del lm
 summary = pd.concat(summary, ignore_index=True)
@@ -150,16 +152,16 @@ ch.show_beside_paper(
     summary,
     paper_sup,
     ["task", "variant"],
-    ["model", "task", "variant", "best_test", "best_test_layer", "paper_accuracy_percent", "paper_layer"],
-    "Ours beside the paper's value for the same model",
-    ["model", "task", "variant", "paper_accuracy_percent", "paper_layer", "paper_source"],
-    "Luo et al. (2021) Table 3 (paper): BERT-base and RoBERTa-base, full training sets",
+    columns=["model", "task", "variant", "best_test", "best_test_layer", "paper_accuracy_percent", "paper_layer"],
+    caption="Ours beside the paper's value for the same model",
+    paper_columns=["model", "task", "variant", "paper_accuracy_percent", "paper_layer", "paper_source"],
+    paper_caption="Luo et al. (2021) Table 3 (paper): BERT-base and RoBERTa-base, full training sets",
 )
 
 # %%
 for task in [CLASSIFICATION_TASKS[t] for t in names]:
     by_layer = {name: table[table["task"] == task] for name, table in scores.values()}
-    fig = plotting.variants_by_layer(by_layer, ["test_accuracy"], [f"{task} test accuracy (%)"])
+    fig = vector_variants.variants_by_layer(by_layer, ["test_accuracy"], [f"{task} test accuracy (%)"])
     results.figure(fig, f"accuracy_by_layer_{task}", f"{task}: test accuracy of a logistic-regression classifier on each layer's sentence vectors, by variant.")
 
 # %% tags=["hide-input"]

@@ -50,10 +50,9 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import plotting
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import common_direction, schemas
+from lib.experiments import common_direction, figure_kinds
 
 specs, results = ch.begin("10_common_direction", profile, models)
 shift_texts = ch.names(shifts, "shifts")
@@ -78,9 +77,9 @@ ball /= np.linalg.norm(ball, axis=1, keepdims=True)
 clouds = {s: ball + np.array([s, 0.0, 0.0]) for s in shift_values}
 toy_spectra = {s: np.linalg.svd(c, compute_uv=False) for s, c in clouds.items()}
 toy = pd.DataFrame([{"shift": s, **{f"sigma_{i + 1}": v for i, v in enumerate(sv)}, "sigma_1_over_sigma_2": sv[0] / sv[1]} for s, sv in toy_spectra.items()])
-results.table(toy, "toy_sphere", "toy", parameters)
+results.table(toy, "toy_sphere", "toy", parameters=parameters)
 results.figure(
-    plotting.toy_sphere(clouds, toy_spectra),
+    common_direction.toy_sphere(clouds, toy_spectra),
     "toy_sphere",
     "A ball of points shifted away from the origin: the shape is unchanged, the singular values are not.",
 )
@@ -93,13 +92,17 @@ ch.show(toy, "Singular values of the shifted sphere: the gap grows with the shif
 views, spectra, norms, summary, rings, colour = {}, {}, {}, [], {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    found = common_direction.measure(lm, plane_points, check_rows, seed)
+    found = common_direction.measure(lm, plane_points, check_rows, seed=seed)
     for label, view in found.views.items():
         key = f"{lm.name}, {label}"
         views[key], rings[key], colour[key] = view, found.reference, found.sample_norms
     spectra[lm.name], norms[lm.name] = found.spectra, found.norms
     results.table(
-        schemas.EMBEDDING_MATRIX.frame([found.summary]), schemas.EMBEDDING_MATRIX, spec, parameters, {"name": lm.name, "width": found.summary["width"]}
+        common_direction.EMBEDDING_MATRIX.frame([found.summary]),
+        common_direction.EMBEDDING_MATRIX,
+        spec,
+        parameters=parameters,
+        model_info={"name": lm.name, "width": found.summary["width"]},
     )
     summary.append(found.summary)
     del lm
@@ -113,13 +116,13 @@ summary = pd.DataFrame(summary)
 # ({numref}`fig-10-embedding-planes`); {numref}`fig-10-spectra-and-norms` gives the singular values and the norms.
 
 # %%
-fig = plotting.plane_views(views, colour, "L2 norm of the (raw) embedding", rings, ring_label="reference tokens (chapter 11)")
+fig = figure_kinds.plane_views(views, colour, "L2 norm of the (raw) embedding", special=rings, ring_label="reference tokens (chapter 11)")
 results.figure(
     fig,
     "embedding_planes",
     "Input embeddings on their first two principal components, coloured by norm; the reference tokens of chapter 11 ringed.",
 )
-fig = plotting.spectra_and_norms(spectra, norms)
+fig = common_direction.spectra_and_norms(spectra, norms)
 results.figure(fig, "spectra_and_norms", "Singular values of the raw and centered embedding matrices, and the distribution of embedding norms.")
 
 # %%
@@ -166,7 +169,7 @@ ch.say(
 #
 # Points spread evenly over a unit sphere in 3 dimensions have second moment 1/3 along every
 # axis. Work out σ1/σ2 of the (uncentered) cloud shifted by s along one axis, predict it for s = 8,
-# and check with `python -m lib.build.runner --chapters 10_common_direction -p shifts 0,8`.
+# and check with `python -m lib.edition.runner --chapters 10_common_direction -p shifts 0,8`.
 # :::
 
 # %% [markdown]

@@ -50,10 +50,10 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.datasets.tasks import corpus_documents
 from lib.encode.models import load_model
-from lib.experiments import rare_tokens, schemas
+from lib.experiments import rare_tokens
 from lib.measure import vocabulary
 
 specs, results = ch.begin("11_rare_words", profile, models)
@@ -70,7 +70,7 @@ coverage_rows.append(rare_tokens.coverage_row("whole words", words))
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     own_corpus = spec.startswith("trained:") and set(collection_list) == {"brown", "gutenberg"}  # the corpus chapter 05 trained on
-    found = rare_tokens.measure(lm, documents, bin_size, own_corpus)
+    found = rare_tokens.measure(lm, documents, bin_size, own_corpus=own_corpus)
     curves[f"{lm.name} tokens"], by_index[lm.name], by_frequency[lm.name], references[lm.name] = (
         found.curve,
         found.by_index,
@@ -78,12 +78,12 @@ for spec in specs:
         found.info["reference_tokens"],
     )
     coverage_rows.append(found.coverage)
-    results.table(found.by_index, "unused_cosine_by_index", spec, parameters, found.info)
-    results.table(found.by_frequency, schemas.RARE_COSINE, spec, parameters, found.info)
+    results.table(found.by_index, "unused_cosine_by_index", spec, parameters=parameters, model_info=found.info)
+    results.table(found.by_frequency, rare_tokens.RARE_COSINE, spec, parameters=parameters, model_info=found.info)
     print(f"{lm.name}: the reference tokens are {found.info['reference_tokens']}; {found.info['reference_seen_in_corpus']} of them occur in the corpus")
     del lm
 coverage_table = pd.DataFrame(coverage_rows)
-_ = results.table(coverage_table, schemas.COVERAGE, "corpus", parameters, {"name": "every model's tokenizer"})
+_ = results.table(coverage_table, rare_tokens.COVERAGE, "corpus", parameters=parameters, model_info={"name": "every model's tokenizer"})
 
 # %% [markdown]
 # ## How few tokens cover the corpus
@@ -92,7 +92,7 @@ _ = results.table(coverage_table, schemas.COVERAGE, "corpus", parameters, {"name
 
 # %%
 results.figure(
-    plotting.coverage_curves(curves, list(rare_tokens.MARKS)), "coverage", "Share of the corpus covered by the most frequent words or subword tokens."
+    rare_tokens.coverage_curves(curves, list(rare_tokens.MARKS)), "coverage", "Share of the corpus covered by the most frequent words or subword tokens."
 )
 ch.show(coverage_table, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
 ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
@@ -104,12 +104,12 @@ ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (pa
 
 # %%
 results.figure(
-    plotting.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})"),
+    rare_tokens.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})"),
     "unused_cosine_by_index",
     "Cosine between embeddings and the reference tokens, by vocabulary index.",
 )
 results.figure(
-    plotting.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)"),
+    rare_tokens.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)"),
     "unused_cosine_by_frequency",
     "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.",
 )
@@ -177,7 +177,7 @@ ch.say(
 #
 # Predict whether the rise of the cosine from frequent to rare tokens stays steady when the bins
 # hold 500 tokens instead of 1,000, then run
-# `python -m lib.build.runner --chapters 11_rare_words -p bin_size 500`.
+# `python -m lib.edition.runner --chapters 11_rare_words -p bin_size 500`.
 # :::
 
 # %% [markdown]

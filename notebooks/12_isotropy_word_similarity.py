@@ -56,10 +56,10 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.datasets.tasks import WORD_SIMILARITY, word_similarity
 from lib.encode.models import load_model
-from lib.experiments import schemas, word_geometry
+from lib.experiments import word_geometry
 from lib.measure import transforms, vocabulary
 
 specs, results = ch.begin("12_isotropy_word_similarity", profile, models)
@@ -77,8 +77,8 @@ for spec in specs:
     scores, pair_ids = word_geometry.word_similarity(lm, matrices, labelled)  # the last model's pairs are kept (exercise ex-12-d)
     iso.append(word_geometry.isotropy_table(matrices, lm.name))
     sim.append(scores)
-    results.table(iso[-1], schemas.ISOTROPY, spec, parameters)
-    results.table(sim[-1], schemas.WORD_SIMILARITY, spec, parameters)
+    results.table(iso[-1], word_geometry.ISOTROPY, spec, parameters=parameters)
+    results.table(sim[-1], word_geometry.WORD_SIMILARITY, spec, parameters=parameters)
     del lm
 iso, sim = pd.concat(iso, ignore_index=True), pd.concat(sim, ignore_index=True)
 
@@ -107,7 +107,9 @@ ch.show(wide, "Ours: Pearson × 100 with cosine, per benchmark", precision=2)
 ch.show(paper.table("bis2021", "word_similarity"), "Biš et al. (2021) Table 2 (paper): average Pearson × 100 (cosine, inner product)", precision=2)
 
 # %%
-fig = plotting.grouped_bars(average, "variant", ["pearson_cosine", "pearson_inner_product"], ["cosine", "inner product"], "average Pearson × 100")
+fig = word_geometry.grouped_bars(
+    average, "variant", ["pearson_cosine", "pearson_inner_product"], labels=["cosine", "inner product"], ylabel="average Pearson × 100"
+)
 results.figure(
     fig,
     "word_similarity",

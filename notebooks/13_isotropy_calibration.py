@@ -82,10 +82,10 @@ from dataclasses import replace
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, plotting
+from lib.book import paper
 from lib.datasets.tasks import GLUE_TASKS, glue_samples
 from lib.encode.models import load_model
-from lib.experiments import schemas
+from lib.experiments import isotropy_calibration
 from lib.measure import isotropy
 from lib.measure.metrics import welch_p
 from lib.settings import autocast_precision, pick_device
@@ -103,7 +103,7 @@ base = ch.config(finetune.FinetuneConfig, globals(), method="none", precision=au
 parameters = ch.parameters("13_isotropy_calibration", globals())
 
 
-splits = {task: glue_samples(task, n_train, n_dev, seed) for task in task_list}
+splits = {task: glue_samples(task, n_train, n_dev, seed=seed) for task in task_list}
 epochs_by_task = {t: epochs_small if t in ("mrpc", "wnli") else epochs for t in GLUE_TASKS}
 ch.show(
     pd.DataFrame(
@@ -117,9 +117,11 @@ ch.show(
 
 # %% tags=["hide-output"]
 with pool(workers) as client:  # "" (the default): no workers, the runs execute here
-    runs = finetune.run_grid(specs, splits, method_list, list(range(seed, seed + seeds)), base, epochs_by_task, device, dtype, client)
+    runs = isotropy_calibration.run_grid(
+        specs, splits, methods=method_list, seeds=list(range(seed, seed + seeds)), base=base, epochs=epochs_by_task, device=device, dtype=dtype, client=client
+    )
 for spec in specs:
-    results.table(runs[runs["spec"] == spec], "runs", spec, parameters, {"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]})
+    results.table(runs[runs["spec"] == spec], "runs", spec, parameters=parameters, model_info={"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]})
 
 # %% [markdown]
 # ## Scores, isotropy and time, by method
@@ -133,9 +135,9 @@ for spec in specs:
 
 
 # %%
-summary = finetune.summarise(runs)
+summary = isotropy_calibration.summarise(runs)
 for spec, of_model in runs.groupby("spec", sort=False):
-    results.table(finetune.summarise(of_model), schemas.CALIBRATION_SUMMARY, spec, parameters)
+    results.table(isotropy_calibration.summarise(of_model), isotropy_calibration.CALIBRATION_SUMMARY, spec, parameters=parameters)
 for model, frame in summary.groupby("model", sort=False):
     ch.show(
         frame.drop(columns=["model"]),
@@ -158,7 +160,7 @@ if len(tested):
 
 # %%
 for model, frame in summary.groupby("model", sort=False):
-    fig = plotting.calibration_summary(frame, method_list)
+    fig = isotropy_calibration.calibration_summary(frame, method_list)
     results.figure(
         fig,
         f"calibration_{model}",
@@ -237,41 +239,19 @@ ch.say(
 # rows with source `ours` were computed above.
 
 # %%
-ours = finetune.method_overview(summary)
-theirs = finetune.method_overview(paper.ding_glue_summary())
+ours = isotropy_calibration.method_overview(summary)
+theirs = isotropy_calibration.method_overview(paper.ding_glue_summary())
 overview = pd.concat([ours.assign(source="ours"), theirs.assign(source="paper")], ignore_index=True)
 overview = overview[["source"] + [c for c in overview.columns if c != "source"]]
 for spec in specs:
-    results.table(overview, "overview", spec, parameters)
+    results.table(overview, "overview", spec, parameters=parameters)
 ch.show(overview, "Calibration methods averaged over tasks: ours (computed here) and the paper's (Ding et al. 2022, Tables 1 and 4)", precision=3)
 
 # %% tags=["hide-input"]
-lines = []
-for row in ours.itertuples():
-    paper_rows = theirs[theirs["method"] == row.method]
-    paper_text = "; ".join(
-        f"{r.model} {r.mean_difference:+.2f}, I1 of the output {r.I1_output_uncalibrated:.2f} → {r.I1_output:.2f}" for r in paper_rows.itertuples()
-    )
-    lines.append(
-        f"- **{row.method}** ({row.model}): score change {row.mean_difference:+.2f} points on average over {row.tasks} tasks "
-        f"({row.significantly_better} significantly better, {row.significantly_worse} significantly worse, {row.undefined_scores} undefined); "
-        f"I1 of the output embeddings {row.I1_output_uncalibrated:.3f} → {row.I1_output:.3f} (of W: {row.I1_W:.3f}); {row.time_ratio:.2f}× the time per epoch. "
-        f"Paper: {paper_text or 'not run'}."
-    )
-flow_paper = theirs.loc[theirs["method"] == "flow", "time_ratio"].dropna()
-if "flow" in set(ours["method"]) and len(flow_paper):
-    lines.append(
-        f"- The flow costs {ours.loc[ours['method'] == 'flow', 'time_ratio'].mean():.2f}× the uncalibrated time per epoch here "
-        f"(paper, BERT: {flow_paper.iloc[0]:.1f}×); our flow is small ({flow_layers} coupling layers of width {flow_hidden}) and sees only the pooled vector."
-    )
-steps = runs.groupby("task")["steps"].first()
-lines.append(
-    f"- Each of our runs took {steps.min()}-{steps.max()} optimiser steps; the paper's take thousands (about 6,300 for SST-2: 67k examples × 3 epochs "
-    f"at batch 32). With Adam a weight moves by at most about the learning rate ({lr:g}) per step, so a regulariser on W could change "
-    f"each entry by at most ~{lr * steps.max():.1e} here. A method whose I1 does not move in these steps may still move it over the "
-    f"paper's thousands, and a score that does not change is no evidence about isotropy either way."
+ch.say(
+    "**What our run shows, next to the paper.**\n\n"
+    + "\n".join(isotropy_calibration.findings(ours, theirs, runs, lr=lr, flow_layers=flow_layers, flow_hidden=flow_hidden))
 )
-ch.say("**What our run shows, next to the paper.**\n\n" + "\n".join(lines))
 
 # %% [markdown]
 # ## Where the spectrum priors pull W
@@ -309,7 +289,7 @@ for spec in specs if spectrum_methods else []:
         )
 if curves:
     results.figure(
-        plotting.spectrum_targets(curves),
+        isotropy_calibration.spectrum_targets(curves),
         "spectrum_priors",
         "Singular values of the pre-trained W beside the two spectrum priors with this chapter's constants.",
     )
@@ -334,7 +314,7 @@ if curves:
 
 # %%
 if scales:
-    sweep_split = {sweep_task: splits[sweep_task] if sweep_task in splits else glue_samples(sweep_task, n_train, n_dev, seed)}
+    sweep_split = {sweep_task: splits[sweep_task] if sweep_task in splits else glue_samples(sweep_task, n_train, n_dev, seed=seed)}
     targets, sweeps = [], []
     for spec in specs:
         lm = load_model(spec, device=device, dtype=dtype)
@@ -354,13 +334,25 @@ if scales:
     with pool(workers) as client:
         sweep = pd.concat(
             [
-                finetune.run_grid(specs, sweep_split, ["spectrum-exp"], seed_list, c, epochs_by_task, device, dtype, client).assign(c1_scale=c.spectrum_scale)
+                isotropy_calibration.run_grid(
+                    specs, sweep_split, ["spectrum-exp"], seeds=seed_list, base=c, epochs=epochs_by_task, device=device, dtype=dtype, client=client
+                ).assign(c1_scale=c.spectrum_scale)
                 for c in at_prior
             ]
-            + [finetune.run_grid(specs, sweep_split, ["none"], seed_list, base, epochs_by_task, device, dtype, client).assign(c1_scale=float("nan"))]
+            + [
+                isotropy_calibration.run_grid(
+                    specs, sweep_split, ["none"], seeds=seed_list, base=base, epochs=epochs_by_task, device=device, dtype=dtype, client=client
+                ).assign(c1_scale=float("nan"))
+            ]
         )
     for spec in specs:
-        results.table(sweep[sweep["spec"] == spec], "prior_scale_runs", spec, parameters, {"name": sweep.loc[sweep["spec"] == spec, "model"].iloc[0]})
+        results.table(
+            sweep[sweep["spec"] == spec],
+            "prior_scale_runs",
+            spec,
+            parameters=parameters,
+            model_info={"name": sweep.loc[sweep["spec"] == spec, "model"].iloc[0]},
+        )
 
 # %%
 if scales:
@@ -384,7 +376,7 @@ if scales:
 # %% [markdown]
 # ## On a GPU: the paper's setting, and sequence-to-sequence models
 #
-# `python -m lib.build.runner --profile paper --chapters 13_isotropy_calibration` fine-tunes BERT-base,
+# `python -m lib.edition.runner --profile paper --chapters 13_isotropy_calibration` fine-tunes BERT-base,
 # RoBERTa-base and DistilBERT on the full training sets with the paper's settings (it needs the
 # models from the Hugging Face hub, so a machine that is online once). Every finished run is kept
 # in the cache folder under a hash of the weights, data and settings, so an interrupted grid
@@ -445,7 +437,7 @@ ch.say(
 #
 # Predict what a hundred times stronger spectrum penalty does to I1 of W in runs of this length,
 # remembering that the optimiser is Adam. Then run
-# `python -m lib.build.runner --chapters 13_isotropy_calibration -p tasks sst2 -p methods none,spectrum-exp -p spectrum_strength 0.1`.
+# `python -m lib.edition.runner --chapters 13_isotropy_calibration -p tasks sst2 -p methods none,spectrum-exp -p spectrum_strength 0.1`.
 # :::
 
 # %% [markdown]

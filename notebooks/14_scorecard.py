@@ -62,12 +62,14 @@ import pandas as pd
 import lib.book.chapter as ch
 from lib.book import paper, scorecard
 from lib.book.results import Results
+from lib.core.store import CHAPTER
+from lib.experiments import verdicts
 
 results = Results("14_scorecard", profile)
 parameters = ch.parameters("14_scorecard", globals())
 card = scorecard.scorecard(profile)
-results.table(card, "scorecard", "scorecard", parameters)
-tested = card[card["model"] != "–"]  # claims tested on a model (a model may still lack what a claim is about: not testable)
+results.table(card, scorecard.TABLE, CHAPTER, parameters=parameters)
+tested = card[card["on_model"]]  # claims tested on a model (a model may still lack what a claim is about: not testable)
 
 # %% [markdown]
 # ## The verdicts at a glance
@@ -76,14 +78,14 @@ tested = card[card["model"] != "–"]  # claims tested on a model (a model may s
 # n/t not testable for that model, – not run. The next section gives the effect behind every mark.
 
 # %%
-marks = {scorecard.HOLDS: "✓", scorecard.MIXED: "◐", scorecard.FAILS: "✗", scorecard.INCONCLUSIVE: "?", scorecard.UNTESTABLE: "n/t", scorecard.NOT_RUN: "–"}
+marks = {verdicts.HOLDS: "✓", verdicts.MIXED: "◐", verdicts.FAILS: "✗", verdicts.INCONCLUSIVE: "?", verdicts.UNTESTABLE: "n/t", verdicts.NOT_RUN: "–"}
 glance = tested.assign(mark=tested["verdict"].map(marks)).pivot_table(index="claim_id", columns="model", values="mark", aggfunc="first", sort=False)
 ch.show(
     glance.fillna("–").reset_index(),
     f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, – not run)",
 )
 counts = (
-    card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(scorecard.VERDICTS), fill_value=0).rename(index=paper.name)
+    card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(verdicts.VERDICTS), fill_value=0).rename(index=paper.name)
 )
 ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
 
@@ -104,11 +106,17 @@ def _p(value: float) -> str:
     return "exact" if pd.isna(value) else "< 1e-300" if value == 0 else f"{value:.2g}"
 
 
+def corrected(r) -> str:
+    """What a verdict was before Holm's correction made it inconclusive."""
+    return f" ({r.before_holm} before Holm's correction over {with_p} verdicts)" if r.corrected else ""
+
+
+with_p = int(card["tested"].sum())
 for claim_id, rows in tested.groupby("claim_id", sort=False):
     first = rows.iloc[0]
     lines = ["| model | verdict | ours | control | p (Holm) |", "|:---|:---|:---|:---|---:|"]
     lines += [
-        f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)} | "
+        f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{corrected(r)} | "
         f"{escape(r.control) if isinstance(r.control, str) else '–'} | {_p(r.p_holm)} |"
         for r in rows.itertuples()
     ]
@@ -123,7 +131,7 @@ for claim_id, rows in tested.groupby("claim_id", sort=False):
 # ## Claims the book cannot test, or has not run
 
 # %% tags=["hide-input"]
-rest = card[card["model"] == "–"]
+rest = card[~card["on_model"]]
 ch.say(
     "\n".join(f"- **{r.claim_id}** ({r.section}, {r.verdict}): {r.claim} Paper: {r.paper_value}. Why: {r.ours}." for r in rest.itertuples())
     or "Every claim in the registry was tested."
@@ -131,16 +139,15 @@ ch.say(
 
 # %% tags=["hide-input"]
 summary = tested.groupby("verdict").size()
-with_p = int(card["p"].notna().sum())
 ch.say(
     f"**In this edition**: {len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
-    + ", ".join(f"{summary.get(v, 0)} {v}" for v in (scorecard.HOLDS, scorecard.MIXED, scorecard.FAILS, scorecard.INCONCLUSIVE))
-    + f" and {summary.get(scorecard.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about)"
+    + ", ".join(f"{summary.get(v, 0)} {v}" for v in (verdicts.HOLDS, verdicts.MIXED, verdicts.FAILS, verdicts.INCONCLUSIVE))
+    + f" and {summary.get(verdicts.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about)"
     + f". {with_p} of them rest on a p-value and were corrected together (Holm); "
-    + f"{int(card['ours'].str.contains('before Holm', regex=False).sum())} became inconclusive by the correction. "
-    + f"Besides these verdicts on models, {int((card['model'] == '–').sum())} claims have none "
-    + f"({int(((card['model'] == '–') & (card['verdict'] == scorecard.NOT_RUN)).sum())} because their chapter has not run in this edition, "
-    + f"{int(((card['model'] == '–') & (card['verdict'] == scorecard.UNTESTABLE)).sum())} because the book cannot test them offline at all)."
+    + f"{int(card['corrected'].sum())} became inconclusive by the correction. "
+    + f"Besides these verdicts on models, {len(rest)} claims have none "
+    + f"({int((rest['verdict'] == verdicts.NOT_RUN).sum())} because their chapter has not run in this edition, "
+    + f"{int((rest['verdict'] == verdicts.UNTESTABLE).sum())} because the book cannot test them offline at all)."
 )
 
 # %% [markdown]
@@ -192,11 +199,11 @@ ch.show(
 
 # %%
 claim = next(c for c in scorecard.claims() if c.id == "luo2021/extreme-dimension")
-tables = scorecard.Tables(profile)
+tables = verdicts.Tables(profile)
 rows = []
 for model in tables.models(claim.chapter, claim.table):
     for margin in (claim.margin, 40.0):
-        outcome = scorecard.RULES[claim.rule](tables, model, replace(claim, margin=margin))
+        outcome = scorecard.rule_of(claim)(tables, model, replace(claim, margin=margin))
         rows.append({"model": tables.name(model, claim.chapter), "margin": margin, "verdict": outcome.verdict, "ours": outcome.ours})
 ch.show(pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["chapter 02 has not run in this edition"]}), "luo2021/extreme-dimension at two margins")
 

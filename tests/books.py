@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.build import profiles, sources
+from lib.core import profiles, sources
 
 
 def book_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chapters: dict[str, str]) -> Path:

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from lib.book import scorecard
-from lib.build import profiles
-from lib.build.profiles import load_profile, profile_parameters
-from lib.build.runner import plan
-from lib.build.sources import chapters, declared_parameters
+from lib.core import profiles
+from lib.core.profiles import load_profile, profile_parameters
+from lib.core.sources import chapters, declared_parameters
+from lib.edition.runner import plan
 from lib.errors import BookError
+from lib.experiments import verdicts
 from lib.settings import REPO_ROOT
 
 
@@ -31,7 +31,7 @@ def run(tmp_path, *args, env_extra=None):
         **(env_extra or {}),
     }
     return subprocess.run(
-        [sys.executable, "-m", "lib.build.runner", *args],
+        [sys.executable, "-m", "lib.edition.runner", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -115,7 +115,7 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert offsets == {"minilm": 0, "mpnet": 2}  # BERT tables start at row 0; MPNet skips padding rows
     ranks = pd.read_csv(results / "minilm" / "03_positional_origin" / "layernorm_ranks.csv")
     assert set(ranks["layer"]) == set(range(7)) and ranks["rank"].between(1, 384).all()
-    pretrained = pd.read_csv(results / "trained" / "05_pretraining" / "summary.csv")
+    pretrained = pd.read_csv(results / "chapter" / "05_pretraining" / "summary.csv")
     assert (
         pretrained["position_embeddings"].tolist() == [True, False, True, False]
         and pretrained["seed"].tolist() == [0, 0, 1, 1]
@@ -155,8 +155,8 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert runs["I1"].between(0, 1).all() and runs.query("task == 'SST-2'")["score"].between(0, 100).all()
     iso = pd.read_csv(results / "minilm" / "12_isotropy_word_similarity" / "isotropy.csv").set_index("variant")
     assert iso.loc["centered", "I1"] > iso.loc["raw", "I1"] and iso.loc["centered", "mean_vector_norm"] < 1e-9
-    card = pd.read_csv(results / "scorecard" / "14_scorecard" / "scorecard.csv")
-    assert set(card["verdict"]) <= set(scorecard.VERDICTS)
+    card = pd.read_csv(results / "chapter" / "14_scorecard" / "scorecard.csv")
+    assert set(card["verdict"]) <= set(verdicts.VERDICTS)
     gain = iso.loc["centered", "I1"] - iso.loc["raw", "I1"]  # chapter 12's table above, as the rule reads it
     verdict = card.query("claim_id == 'bis2021/centering-isotropy' and model == 'all-MiniLM-L6-v2'")["verdict"].iloc[0]
     assert verdict == ("holds" if gain >= 0.1 else "does not hold")  # a whole matrix: compared with the margin as it is
@@ -166,7 +166,7 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     # a notebook as a reader downloads it from the built page executes again, from another folder
     env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "again"), "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_BUILD_DIR": str(tmp_path / "build")}
     staged = subprocess.run(
-        [sys.executable, "-c", "from lib.build.edition import Edition, stage; print(stage(Edition('quick')))"],
+        [sys.executable, "-c", "from lib.edition.folders import Edition, stage; print(stage(Edition('quick')))"],
         capture_output=True,
         text=True,
         env=env,

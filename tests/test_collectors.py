@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib.encode.collectors import LayerStats, SentenceTokenSampler, Subset, TokenReservoir, token_keys
+from lib.encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir, token_keys
 from lib.encode.extraction import encode, extract
 from lib.errors import BookError
 
@@ -42,25 +42,6 @@ def test_layer_stats_equal_brute_force(tiny):
     for layer in (0, tiny.n_layers):
         np.testing.assert_allclose(st.covariance(layer), np.cov(h[layer], rowvar=False), atol=2e-5)
     np.testing.assert_allclose(st.covariance()[1], np.cov(h[1], rowvar=False), atol=2e-5)
-
-
-def test_subset_sees_only_its_sentences(tiny):
-    """One extraction of a union gives each subset the statistics of its own sentences, as brute force does."""
-    h, sid, *_ = brute_force(tiny, SENTENCES)
-    member = np.arange(len(SENTENCES)) % 3 == 0
-    st, none, every = LayerStats(covariance=False), LayerStats(covariance=False), LayerStats(covariance=False)
-    extract(
-        tiny,
-        SENTENCES,
-        [Subset(st, member), Subset(none, np.zeros(len(SENTENCES), bool)), Subset(every, np.ones(len(SENTENCES), bool))],
-        max_sentences=4,
-        progress=False,
-    )
-    mine = member[sid]
-    assert 0 < mine.sum() < len(sid) and st.count == mine.sum() and none.count == 0
-    np.testing.assert_allclose(st.mean, h[:, mine].mean(axis=1), atol=1e-5)
-    np.testing.assert_array_equal(st.argmax_counts, np.stack([np.bincount(x.argmax(1), minlength=tiny.width) for x in h[:, mine]]))
-    np.testing.assert_allclose(every.mean, h.mean(axis=1), atol=1e-5)
 
 
 def test_covariance_is_accurate_with_a_large_mean():

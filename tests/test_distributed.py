@@ -57,7 +57,7 @@ def test_a_checkpoint_written_by_two_processes_resumes_in_one(tmp_path, single):
 
 
 def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
-    """`torchrun -m lib.build.pretraining` (2 processes) saves the quick profile's runs where chapter 05 finds them; a
+    """`torchrun -m lib.edition.pretraining` (2 processes) saves the quick profile's runs where chapter 05 finds them; a
     second launch trains nothing."""
     from lib.book.chapter import chapter_parameters
     from lib.experiments.pretraining import pretraining_runs
@@ -68,7 +68,7 @@ def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
     for name, value in changes.items():
         args += ["-p", name, str(value)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_CACHE_DIR": str(tmp_path / "cache")}
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lib.build.pretraining", "--profile", "quick", *args]
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lib.edition.pretraining", "--profile", "quick", *args]
     done = subprocess.run(launch, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count(": to train") == 2 and done.stdout.count(": saved in ") == 2
@@ -89,7 +89,7 @@ def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
     ],
 )
 def test_the_launcher_refuses_bad_input_before_training(args, message, capsys):
-    from lib.build import pretraining
+    from lib.edition import pretraining
 
     with pytest.raises(SystemExit) as stop:
         pretraining.main(args)

@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from lib import codehash, provenance
-from lib.build import cache, edition, profiles, reference, runner, sources
-from lib.build.cache import Entry
-from lib.build.edition import Edition
+from lib.core import profiles, sources
+from lib.edition import cache, folders, notes, publishing, reference, report, runner, staging
+from lib.edition.cache import Entry
+from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 from tests.books import book_of
@@ -255,7 +256,7 @@ def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys
     assert "01_tiny (quick): executing, output quick/m/01_tiny/t.csv missing" in out and "02_tiny: reused" in out and table.is_file()
     entry = Entry.load(ed.entry("01_tiny"))
     assert [i["label"] for i in entry.inputs] == ["tiny/data.txt"] and entry.facts["seconds"] > 0
-    cells = edition.slowest_cells(ed.notebook("01_tiny"))
+    cells = report.slowest_cells(ed.notebook("01_tiny"))
     assert cells[0]["section"] == "Tiny chapter 1" and cells[0]["seconds"] >= cells[-1]["seconds"] >= 0
 
 
@@ -263,7 +264,7 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     folder, data, fail = tiny_book
     _build()
     ed = Edition("quick")
-    source = edition.stage(ed)
+    source = staging.stage(ed)
     page = nbformat.read(source / "book" / "chapters" / "01_tiny.ipynb", as_version=4)
     first = page.cells[0].source
     assert first.startswith("# Tiny chapter 1\n\n::::{admonition} How this page was made")
@@ -281,7 +282,7 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     assert "| 01_tiny" in report or "{ref}`01_tiny <build-01_tiny>`" in report
     # a second staging with nothing changed rewrites nothing (Sphinx then rebuilds nothing)
     times = {p: p.stat().st_mtime_ns for p in source.rglob("*") if p.is_file()}
-    edition.stage(ed)
+    staging.stage(ed)
     assert {p: p.stat().st_mtime_ns for p in source.rglob("*") if p.is_file()} == times
     # MathJax is served from the edition itself, where the config points
     config = yaml.safe_load((source / "_config.yml").read_text())["sphinx"]["config"]
@@ -289,38 +290,38 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     assert script.is_file() and script.stat().st_size > 1_000_000 and b"MathJax" in script.read_bytes()[:20000]
     # a chapter never executed gets a placeholder page, not a missing file
     shutil.copy(folder / "02_tiny.py", folder / "03_tiny.py")
-    edition.stage(ed)
+    staging.stage(ed)
     assert "has not been executed for the **quick** edition" in (source / "book" / "chapters" / "03_tiny.md").read_text()
 
 
 def test_changed_parameters_show_on_the_page():
-    assert edition.changed_parameters("02_outlier_neurons", {"profile": "quick", "n_sentences": 400, "seed": 0}) == {"n_sentences": 400}
+    assert notes.changed_parameters("02_outlier_neurons", {"profile": "quick", "n_sentences": 400, "seed": 0}) == {"n_sentences": 400}
 
 
 def test_edition_config_from_settings(monkeypatch):
     monkeypatch.setenv("BOOK_REPOSITORY", "https://github.com/owner/book/")
     monkeypatch.setenv("BOOK_BASEURL", "https://owner.github.io/book/")
-    config = yaml.safe_load(edition._config("quick"))
+    config = yaml.safe_load(staging._config("quick"))
     assert config["repository"]["url"] == "https://github.com/owner/book"
     assert config["html"]["use_repository_button"] and config["html"]["use_issues_button"]
     assert config["html"]["baseurl"] == "https://owner.github.io/book/" and config["title"].endswith("(quick edition)")
     monkeypatch.delenv("BOOK_REPOSITORY")
-    config = yaml.safe_load(edition._config("default"))
+    config = yaml.safe_load(staging._config("default"))
     assert not config["html"]["use_repository_button"] and "edition" not in config["title"]
 
 
 def test_publish_refuses_pages_with_local_paths(tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path))
-    monkeypatch.setattr(edition, "chapters", lambda: [])  # a book without chapters, its pages stamped as built from no runs
+    monkeypatch.setattr(sources, "NOTEBOOKS", tmp_path / "no-chapters")  # a book without chapters, its pages stamped as built from no runs
     ed = Edition("default")
     ed.html.mkdir(parents=True)
     (ed.html / "index.html").write_text('<a href="chapters/01.html">1</a>')
-    (ed.html / edition.HTML_STAMP).write_text(json.dumps({"entries": edition.entries_digest({})}))
-    assert edition.publish(ed) == ed.html and (ed.html / ".nojekyll").is_file()
+    (ed.html / publishing.HTML_STAMP).write_text(json.dumps({"entries": folders.entries_digest({})}))
+    assert publishing.publish(ed) == ed.html and (ed.html / ".nojekyll").is_file()
     (ed.html / "bad.html").write_text(f"<p>{REPO_ROOT}/results/x.csv</p>")
     with pytest.raises(BookError, match="bad.html contains the local path"):
-        edition.publish(ed)
-    assert edition._hide_paths(f"{REPO_ROOT}/results/quick/t.csv") == "$BOOK_RESULTS_DIR/quick/t.csv"
+        publishing.publish(ed)
+    assert notes.hide_paths(f"{REPO_ROOT}/results/quick/t.csv") == "$BOOK_RESULTS_DIR/quick/t.csv"
 
 
 def test_pages_workflow_is_valid():
@@ -338,8 +339,8 @@ def test_pages_workflow_is_valid():
     for target in ("test", "publish", "pdf", "student"):
         assert f"make {target}" in steps and target in targets
     assert "actions/cache" in steps and "actions/upload-pages-artifact" in steps and '"path": "_build/site"' in steps
-    assert "lib.build.site --editions default,student,quick" in steps and ".ci/tex-packages" in steps
-    colab = next(step for step in jobs["build"]["steps"] if "lib.build.launch colab" in step.get("run", ""))
+    assert "lib.edition.site --editions default,student,quick" in steps and ".ci/tex-packages" in steps
+    colab = next(step for step in jobs["build"]["steps"] if "lib.edition.launch colab" in step.get("run", ""))
     assert colab["if"] == "github.event_name != 'pull_request'" and "colab colab-student" in colab["run"] and "git push -f" in colab["run"]
     # weekly from empty caches; the data folder cached by the pinned table; the link check after the build
     assert [t["cron"] for t in triggers["schedule"]] and "workflow_dispatch" in triggers
@@ -353,7 +354,7 @@ def test_pages_workflow_is_valid():
     assert linkcheck["needs"] == "build" and "schedule" in linkcheck["if"] and "pull_request" not in linkcheck["if"]
     assert linkcheck["steps"][2]["with"]["key"] == save["with"]["key"].replace("${{ env.PROFILE }}", "default")
     assert linkcheck["steps"][2]["with"]["path"] == save["with"]["path"] == restore["with"]["path"]
-    assert linkcheck["steps"][-1]["run"].endswith("-m lib.build.edition --profile default --linkcheck")
+    assert linkcheck["steps"][-1]["run"].endswith("-m lib.edition --profile default --linkcheck")
     assert workflow["env"]["PROFILE"] == "${{ github.event_name == 'pull_request' && 'quick' || 'default' }}"
 
 
@@ -394,11 +395,11 @@ def test_the_page_box_names_the_models_when_they_are_not_the_papers():
     class Ran:
         parts = {"parameters": {"profile": "default"}}
 
-    box = edition.models_caveat("02_outlier_neurons", Ran())
+    box = notes.models_caveat("02_outlier_neurons", Ran())
     assert box.startswith("**Not the papers' models**") and "`minilm`" in box and "`bert-base-uncased`" in box
     Ran.parts = {"parameters": {"models": "roberta-base, bert-base-uncased"}}
-    assert edition.models_caveat("02_outlier_neurons", Ran()) == ""  # the papers' models, in any order
-    assert edition.models_caveat("05_pretraining", Ran()) == ""  # a chapter without a models parameter
+    assert notes.models_caveat("02_outlier_neurons", Ran()) == ""  # the papers' models, in any order
+    assert notes.models_caveat("05_pretraining", Ran()) == ""  # a chapter without a models parameter
 
 
 def test_the_container_image_installs_the_pinned_environment_and_builds_the_book():

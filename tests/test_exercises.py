@@ -8,7 +8,8 @@ import jupytext
 import nbformat
 import pytest
 
-from lib.build import exercises, sources
+from lib.core import sources
+from lib.edition import exercises
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 
@@ -36,7 +37,7 @@ EXERCISE = """# %% [markdown]
 # :::{{exercise}} Try it
 # :label: {label}
 #
-# Run `python -m lib.build.runner --chapters {target} -p {name} 5` and compare.
+# Run `python -m lib.edition.runner --chapters {target} -p {name} 5` and compare.
 # :::
 
 # %% [markdown]
@@ -63,10 +64,10 @@ def test_an_exercise_naming_an_undeclared_parameter_fails(tmp_path, monkeypatch)
 
 
 def test_a_parameter_of_another_chapter_is_checked_against_that_chapter(tmp_path, monkeypatch):
-    assert exercises.parameter_mentions("13_isotropy_calibration", "run `python -m lib.build.runner --chapters 02_outlier_neurons -p z_threshold 5`") == [
+    assert exercises.parameter_mentions("13_isotropy_calibration", "run `python -m lib.edition.runner --chapters 02_outlier_neurons -p z_threshold 5`") == [
         (("02_outlier_neurons",), "z_threshold")
     ]
-    both = "run `python -m lib.build.runner --chapters 02_outlier_neurons,06_clipping_whitening -p z_threshold 5`"
+    both = "run `python -m lib.edition.runner --chapters 02_outlier_neurons,06_clipping_whitening -p z_threshold 5`"
     assert exercises.parameter_mentions("06_clipping_whitening", both) == [(("02_outlier_neurons", "06_clipping_whitening"), "z_threshold")]
     chapter = _chapter(tmp_path, monkeypatch, EXERCISE.format(label="ex-01-try", target="01_tiny", name="n"))
     assert [e.label for e in exercises.check(chapter)] == ["ex-01-try"]

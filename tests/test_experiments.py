@@ -12,7 +12,7 @@ import torch
 from lib.encode.collectors import LayerStats
 from lib.encode.extraction import TokenBatch
 from lib.errors import BookError
-from lib.experiments import clipping_geometry, frozen, outlier_set, schemas, sts, variants, wic
+from lib.experiments import clipping_geometry, frozen, outlier_set, position_probe, rare_tokens, sts, vector_variants, wic, word_geometry
 from lib.measure import transforms
 
 from .conftest import SENTENCES, tiny_model
@@ -40,13 +40,11 @@ def planted_set(dims=(3,), shift=50.0, layers=LAYERS, width=WIDTH, model_layers=
 def test_schema_names_a_missing_and_an_undeclared_column():
     frame = pd.DataFrame({"variant": ["raw"], "layer": [1]})
     with pytest.raises(BookError, match=r"missing \['split', 'threshold', 'accuracy'\], undeclared none"):
-        schemas.WIC_GRID.check(frame)
+        wic.WIC_GRID.check(frame)
     with pytest.raises(BookError, match=r"undeclared \['oops'\]"):
-        schemas.WIC_GRID.check(frame.assign(split="dev", threshold=0.1, accuracy=50.0, oops=1))
-    assert list(schemas.WIC_GRID.frame([{"accuracy": 1.0, "threshold": 0.1, "split": "dev", "layer": 0, "variant": "raw"}]).columns) == list(
-        schemas.WIC_GRID.columns
-    )
-    assert schemas.PROBE_CONTRIBUTION.check(pd.DataFrame(columns=[*schemas.PROBE_CONTRIBUTION.columns, "dim 5", "dim 5 rank"])) is not None
+        wic.WIC_GRID.check(frame.assign(split="dev", threshold=0.1, accuracy=50.0, oops=1))
+    assert list(wic.WIC_GRID.frame([{"accuracy": 1.0, "threshold": 0.1, "split": "dev", "layer": 0, "variant": "raw"}]).columns) == list(wic.WIC_GRID.columns)
+    assert position_probe.PROBE_CONTRIBUTION.check(pd.DataFrame(columns=[*position_probe.PROBE_CONTRIBUTION.columns, "dim 5", "dim 5 rank"])) is not None
 
 
 def test_outlier_set_reads_chapter_02s_vectors_and_criterion(tmp_path):
@@ -90,22 +88,22 @@ def test_threshold_and_protocol_decide_what_is_clipped():
 def test_variants_score_every_variant_and_layer_once_with_the_fitted_transforms():
     rng = np.random.default_rng(1)
     tokens = rng.normal(size=(500, LAYERS, WIDTH)) * np.arange(1, WIDTH + 1) + 5.0
-    fitted = variants.fit(["raw", "clipped", "whitened", "whitened-sentences"], planted_set(), token_stats=stats_of(tokens), sentence_vectors=tokens)
+    fitted = vector_variants.fit(["raw", "clipped", "whitened", "whitened-sentences"], planted_set(), token_stats=stats_of(tokens), sentence_vectors=tokens)
     seen = fitted.score(lambda t, layer, v: {"mean": float(t(tokens[:, layer]).mean()), "cov": np.cov(t(tokens[:, layer]), rowvar=False)})
     assert list(zip(seen["variant"], seen["layer"])) == [(v, layer) for v in ("raw", "clipped", "whitened", "whitened-sentences") for layer in range(LAYERS)]
     for row in seen[seen["variant"].str.startswith("whitened")].itertuples():  # both whitenings: identity covariance on their fit data
         np.testing.assert_allclose(row.cov, np.eye(WIDTH), atol=1e-4)  # float32 moments, condition number 256
     assert fitted.clipped_dims(0) == [3]
     with pytest.raises(BookError, match="unknown variants"):
-        variants.names("raw,sharpened")
-    assert variants.names("clipped") == ["raw", "clipped"]
+        vector_variants.requested("raw,sharpened")
+    assert vector_variants.requested("clipped") == ["raw", "clipped"]
 
 
 def test_clipping_the_planted_common_dimension_removes_the_anisotropy():
     rng = np.random.default_rng(2)
     tokens = rng.normal(size=(400, LAYERS, WIDTH))
     tokens[:, :, 3] += 30.0  # one dimension shared by every token: the cone
-    fitted = variants.fit(clipping_geometry.VARIANTS, planted_set(), token_stats=stats_of(rng.normal(size=(400, LAYERS, WIDTH)) + tokens.mean(axis=0)))
+    fitted = vector_variants.fit(clipping_geometry.VARIANTS, planted_set(), token_stats=stats_of(rng.normal(size=(400, LAYERS, WIDTH)) + tokens.mean(axis=0)))
     groups = np.repeat(np.arange(40), 10)
     table = clipping_geometry.layer_geometry(fitted, tokens, tokens, groups, 200, 0).set_index(["variant", "layer"])
     assert (table.loc["raw", "mean_cosine"] > 0.95).all()
@@ -129,7 +127,7 @@ def test_wic_chooses_on_train_and_counts_the_pairs_clipping_wins():
     a[:, :, 3] += 40.0  # the shared outlier makes every raw cosine near 1
     b[:, :, 3] += 40.0
     splits, labels = {"train": (a, b), "dev": (a[:100], b[:100])}, {"train": same, "dev": same[:100]}
-    fitted = variants.fit(["raw", "clipped"], planted_set())
+    fitted = vector_variants.fit(["raw", "clipped"], planted_set())
     grid = wic.accuracy_grid(fitted, splits, labels)
     assert len(grid) == 2 * LAYERS * 2 * len(wic.THRESHOLDS)
     best = wic.best_settings(grid, fitted, splits["dev"], labels["dev"], "planted", "p").set_index("variant")
@@ -146,12 +144,12 @@ def test_the_random_control_draws_as_many_never_flagged_dimensions():
     flags[:, [3, 7]] = True
     flags[0, :] = False  # a layer with nothing flagged loses nothing
     flags[2, 11] = True  # flagged in one layer only: never drawn
-    drawn = variants.random_dims(flags, seed=0)
+    drawn = vector_variants.random_dims(flags, seed=0)
     assert [len(d) for d in drawn] == [0, 2, 3, 2]
     assert not set(np.concatenate(drawn)) & {3, 7, 11} and drawn[1].tolist() == drawn[3].tolist()
-    assert [d.tolist() for d in variants.random_dims(flags, seed=0)] == [d.tolist() for d in drawn]  # seeded
+    assert [d.tolist() for d in vector_variants.random_dims(flags, seed=0)] == [d.tolist() for d in drawn]  # seeded
     with pytest.raises(BookError, match="too few never-flagged dimensions"):
-        variants.random_dims(np.ones((2, 3), dtype=bool), seed=0)
+        vector_variants.random_dims(np.ones((2, 3), dtype=bool), seed=0)
 
 
 def test_sts_best_layer_is_contextual_and_layer_0_is_shown_apart():
@@ -165,7 +163,7 @@ def test_sts_best_layer_is_contextual_and_layer_0_is_shown_apart():
         vectors[:60, layer] = base
         vectors[60:, layer] = base + (5 - gold)[:, None] * away + noise * rng.normal(size=(60, WIDTH))
     encoded = sts.Encoded(vectors, {"toy": (np.arange(60), np.arange(60, 120), gold, np.array(["a"] * 30 + ["b"] * 30))})
-    table = sts.spearman_table(variants.fit(["raw"], planted_set()), encoded, {"toy": "Toy"})
+    table = sts.spearman_table(vector_variants.fit(["raw"], planted_set()), encoded, {"toy": "Toy"})
     assert table["n_pairs"].eq(60).all() and table["n_sentences"].eq(120).all()
     best = sts.best_layers(table, "planted", "p").iloc[0]
     scores = table.set_index("layer")["spearman_x100"]
@@ -178,7 +176,7 @@ def test_frozen_classifiers_learn_a_planted_label_in_every_variant():
     rng = np.random.default_rng(5)
     labels = {s: rng.integers(0, 2, size=n) for s, n in (("train", 300), ("dev", 100), ("test", 100))}
     vectors = {s: rng.normal(size=(len(y), LAYERS, WIDTH)) + 4.0 * y[:, None, None] * (np.arange(WIDTH) == 5) for s, y in labels.items()}
-    fitted = variants.fit(["raw", "clipped", "whitened-sentences"], planted_set(), sentence_vectors=vectors["train"])
+    fitted = vector_variants.fit(["raw", "clipped", "whitened-sentences"], planted_set(), sentence_vectors=vectors["train"])
     run = frozen.classify(fitted, vectors, labels, "Toy", 300, bias=True)
     table = run.table
     assert len(table) == 3 * LAYERS and (table["test_accuracy"] > 90).all()
@@ -191,7 +189,7 @@ def test_frozen_classifiers_learn_a_planted_label_in_every_variant():
     assert (best["test_examples"] == 100).all() and best.loc["raw", ["test_right_only_here", "test_right_only_raw"]].eq(0).all()
     gain = (best.loc["clipped", "test_right_only_here"] - best.loc["clipped", "test_right_only_raw"]) / 100
     assert 100 * gain == pytest.approx(best.loc["clipped", "test_at_best_dev_layer"] - best.loc["raw", "test_at_best_dev_layer"])
-    label_clipped = frozen.classify(variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True).table
+    label_clipped = frozen.classify(vector_variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True).table
     assert (label_clipped["test_accuracy"] < 70).all()  # the dimension that carries the label is gone
 
 
@@ -207,7 +205,7 @@ def test_sts_protocol_runs_on_a_tiny_model():
 
 
 def test_clip_of_a_transform_is_the_clip_transform():
-    fitted = variants.fit(["clipped"], planted_set(dims=(2, 9)))
+    fitted = vector_variants.fit(["clipped"], planted_set(dims=(2, 9)))
     assert isinstance(fitted.transforms["clipped"][1], transforms.Clip) and fitted.clipped_dims(1) == [2, 9]
 
 
@@ -221,13 +219,12 @@ def test_settings_near_the_best_count_what_a_small_sample_could_not_tell_apart()
 
 
 def test_chapter_11_and_12_tables_have_their_declared_columns():
-    from lib.experiments import rare_tokens, word_geometry
     from lib.measure import vocabulary
 
     lm = tiny_model("bert")
     found = rare_tokens.measure(lm, SENTENCES * 3, bin_size=500, own_corpus=False)
-    schemas.COVERAGE.frame([rare_tokens.coverage_row("whole words", np.array([5, 3, 1])), found.coverage])
-    schemas.RARE_COSINE.check(found.by_frequency)
+    rare_tokens.COVERAGE.frame([rare_tokens.coverage_row("whole words", np.array([5, 3, 1])), found.coverage])
+    rare_tokens.RARE_COSINE.check(found.by_frequency)
     assert len(found.by_frequency_bins(250)) > len(found.by_frequency)
     lm = tiny_model("gpt2")  # BERT's padding row is zero, which scaled centering cannot normalise
     matrices = word_geometry.variants(vocabulary.embedding_matrix(lm))
@@ -236,4 +233,4 @@ def test_chapter_11_and_12_tables_have_their_declared_columns():
     bench = {"Toy": pd.DataFrame({"word1": ["good", "bad", "film", "dull"], "word2": ["great", "awful", "movie", "boring"], "score": [9.0, 8.0, 7.0, 1.0]})}
     scores, kept = word_geometry.word_similarity(lm, matrices, bench)
     assert len(scores) == len(matrices) and (scores["pairs"] == 4).all() and len(kept["Toy"][0]) == scores["pairs_kept"].iloc[0]
-    assert list(scores.columns) == list(schemas.WORD_SIMILARITY.columns)
+    assert list(scores.columns) == list(word_geometry.WORD_SIMILARITY.columns)

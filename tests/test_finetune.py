@@ -12,6 +12,7 @@ import torch
 
 from lib.datasets import tasks
 from lib.errors import BookError
+from lib.experiments import isotropy_calibration
 from lib.io import write_manifest
 from lib.measure.metrics import glue_score, student_p, welch_p
 from lib.settings import cpu_share
@@ -228,9 +229,9 @@ def test_summary_statistics_by_hand():
             "seconds_per_epoch": [10.0, 10.0, 10.0, 12.0, 13.0, 14.0, 5.0, 20.0],
         }
     )
-    from lib.experiments.schemas import CALIBRATION_SUMMARY
+    from lib.experiments.isotropy_calibration import CALIBRATION_SUMMARY
 
-    summary = CALIBRATION_SUMMARY.check(finetune.summarise(runs)).set_index(["task", "method"])  # the columns the scorecard reads
+    summary = CALIBRATION_SUMMARY.check(isotropy_calibration.summarise(runs)).set_index(["task", "method"])  # the columns the scorecard reads
     none, cos = summary.loc[("A", "none")], summary.loc[("A", "cosreg")]
     assert none["runs"] == 3 and none["score_mean"] == pytest.approx(80.0) and none["score_std"] == pytest.approx(1.0)
     assert np.isnan(none["p"]) and not none["significant"] and np.isnan(none["difference"]) and none["time_ratio"] == pytest.approx(1.0)
@@ -239,7 +240,7 @@ def test_summary_statistics_by_hand():
     assert cos["significant"] and cos["time_ratio"] == pytest.approx(1.3) and cos["I1_mean"] == pytest.approx(0.92) and cos["I1_std"] == pytest.approx(0.02)
     flow = summary.loc[("B", "flow")]  # one run each: no t-test, but the difference and time ratio are defined
     assert np.isnan(flow["p"]) and not flow["significant"] and flow["difference"] == pytest.approx(10.0) and flow["time_ratio"] == pytest.approx(4.0)
-    overview = finetune.method_overview(finetune.summarise(runs)).set_index("method")
+    overview = isotropy_calibration.method_overview(isotropy_calibration.summarise(runs)).set_index("method")
     assert overview.loc["cosreg", "I1_output"] == pytest.approx(0.6) and overview.loc["cosreg", "I1_output_uncalibrated"] == pytest.approx(
         0.45
     )  # over both tasks
@@ -250,7 +251,7 @@ def test_summary_statistics_by_hand():
 def test_the_papers_table_4_fills_the_output_columns_only():
     from lib.book import paper
 
-    theirs = finetune.method_overview(paper.ding_glue_summary())
+    theirs = isotropy_calibration.method_overview(paper.ding_glue_summary())
     assert theirs["I1_output"].between(0, 1).all() and theirs["I1_W"].isna().all()
 
 
@@ -267,15 +268,15 @@ def test_the_grid_on_two_dask_workers_gives_the_serial_runs_and_never_computes_o
     torch.set_num_threads(cpu_share(2))  # as each of the 2 workers runs: the same kernels, the same sums
     try:
         monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "serial"))
-        serial = finetune.run_grid(*grid, device="cpu")
+        serial = isotropy_calibration.run_grid(*grid, device="cpu")
     finally:
         torch.set_num_threads(threads)
     monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "workers"))
     with workers.pool("local:2") as client:
         assert len(client.scheduler_info()["workers"]) == 2
-        parallel = finetune.run_grid(*grid, device="cpu", client=client)
+        parallel = isotropy_calibration.run_grid(*grid, device="cpu", client=client)
         stored = {p: p.stat().st_mtime_ns for p in (tmp_path / "workers" / "finetune").iterdir()}
-        again = finetune.run_grid(*grid, device="cpu", client=client)  # every run is in the cache: none is computed again
+        again = isotropy_calibration.run_grid(*grid, device="cpu", client=client)  # every run is in the cache: none is computed again
     assert len(stored) == 4 and {p: p.stat().st_mtime_ns for p in (tmp_path / "workers" / "finetune").iterdir()} == stored
     timing = ["seconds_per_epoch"]
     pd.testing.assert_frame_equal(parallel.drop(columns=timing), serial.drop(columns=timing))

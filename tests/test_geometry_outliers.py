@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lib.errors import BookError
-from lib.experiments import schemas
+from lib.experiments import anisotropy
 from lib.measure import geometry, outliers
 
 
@@ -26,7 +26,7 @@ def test_anisotropy_near_zero_for_isotropic_and_high_for_shifted_clouds():
     v = rng.normal(size=(4000, 2, 64))
     v[:, 1] += 3.0  # layer 1: every vector shifted along the same direction
     table = geometry.anisotropy_table(geometry.pair_cosines(v, 2000, seed=0), geometry.pair_cosines(geometry.centered(v), 2000, seed=0))
-    schemas.ANISOTROPY.check(table)  # the columns chapter 01 writes and the scorecard reads
+    anisotropy.ANISOTROPY.check(table)  # the columns chapter 01 writes and the scorecard reads
     assert abs(table.loc[0, "mean_cosine"]) < 0.01
     assert table.loc[1, "mean_cosine"] > 0.85
     assert (table["ci95_low"] < table["mean_cosine"]).all() and (table["mean_cosine"] < table["ci95_high"]).all()

@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from lib import io
-from lib.build import edition, profiles, runner, sources
-from lib.build.cache import Entry
-from lib.build.edition import Edition
+from lib.core import profiles, sources
+from lib.edition import publishing, runner, staging
+from lib.edition.cache import Entry
+from lib.edition.folders import Edition
 from lib.errors import BookError, cli
 from lib.settings import REPO_ROOT
 from tests.books import book_of
@@ -88,7 +89,7 @@ def test_nested_parameter_values_are_data_never_code(tmp_path):
     Path(PAYLOAD_FILE).unlink(missing_ok=True)
     env = {**os.environ, "BOOK_BUILD_DIR": str(tmp_path / "build"), "BOOK_RESULTS_DIR": str(tmp_path / "results")}
     done = subprocess.run(
-        [sys.executable, "-m", "lib.build.runner", "--profile", "quick", "--chapters", "05_pretraining", "-p", "adam_betas", PAYLOAD],
+        [sys.executable, "-m", "lib.edition.runner", "--profile", "quick", "--chapters", "05_pretraining", "-p", "adam_betas", PAYLOAD],
         capture_output=True,
         text=True,
         env=env,
@@ -155,7 +156,7 @@ def test_a_killed_run_changes_nothing_and_its_leftovers_go_with_the_next_run(boo
     _build()
     slow.touch()
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    code = "import lib.build.sources as s, lib.build.profiles as p, lib.build.runner as r, pathlib, sys; " + (
+    code = "import lib.core.sources as s, lib.core.profiles as p, lib.edition.runner as r, pathlib, sys; " + (
         f"s.NOTEBOOKS = pathlib.Path({str(root / 'notebooks')!r}); p.PROFILES = pathlib.Path({str(root / 'profiles')!r}); "
         "r.main(['--profile', 'quick', '--force', '-p', 'n', '9'])"
     )
@@ -179,13 +180,13 @@ def test_a_killed_run_changes_nothing_and_its_leftovers_go_with_the_next_run(boo
 
 
 def test_one_writer_per_edition(book, capsys):
-    with Edition("quick").locked("python -m lib.build.runner"):
+    with Edition("quick").locked("python -m lib.edition.runner"):
         with pytest.raises(SystemExit) as stop:
             runner.main(["--profile", "quick"])
         err = capsys.readouterr().err
-        assert stop.value.code == 2 and "the quick edition is being written by python -m lib.build.runner (pid" in err
+        assert stop.value.code == 2 and "the quick edition is being written by python -m lib.edition.runner (pid" in err
         with pytest.raises(SystemExit):
-            edition.main(["--profile", "quick"])
+            publishing.main(["--profile", "quick"])
     runner.main(["--profile", "quick", "--plan"])  # reading needs no lock
 
 
@@ -195,13 +196,13 @@ def test_staging_copies_only_the_tables_the_entry_vouches_for(book):
     table = root / "results" / "quick" / "a" / "01_models" / "t.csv"
     table.write_text("n\n7\n")
     with pytest.raises(BookError, match="is not the table 01_models wrote in its last run"):
-        edition.stage(Edition("quick"))
+        staging.stage(Edition("quick"))
 
 
 def test_unwritable_build_folder_and_unknown_edition_are_one_line(book, capsys, monkeypatch):
     root, _ = book
     with pytest.raises(SystemExit):
-        edition.main(["--profile", "typo"])
+        publishing.main(["--profile", "typo"])
     assert "unknown profile 'typo'" in capsys.readouterr().err and not (root / "build" / "typo").exists()
     (root / "a-file").write_text("")
     monkeypatch.setenv("BOOK_BUILD_DIR", str(root / "a-file" / "build"))  # cannot be created, whoever runs the test
@@ -228,7 +229,7 @@ def test_model_folders_are_checked_against_their_manifest(tmp_path, monkeypatch)
     from lib.encode import models
 
     monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
-    with pytest.raises(BookError, match="delete .*mine and train it again: `python -m lib.build.runner --profile PROFILE"):
+    with pytest.raises(BookError, match="delete .*mine and train it again: `python -m lib.edition.runner --profile PROFILE"):
         models.resolve("trained:mine")
     with pytest.raises(BookError, match="not found in .*--profile PROFILE --chapters 05_pretraining"):
         models.resolve("trained:absent")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lib.build import runner, sources
-from lib.build.edition import Edition
+from lib.core import sources
+from lib.edition import cache, runner
+from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 from tests.books import book_of
@@ -50,7 +51,7 @@ if stray:
 @pytest.fixture
 def slow_book(tmp_path, monkeypatch):
     book_of(tmp_path, monkeypatch, {"01_slow": SLOW.format(name="01_slow", pause=3), "02_quick": SLOW.format(name="02_quick", pause=0)})
-    monkeypatch.setattr(sources, "prerequisites", lambda name, params: set())
+    monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("MARKS", str(marks))
@@ -60,7 +61,7 @@ def slow_book(tmp_path, monkeypatch):
 
 def start_runner(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "lib.build.runner", "--profile", "quick", *args],
+        [sys.executable, "-m", "lib.edition.runner", "--profile", "quick", *args],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

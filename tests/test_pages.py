@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from lib.book import figures, tables
-from lib.build import edition, pagecheck, runner, sources
-from lib.build.edition import Edition
+from lib.book import figure_labels, tables
+from lib.core import sources
+from lib.edition import downloads, folders, notes, pagecheck, publishing, runner, staging
+from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
 from tests.books import book_of
@@ -69,7 +70,7 @@ def test_the_edition_labels_every_table_once():
 
 def test_alt_text_is_the_caption_in_words():
     caption = "Mean cosine by layer (see {numref}`Fig. 2 <fig-02-x>`, **all** [models](a.html)); $x_1$"
-    assert figures.alt_text(caption) == "Mean cosine by layer (see Fig. 2, all models); x1"
+    assert figure_labels.alt_text(caption) == "Mean cosine by layer (see Fig. 2, all models); x1"
 
 
 PAGE = '<html><body><nav><img src="logo.png"></nav><article class="bd-article">{}</article></body></html>'
@@ -118,7 +119,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lib.book import tables
+from lib.book import figure_labels, tables
 from lib.book.results import Results
 
 frame = pd.DataFrame({"model": ["tiny model", "Biš"], "mean_cosine": [0.5, 0.25], "model_outlier": [True, False]})
@@ -143,7 +144,7 @@ def page_book(tmp_path, monkeypatch):
     """A one-chapter book and a repository root of its own (config, table of contents, front page), executed."""
     book_of(tmp_path, monkeypatch, {"01_page": PAGE_CHAPTER})
     root = tmp_path / "repo"
-    shutil.copytree(edition.STATIC, root / "book" / "static")
+    shutil.copytree(staging.STATIC, root / "book" / "static")
     shutil.copy(REPO_ROOT / "_config.yml", root / "_config.yml")
     shutil.copy(REPO_ROOT / "book" / "references.bib", root / "book" / "references.bib")
     toc = {"format": "jb-book", "root": "book/intro", "parts": [{"caption": "Chapters", "numbered": True, "chapters": [{"file": "book/chapters/01_page"}]}]}
@@ -153,15 +154,16 @@ def page_book(tmp_path, monkeypatch):
     (root / "book" / "build_report.md").write_text("# placeholder\n")
     toc["parts"].append({"caption": "About", "chapters": [{"file": "book/rerun"}, {"file": "book/build_report"}]})
     (root / "_toc.yml").write_text(yaml.safe_dump(toc))
-    monkeypatch.setattr(edition, "REPO_ROOT", root)
-    monkeypatch.setattr(edition, "STATIC", root / "book" / "static")
+    for module in (folders, notes, staging, publishing):
+        monkeypatch.setattr(module, "REPO_ROOT", root)
+    monkeypatch.setattr(staging, "STATIC", root / "book" / "static")
     runner.build("quick", [("01_page", {"profile": "quick"})])
     yield Edition("quick")
     sources.declared_parameters.cache_clear()
 
 
 def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
-    index = edition.build_html(page_book)
+    index = publishing.build_html(page_book)
     html = page_book.html
     assert pagecheck.problems(html) == []
     page = (html / "book" / "chapters" / "01_page.html").read_text()
@@ -179,20 +181,20 @@ def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
     assert index.is_file()
     if shutil.which("latexmk") is None and not os.environ.get("BOOK_REQUIRE_TEX"):
         pytest.skip("TeX Live is not installed here (CI installs it and sets BOOK_REQUIRE_TEX=1)")
-    pdf = edition.build_pdf(page_book)
-    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf == page_book.root / edition.PDF_NAME
+    pdf = publishing.build_pdf(page_book)
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf == page_book.root / downloads.PDF_NAME
     log = (Edition("quick", pdf=True).latex / "book.log").read_text(errors="replace")
     assert "Missing character" not in log  # the fonts print Biš, ✓, ◐ and ≥
-    edition.build_html(page_book)
+    publishing.build_html(page_book)
     assert "book.pdf" in (html / "book" / "intro.html").read_text()
-    figures_typeset = [p for p in Edition("quick", pdf=True).latex.glob("*") if p.suffix in (".pdf", ".png") and p.name != edition.PDF_NAME]
+    figures_typeset = [p for p in Edition("quick", pdf=True).latex.glob("*") if p.suffix in (".pdf", ".png") and p.name != downloads.PDF_NAME]
     assert [p.suffix for p in figures_typeset] == [".pdf"] * 3  # each figure as the vector PDF its run saved (not in tabs), not the PNG
 
 
 def test_wide_figures_print_their_labels_at_the_style_size():
     import matplotlib.pyplot as plt
 
-    from lib.book import plotting
+    from lib.experiments import plotting
 
     plotting.style()
     wide, (a, b) = plt.subplots(1, 2, figsize=(2 * plotting.PAGE_WIDTH, 3))
@@ -211,13 +213,13 @@ def test_a_wide_figure_is_laid_out_again_after_its_text_grows():
     panel titles and axis labels run into the neighbouring panel (chapter 05's outlier track did)."""
     import matplotlib.pyplot as plt
 
-    from lib.book import plotting
+    from lib.experiments import plotting, pretraining
 
     plotting.style()
     steps = [500, 1000, 1500]
     track = pd.DataFrame({"step": steps * 3, "layer": [0] * 3 + [1] * 3 + [2] * 3, "top_z": np.arange(9.0), "argmax_percent": np.arange(9.0) * 5})
     history = pd.DataFrame({"step": steps, "pe_top_z": [2.0, 1.9, 1.8]})
-    fig = plotting.outlier_track({"roberta-pe": track, "roberta-nope": track}, 10.0, {"roberta-pe": history, "roberta-nope": history})
+    fig = pretraining.outlier_track({"roberta-pe": track, "roberta-nope": track}, 10.0, {"roberta-pe": history, "roberta-nope": history})
     assert fig.get_figwidth() > plotting.PAGE_WIDTH  # its text is scaled
     plotting.readable(fig)
     fig.canvas.draw()
@@ -233,7 +235,7 @@ def test_a_wide_figure_is_laid_out_again_after_its_text_grows():
 def test_a_title_or_label_longer_than_its_panel_is_wrapped():
     import matplotlib.pyplot as plt
 
-    from lib.book import plotting
+    from lib.experiments import plotting
 
     plotting.style()
     fig, (a, b) = plt.subplots(1, 2, figsize=(2 * plotting.PAGE_WIDTH, 5))
@@ -257,11 +259,11 @@ def test_a_title_or_label_longer_than_its_panel_is_wrapped():
 def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
     import matplotlib.pyplot as plt
 
-    from lib.book import plotting
+    from lib.experiments import figure_kinds, plotting
 
     vectors = np.zeros((1, 400))
     vectors[0, [223, 238, 300]] = [5.0, 4.0, -3.0]
-    fig = plotting.vector_panels(vectors, vectors != 0, ["layer 1"])
+    fig = figure_kinds.vector_panels(vectors, vectors != 0, ["layer 1"])
     assert fig._suptitle is None  # the caption is the figure's title
     plotting.readable(fig)
     labels = {t.get_text(): t for t in fig.axes[0].texts}
@@ -275,15 +277,15 @@ def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
 def test_the_site_puts_editions_side_by_side_with_a_switcher(page_book, monkeypatch, tmp_path):
     import json
 
-    from lib.build import site
+    from lib.edition import site
 
     student = Edition("quick", student=True)
     monkeypatch.setattr(site, "EDITIONS", {"quick": (page_book, "tiny samples"), "student": (student, "no solutions")})
-    edition.build_html(page_book)
+    publishing.build_html(page_book)
     with pytest.raises(BookError, match="no quick edition"):  # the student edition is not built yet: nothing is assembled
         site.assemble(["student", "quick"], tmp_path / "site")
     assert not (tmp_path / "site").exists()
-    edition.build_html(student)
+    publishing.build_html(student)
     root = site.assemble(["quick", "student"], tmp_path / "site")
     assert json.loads((root / "editions.json").read_text()) == [{"name": "quick", "title": "tiny samples"}, {"name": "student", "title": "no solutions"}]
     assert "url=quick/index.html" in (root / "index.html").read_text()
@@ -305,11 +307,11 @@ def test_the_link_check_names_a_broken_external_link(page_book, tmp_path):
     with ThreadingHTTPServer(("127.0.0.1", 0), handler) as httpd:
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{httpd.server_address[1]}"
-        rerun = edition.REPO_ROOT / "book" / "rerun.md"
+        rerun = staging.REPO_ROOT / "book" / "rerun.md"
         rerun.write_text(f"# How to re-run\n\nSee [the site]({base}/ok.html).\n")
-        report = edition.linkcheck(page_book)
+        report = publishing.linkcheck(page_book)
         assert any(f"{base}/ok.html" in line and '"working"' in line for line in report.read_text().splitlines())
         rerun.write_text(f"# How to re-run\n\nSee [the site]({base}/ok.html) and [a moved page]({base}/gone.html).\n")
         with pytest.raises(BookError, match=rf"^1 broken external link\(s\): {base}/gone.html on book/rerun.md \(404"):
-            edition.linkcheck(page_book)
+            publishing.linkcheck(page_book)
         httpd.shutdown()

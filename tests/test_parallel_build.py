@@ -1,4 +1,4 @@
-"""`python -m lib.build.runner --jobs N`: independent chapters side by side, the order kept where one reads another."""
+"""`python -m lib.edition.runner --jobs N`: independent chapters side by side, the order kept where one reads another."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import time
 import pandas as pd
 import pytest
 
-from lib.build import runner, sources
-from lib.build.edition import Edition
+from lib.core import sources
+from lib.edition import cache, runner
+from lib.edition.folders import Edition
 from lib.errors import BookError
 from tests.books import book_of
 
@@ -38,7 +39,7 @@ Results("{name}", profile).table(pd.DataFrame({{"value": [len("{name}") * 7], "s
 def timed_book(tmp_path, monkeypatch):
     chapters = {"01_slow": 4, "02_fast": 0, "03_after": 0}
     book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
-    monkeypatch.setattr(sources, "prerequisites", lambda name, params: {"01_slow"} if name == "03_after" else set())
+    monkeypatch.setattr(cache, "prerequisites", lambda name, params: {"01_slow"} if name == "03_after" else set())
     yield tmp_path
     sources.declared_parameters.cache_clear()
 
@@ -71,7 +72,7 @@ def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_
 def test_the_longest_chapter_of_the_last_build_starts_first(tmp_path, monkeypatch, capsys):
     chapters = {"01_fast": 0, "02_new": 0, "03_slow": 3}
     book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
-    monkeypatch.setattr(sources, "prerequisites", lambda name, params: set())
+    monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     first = [p for p in _plans() if p[0] != "02_new"]
     runner.build("quick", first, jobs=2)  # in chapter order: nothing is known yet
     assert [name for name, _ in runner.longest_first(Edition("quick"), first)] == ["03_slow", "01_fast"]
@@ -98,8 +99,8 @@ def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path)
 
 def test_prerequisites_are_read_from_what_a_chapter_calls_and_its_parameters():
     everything = set(sources.chapters())
-    assert sources.prerequisites("01_anisotropy", sources.declared_parameters("01_anisotropy")) == set()
-    assert sources.prerequisites("06_clipping_whitening", sources.declared_parameters("06_clipping_whitening")) == {"02_outlier_neurons"}
-    assert sources.prerequisites("10_common_direction", sources.declared_parameters("10_common_direction")) == {"05_pretraining"}
-    assert sources.prerequisites("10_common_direction", {"models": "minilm,mpnet"}) == set()
-    assert sources.prerequisites("14_scorecard", sources.declared_parameters("14_scorecard")) == everything - {"14_scorecard"}
+    assert cache.prerequisites("01_anisotropy", sources.declared_parameters("01_anisotropy")) == set()
+    assert cache.prerequisites("06_clipping_whitening", sources.declared_parameters("06_clipping_whitening")) == {"02_outlier_neurons"}
+    assert cache.prerequisites("10_common_direction", sources.declared_parameters("10_common_direction")) == {"05_pretraining"}
+    assert cache.prerequisites("10_common_direction", {"models": "minilm,mpnet"}) == set()
+    assert cache.prerequisites("14_scorecard", sources.declared_parameters("14_scorecard")) == everything - {"14_scorecard"}

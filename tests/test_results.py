@@ -70,7 +70,7 @@ def test_figures_png_and_pdf_shown_once_with_label_and_caption(tmp_path, monkeyp
 def test_marked_figures_get_cells_of_their_own_in_page_order():
     import nbformat
 
-    from lib.book.figures import number_figures
+    from lib.book.figure_labels import number_figures
 
     def out(text):
         return nbformat.v4.new_output("stream", name="stdout", text=text)

@@ -9,10 +9,14 @@ import yaml
 
 from lib.book import scorecard
 from lib.book.results import Results
-from lib.build import edition
-from lib.build.cache import Entry, digest
+from lib.core.store import CHAPTER
+from lib.edition import notes
+from lib.edition.cache import Entry, digest
 from lib.errors import BookError
-from lib.experiments.schemas import SCHEMAS
+from lib.experiments import MODULES, rules, schemas, verdicts
+
+SCHEMAS = {(s.chapter, s.name): s for chapter in MODULES for s in schemas(chapter).values()}
+RULES = {name: f for chapter in MODULES for name, f in rules(chapter).items()}
 
 
 def test_registry_entries_are_complete_and_rules_exist():
@@ -21,9 +25,9 @@ def test_registry_entries_are_complete_and_rules_exist():
     for c in claims:
         assert c.claim.endswith(".") and c.paper_value and c.section
         if c.untestable is None:
-            assert c.rule in scorecard.RULES and c.reason and c.effect and c.margin is not None
+            assert c.rule in RULES and c.reason and c.effect and c.margin is not None
     assert {c.paper for c in claims} == {"luo2021", "luo2021_thesis", "bis2021", "ding2022"}
-    assert set(scorecard.RULES) == {c.rule for c in claims if c.rule}  # no rule without a claim
+    assert set(RULES) == {c.rule for c in claims if c.rule}  # no rule without a claim
 
 
 def _plant(root, model: str, chapter: str, table: str, frame: pd.DataFrame, name: str | None = None) -> None:
@@ -158,7 +162,7 @@ def test_wic_verdict_is_paired_over_the_same_development_pairs(tmp_path):
         }
     )
     _plant(tmp_path, "m", "07_wic", "best", frame)
-    outcome = scorecard.RULES[claim.rule](scorecard.Tables("planted", root=tmp_path), "m", claim)
+    outcome = RULES[claim.rule](verdicts.Tables("planted", root=tmp_path), "m", claim)
     assert outcome.verdict == "holds" and outcome.estimate.value == pytest.approx(100 * 13 / 638)
     assert (outcome.estimate.high - outcome.estimate.low) / 2 < 1.5  # paired: far narrower than the ±5.4 of independent accuracies
 
@@ -167,8 +171,9 @@ def test_holm_turns_weak_verdicts_inconclusive():
     """Twenty verdicts at p = 0.04 each would all hold one by one; corrected together, none does. One at p = 0.001
     survives."""
     card = pd.DataFrame({"verdict": ["holds"] * 20 + ["does not hold", "holds"], "ours": "x", "p": [0.04] * 20 + [0.001, np.nan]})
-    out = scorecard.holm_corrected(card)
-    assert (out["verdict"].iloc[:20] == "inconclusive").all() and out["ours"].iloc[0].startswith("x (holds before Holm's correction over 21 verdicts")
+    out = verdicts.holm_corrected(card)
+    assert (out["verdict"].iloc[:20] == "inconclusive").all() and out["corrected"].iloc[:20].all() and (out["before_holm"].iloc[:20] == "holds").all()
+    assert out["tested"].sum() == 21 and not out["corrected"].iloc[20:].any() and (out["ours"] == "x").all()  # no prose added
     assert out["verdict"].iloc[20] == "does not hold" and out["p_holm"].iloc[20] == pytest.approx(0.021)
     assert out["verdict"].iloc[21] == "holds" and np.isnan(out["p_holm"].iloc[21])  # an exact verdict has no p-value
 
@@ -176,7 +181,7 @@ def test_holm_turns_weak_verdicts_inconclusive():
 def test_bad_registry_entries_are_one_line_errors(tmp_path):
     bad = tmp_path / "claims.yaml"
     bad.write_text(yaml.safe_dump([{**REGISTRY[0], "rule": "no_such_rule"}]))
-    with pytest.raises(BookError, match="unknown rule 'no_such_rule'"):
+    with pytest.raises(BookError, match="has no rule 'no_such_rule'"):
         scorecard.claims(bad)
     bad.write_text(yaml.safe_dump([{k: v for k, v in REGISTRY[0].items() if k != "reason"}]))
     with pytest.raises(BookError, match="needs reason"):
@@ -186,16 +191,16 @@ def test_bad_registry_entries_are_one_line_errors(tmp_path):
 def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     registry, root = planted
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(root))
-    assert edition.scorecard_summary(None) == ""  # before the scorecard chapter has run
+    assert notes.scorecard_summary(None) == ""  # before the scorecard chapter has run
     card = scorecard.scorecard("planted", root=root, registry=registry)
-    path = Results("14_scorecard", "planted", root=root).table(card, "scorecard", "scorecard", {})
-    record = {"kind": "output", "label": "planted/scorecard/14_scorecard/scorecard.csv", "path": str(path), "sha256": digest(str(path))}
+    path = Results("14_scorecard", "planted", root=root).table(card, "scorecard", CHAPTER, {})
+    record = {"kind": "output", "label": "planted/chapter/14_scorecard/scorecard.csv", "path": str(path), "sha256": digest(str(path))}
     entry = Entry(chapter="14_scorecard", key="k", parts={}, notebook="n", inputs=[], outputs=[record], facts={})
-    summary = edition.scorecard_summary(entry)
+    summary = notes.scorecard_summary(entry)
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
     path.write_text(path.read_text().replace("holds", "does not hold"))  # a table its run did not write: no summary
-    assert edition.scorecard_summary(entry) == ""
+    assert notes.scorecard_summary(entry) == ""
 
 
 def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):
@@ -204,6 +209,6 @@ def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):
         pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.5, 0.9]}), "isotropy", "delta", {}
     )
     Results("02_outlier_neurons", "planted", root=root).table(pd.DataFrame({"x": [1]}), "t", "delta", {}, {"name": "Delta model"})
-    tables = scorecard.Tables("planted", root=root)
+    tables = verdicts.Tables("planted", root=root)
     assert tables.name("delta", "12_isotropy_word_similarity") == "Delta model"  # its own chapter recorded no name
     assert tables.name("alpha", "12_isotropy_word_similarity") == "Alpha" and tables.name("nobody", "01_anisotropy") == "nobody"

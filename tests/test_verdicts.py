@@ -8,18 +8,19 @@ import pandas as pd
 import pytest
 
 from lib.book import scorecard
+from lib.experiments import verdicts
 
-from .test_scorecard import _plant
+from .test_scorecard import RULES, _plant
 
-H, F, M, INC, U, N = scorecard.HOLDS, scorecard.FAILS, scorecard.MIXED, scorecard.INCONCLUSIVE, scorecard.UNTESTABLE, scorecard.NOT_RUN
+H, F, M, INC, U, N = verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED, verdicts.INCONCLUSIVE, verdicts.UNTESTABLE, verdicts.NOT_RUN
 
 
-def verdict(root, rule: str, tables: dict[tuple[str, str], pd.DataFrame], model: str = "m") -> scorecard.Outcome:
+def verdict(root, rule: str, tables: dict[tuple[str, str], pd.DataFrame], model: str = "m") -> verdicts.Outcome:
     claim = next(c for c in scorecard.claims() if c.rule == rule)
     for (chapter_model, table), frame in tables.items():
         where_model, chapter = chapter_model.split("/") if "/" in chapter_model else (model, chapter_model)
         _plant(root, where_model, chapter, table, frame)
-    return scorecard.RULES[rule](scorecard.Tables("planted", root=root), model, claim)
+    return RULES[rule](verdicts.Tables("planted", root=root), model, claim)
 
 
 # --- planted tables, one builder per rule: keyword arguments set the effect -----------------------------------------
@@ -149,7 +150,7 @@ def sts(clipped: list[float], whitened: list[float], glove: list[float] | None =
         ]
     tables = {("08_sts", "spearman_by_layer"): pd.DataFrame(rows)}
     if glove is not None:
-        tables[("glove-6b-50d/08_sts", "glove_baseline")] = pd.DataFrame({"dataset": STS_SETS[: len(glove)], "spearman_x100": [60.0 + g for g in glove]})
+        tables[("chapter/08_sts", "glove_baseline")] = pd.DataFrame({"dataset": STS_SETS[: len(glove)], "spearman_x100": [60.0 + g for g in glove]})
     return tables
 
 
@@ -361,10 +362,10 @@ def test_planted_tables_give_each_verdict(tmp_path, rule, tables, expected):
 
 
 def test_every_rule_can_hold_and_can_fail():
-    for rule in scorecard.RULES:
+    for rule in RULES:
         given = {e for r, _, e in CASES if r == rule}
         assert {H, F} <= given, f"{rule}: planted cases give only {sorted(given)}"
     interval_rules = {r for r, _, e in CASES if e == INC}
     exact_rules = {"model_outliers_exist", "position_argmax_share", "propagates_after_first_layernorm", "layernorm_top_rank", "few_tokens_cover"}
     exact_rules |= {"centering_raises_isotropy", "spectrum_ratio_collapses", "top_direction_is_mean"}
-    assert set(scorecard.RULES) - exact_rules <= interval_rules  # every rule with an interval can be inconclusive
+    assert set(RULES) - exact_rules <= interval_rules  # every rule with an interval can be inconclusive

@@ -16,8 +16,8 @@ import pytest
 from huggingface_hub.hf_api import BlobLfsInfo, RepoSibling
 
 from lib.book.chapter import chapter_parameters
-from lib.build import pretraining as launcher
 from lib.datasets import cli, wikipedia
+from lib.edition import pretraining as launcher
 from lib.errors import BookError
 from lib.experiments.pretraining import pretraining_runs
 from lib.train import pretrain, shards

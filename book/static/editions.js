@@ -1,4 +1,4 @@
-// The edition switcher. On the published site the editions sit side by side (lib/build/site.py), with editions.json
+// The edition switcher. On the published site the editions sit side by side (lib/edition/site.py), with editions.json
 // beside them; every page then shows a line linking the same page in each edition. A single edition opened from disk
 // has no editions.json, and the line is not shown.
 function showEditions() {

@@ -3,29 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TypeVar
 
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ..build.profiles import PROFILES, config, profile_parameters  # noqa: F401  (config: `ch.config` in the chapters)
-from ..build.sources import declared_parameters, source_file
+from ..core.profiles import chapter_parameters, config  # noqa: F401  (`ch.config`, `ch.chapter_parameters` in the chapters)
+from ..core.sources import comma_list, declared_parameters
 from ..datasets.tasks import sample_sentences
-from ..encode.models import LoadedModel, check_available
+from ..encode.models import check_available
 from ..errors import require
-from ..experiments import outlier_set
-from ..provenance import record
-from . import paper, plotting
+from ..experiments import plotting
+from . import paper
 from .results import Results
 from .tables import show
-
-T = TypeVar("T")
 
 
 def names(value: object, what: str, allowed: Iterable[str] | None = None) -> list[str]:
     """The items of a comma-separated parameter (e.g. `tasks = "sst2,imdb"`), in order; at least one, each
     among `allowed` when given."""
-    items = [item.strip() for item in str(value).split(",") if item.strip()]
+    items = comma_list(value)
     require(len(items) > 0, f"{what} is empty: give one or more comma-separated names")
     if allowed is not None:
         known = list(allowed)
@@ -85,7 +81,7 @@ def positive_number(name: str, value: object) -> float:
 
 def positive_numbers(name: str, value: object) -> list[float]:
     """A parameter of comma-separated numbers above zero (e.g. `"1,0.25"`); an empty string gives none."""
-    items = [item.strip() for item in str(value).split(",") if item.strip()]
+    items = comma_list(value)
     numbers = []
     for item in items:
         try:
@@ -106,30 +102,6 @@ def begin(chapter: str, profile: str, models: str) -> tuple[list[str], Results]:
     """Check the model list and set the figure style; returns (model specs, the chapter's Results). Nothing is written yet."""
     plotting.style()
     return parse_models(models, profile), Results(chapter, profile)
-
-
-def chapter_parameters(chapter: str, profile: str) -> dict[str, object]:
-    """Another chapter's parameters in this edition (its cell's values, with the profile's changes when the profile is a
-    file in profiles/), recorded as inputs of the running chapter so that it runs again when they change."""
-    record("data", source_file(chapter), f"parameters cell of {chapter}")
-    values = dict(declared_parameters(chapter))
-    if (PROFILES / f"{profile}.yaml").is_file():
-        record("data", PROFILES / f"{profile}.yaml", f"profile {profile}")
-        values.update(profile_parameters(profile, chapter))
-    return values
-
-
-def outlier_criterion(profile: str) -> outlier_set.Criterion:
-    """Chapter 02's outlier criterion and sample in this edition: the one definition of an outlier dimension."""
-    p = chapter_parameters(outlier_set.CHAPTER, profile)
-    return outlier_set.Criterion(float(p["z_threshold"]), float(p["min_layer_share"]), int(p["n_sentences"]), int(p["seed"]))
-
-
-def outliers_of(lm: LoadedModel, spec: str, profile: str) -> outlier_set.OutlierSet:
-    """The model's outlier set in this edition (chapter 02's results, or recomputed as chapter 02 would), announced."""
-    found = outlier_set.reference(lm, spec, profile, outlier_criterion(profile))
-    print(f"outlier set of {found.describe()}")
-    return found
 
 
 def sst2_sentences(n: int, seed: int) -> list[str]:

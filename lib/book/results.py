@@ -19,12 +19,14 @@ import pandas as pd
 from IPython.display import display
 
 from .. import __version__
+from ..core import store
+from ..core.store import Schema
 from ..errors import BookError, require
-from ..experiments.schemas import Schema
+from ..experiments import plotting
 from ..io import write_atomic
 from ..provenance import record
-from ..settings import chapter_results, output_dir, slug
-from . import figures, plotting, tabs
+from ..settings import output_dir, slug
+from . import figure_labels, tabs
 
 
 def _json_default(obj: Any) -> Any:
@@ -44,11 +46,11 @@ class Results:
         self.root = (root or output_dir()) / profile
 
     def folder(self, model: str) -> Path:
-        return chapter_results(self.profile, model, self.chapter, self.root.parent)
+        return store.folder(self.profile, model, self.chapter, self.root.parent)
 
     def table(self, frame: pd.DataFrame, name: str | Schema, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path:
         """Write a table as CSV and record its columns and the run's parameters in meta.json (no date: the same results give
-        the same bytes; when a chapter ran is in the build report). A table with a schema (`lib.experiments.schemas`) is
+        the same bytes; when a chapter ran is in the build report). A table with a schema (declared in its chapter's experiment module) is
         checked against it first."""
         if isinstance(name, Schema):
             require(name.chapter == self.chapter, f"table {name.name} is declared for {name.chapter}, not {self.chapter}")
@@ -56,7 +58,7 @@ class Results:
             name = name.name
         folder = self.folder(model)
         path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
-        meta_path = folder / "meta.json"
+        meta_path = folder / store.META
         try:
             earlier = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else {}
         except (OSError, ValueError):
@@ -81,7 +83,7 @@ class Results:
 
     def figure(self, fig, name: str, caption: str, tab: str | None = None) -> None:
         """Save a matplotlib figure as PNG (for the book) and PDF (for print), then show the PNG marked with its caption
-        (MyST) and label (`figures.label`), which the edition turns into a numbered figure (in `tab`'s tab, given a
+        (MyST) and label (`figure_labels.label`), which the edition turns into a numbered figure (in `tab`'s tab, given a
         model's name: `tabs`); the figure is closed."""
         plotting.readable(fig)
         for ext in ("pdf", "png"):
@@ -90,5 +92,5 @@ class Results:
         plt.close(fig)
         png = base64.b64encode(self.figure_path(name, "png").read_bytes()).decode("ascii")
         vector = f"{self.profile}/figures/{self.chapter}/{self.figure_path(name, 'pdf').name}"  # the PDF book prints this file
-        marks = {figures.KEY: {"name": figures.label(self.chapter, name), "caption": caption, "pdf": vector}} | ({tabs.KEY: tab} if tab else {})
+        marks = {figure_labels.KEY: {"name": figure_labels.label(self.chapter, name), "caption": caption, "pdf": vector}} | ({tabs.KEY: tab} if tab else {})
         display({"image/png": png}, raw=True, metadata=marks)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import figures
+from . import figure_labels
 
 KEY = "book_tab"  # output metadata: the tab (model name) an output belongs to
 FOLDER = "figures"  # beside the staged chapters: the images of figures that moved into tabs
@@ -19,14 +19,14 @@ FOLDER = "figures"  # beside the staged chapters: the images of figures that mov
 
 def _figure(output: nbformat.NotebookNode, folder: Path, write: Callable[[Path, bytes], None]) -> str:
     """A marked figure output as a MyST figure directive whose image is written into folder."""
-    meta = output["metadata"][figures.KEY]
+    meta = output["metadata"][figure_labels.KEY]
     image = folder / f"{meta['name']}.png"
     write(image, base64.b64decode(output["data"]["image/png"]))
-    return f":::{{figure}} {FOLDER}/{image.name}\n:name: {meta['name']}\n:alt: {figures.alt_text(meta['caption'])}\n\n{meta['caption']}\n:::\n"
+    return f":::{{figure}} {FOLDER}/{image.name}\n:name: {meta['name']}\n:alt: {figure_labels.alt_text(meta['caption'])}\n\n{meta['caption']}\n:::\n"
 
 
 def _content(output: nbformat.NotebookNode, folder: Path, write: Callable[[Path, bytes], None]) -> str:
-    if figures.KEY in output.get("metadata", {}):
+    if figure_labels.KEY in output.get("metadata", {}):
         return _figure(output, folder, write)
     return output["data"]["text/markdown"]
 
@@ -41,7 +41,7 @@ def group(nb: nbformat.NotebookNode, folder: Path, write: Callable[[Path, bytes]
         outputs, run = [], []
         for output in [*cell.get("outputs", []), None]:  # None closes the last run
             meta = {} if output is None else output.get("metadata", {})
-            marked = KEY in meta and (figures.KEY in meta or "text/markdown" in output.get("data", {}))
+            marked = KEY in meta and (figure_labels.KEY in meta or "text/markdown" in output.get("data", {}))
             if marked:
                 run.append(output)
                 continue

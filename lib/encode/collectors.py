@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import require
-from .extraction import Collector, TokenBatch
+from .extraction import TokenBatch
 from .models import LoadedModel, embedding_layernorm
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -267,31 +267,6 @@ class AllTokens:
         return np.concatenate([part[0][layer] for part in self._parts]).astype(np.float32)[self._sorted()]
 
 
-class Subset:
-    """Collector: passes to `collector` only the tokens of the chosen sentences (`member[i]` for sentence i), so one
-    extraction of several overlapping sets' union gives each set its own statistics."""
-
-    def __init__(self, collector: Collector, member: np.ndarray):
-        self.collector, self.member = collector, np.asarray(member, dtype=bool)
-
-    def update(self, batch: TokenBatch) -> None:
-        keep = np.flatnonzero(self.member[batch.sentence_ids])
-        if len(keep) == len(batch.sentence_ids):
-            self.collector.update(batch)
-        elif len(keep):
-            index = torch.from_numpy(keep).to(batch.hidden.device)
-            self.collector.update(
-                TokenBatch(
-                    batch.hidden.index_select(1, index),
-                    batch.token_ids[keep],
-                    batch.positions[keep],
-                    batch.sentence_ids[keep],
-                    batch.special[keep],
-                    batch.rows[keep],
-                )
-            )
-
-
 class _GroupMeans:
     """Running sums of chosen tokens' vectors (every layer) per group (a sentence), and how many were added."""
 
@@ -352,6 +327,14 @@ class SpanMeans(_GroupMeans):
         return self._means()
 
 
+INPUT_STAGE = "input"  # a position profile's stage before the embedding LayerNorm: token + position (+ segment) embeddings
+
+
+def layer_stage(layer: int) -> str:
+    """A position profile's stage name for a hidden-state layer (0: the embedding output)."""
+    return f"layer {layer}"
+
+
 class PositionProfile:
     """Collector: per sequence position, the average vector at the embedding LayerNorm's input
     (stage "input": token + position (+ segment) embeddings) and at the chosen hidden-state layers.
@@ -362,7 +345,7 @@ class PositionProfile:
         require(max_positions > 0, "max_positions must be positive")
         require(all(0 <= layer <= lm.n_layers for layer in layers), f"layers must be within 0..{lm.n_layers} for {lm.name}")
         self.layers, self.max_positions, self.include_special = tuple(layers), max_positions, include_special
-        self.stages = ["input"] + [f"layer {layer}" for layer in layers]
+        self.stages = [INPUT_STAGE] + [layer_stage(layer) for layer in layers]
         self.sums = np.zeros((len(self.stages), max_positions, lm.width))
         self.counts = np.zeros(max_positions, dtype=np.int64)
         self._input: torch.Tensor | None = None

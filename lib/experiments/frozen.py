@@ -10,13 +10,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..core.store import declare
 from ..encode.collectors import LayerStats, SentenceMeans
 from ..encode.extraction import extract
 from ..encode.models import LoadedModel
+from ..measure import inference
 from ..train import probe
-from . import variants as variants_
+from . import vector_variants
 from .outlier_set import OutlierSet
-from .schemas import FROZEN_ACCURACY, FROZEN_BEST
+from .vector_variants import CLIPPED, RAW, WHITENED
+from .verdicts import NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, from_units, rule, unit
 
 Split = tuple[list[str], np.ndarray]  # texts and integer labels (-1: unlabelled)
 
@@ -27,7 +30,9 @@ class TaskRun:
     correct: dict[tuple[str, int], np.ndarray]  # (variant, layer) -> which test examples its classifier gets right
 
 
-def classify(variants: variants_.Variants, vectors: dict[str, np.ndarray], labels: dict[str, np.ndarray], task: str, fit_texts: int, bias: bool) -> TaskRun:
+def classify(
+    variants: vector_variants.Variants, vectors: dict[str, np.ndarray], labels: dict[str, np.ndarray], task: str, fit_texts: int, bias: bool
+) -> TaskRun:
     """Development and test accuracy (%) of a classifier fitted on the training vectors, for every variant and layer,
     and which test examples each gets right (for paired comparisons)."""
     correct = {}
@@ -61,8 +66,8 @@ def run_task(
     protocol: str = "model",
 ) -> TaskRun:
     """Pool every split once; fit the variants on the training texts plus the unlabelled `fit` texts (token moments
-    for "whitened", pooled vectors for "whitened-sentences"); score every variant and layer."""
-    stats = LayerStats(covariance="whitened" in wanted)
+    for WHITENED, pooled vectors for WHITENED_SENTENCES); score every variant and layer."""
+    stats = LayerStats(covariance=WHITENED in wanted)
     pooled = {}
     for split, (texts, _) in splits.items():
         if texts:
@@ -70,7 +75,7 @@ def run_task(
             extract(lm, texts, [pooled[split]] + ([stats] if split in ("train", "fit") else []), desc=f"{lm.name} {task} {split}")
     vectors = {split: p.result() for split, p in pooled.items()}
     fit_vectors = np.concatenate([vectors["train"]] + ([vectors.pop("fit")] if "fit" in vectors else []))
-    fitted = variants_.fit(wanted, outlier_set, protocol, token_stats=stats, sentence_vectors=fit_vectors)
+    fitted = vector_variants.fit(wanted, outlier_set, protocol, token_stats=stats, sentence_vectors=fit_vectors)
     labels = {split: y for split, (_, y) in splits.items() if split != "fit"}
     return classify(fitted, vectors, labels, task, len(fit_vectors), bias)
 
@@ -98,6 +103,33 @@ def best(runs: list[TaskRun], model: str, spec: str) -> pd.DataFrame:
             )
         right = {variant: run.correct[(variant, int(row["layer"]))] for variant, row in chosen.items()}
         for row in rows[len(rows) - len(chosen) :]:
-            here, raw = right[row["variant"]], right["raw"]
+            here, raw = right[row["variant"]], right[RAW]
             row.update(test_examples=len(here), test_right_only_here=int((here & ~raw).sum()), test_right_only_raw=int((raw & ~here).sum()))
     return FROZEN_BEST.frame(rows)
+
+
+FROZEN_ACCURACY = declare("09_supervised", "accuracy_by_layer", "task variant layer dev_accuracy test_accuracy C converged clipped_dims whitening_fit_texts")
+
+
+FROZEN_BEST = declare(
+    "09_supervised",
+    "best",
+    "model spec task variant best_test best_test_layer test_at_best_dev_layer best_dev_layer test_examples test_right_only_here test_right_only_raw",
+)
+
+
+@rule
+def supervised_clipping_small(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table).set_index(["task", "variant"])
+    tasks = list(dict.fromkeys(t.index.get_level_values("task")))
+    if CLIPPED not in t.index.get_level_values("variant"):
+        return Outcome(NOT_RUN, "no clipped classifiers")
+    accuracy = tables.read(model, claim.chapter, "accuracy_by_layer")
+    if accuracy is not None and (accuracy.loc[accuracy["variant"] == CLIPPED, "clipped_dims"] == 0).all():
+        return Outcome(UNTESTABLE, "nothing is clipped in this model (no model-level outlier dimension): the two classifiers are the same")
+    units = []
+    for task in tasks:
+        r = t.loc[(task, CLIPPED)]
+        estimate = inference.paired_proportions(int(r["test_right_only_here"]), int(r["test_right_only_raw"]), int(r["test_examples"]), "test examples")
+        units.append(unit(task, estimate.scaled(100), claim.margin, "within"))
+    return from_units(units, 1, " points")

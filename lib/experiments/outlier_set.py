@@ -8,13 +8,14 @@ recomputes them with the same pass, sample and criterion.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..core import store
+from ..core.profiles import chapter_parameters
 from ..datasets.tasks import sample_sentences
 from ..encode.collectors import LayerStats
 from ..encode.extraction import extract
@@ -22,10 +23,10 @@ from ..encode.models import LoadedModel
 from ..errors import BookError, require
 from ..measure import outliers
 from ..provenance import record
-from ..settings import chapter_results
 
 CHAPTER = "02_outlier_neurons"
-SOURCE_TABLE = "mean_vectors"
+SOURCE_TABLE = "mean_vectors"  # chapter 02's average vectors, the reference every chapter that clips reads
+OUTLIER_COLUMNS = "dim sign max_abs_z layers n_layers model_outlier"  # a table of detected dimensions (chapters 02 and 05)
 
 
 @dataclass(frozen=True)
@@ -103,17 +104,16 @@ def reference(lm: LoadedModel, spec: str, profile: str, criterion: Criterion, ro
     """The model's outlier set: chapter 02's average vectors for this model and edition when it wrote them (with the
     criterion it recorded), else the same statistics recomputed on chapter 02's sample. Either way the files are recorded
     as inputs, so a chapter that used them runs again when chapter 02 changes them."""
-    folder = chapter_results(profile, spec, CHAPTER, root)
-    table, meta = folder / f"{SOURCE_TABLE}.csv", folder / "meta.json"
+    table, meta = store.table_path(profile, spec, CHAPTER, SOURCE_TABLE, root), store.meta_path(profile, spec, CHAPTER, root)
     record("data", table, f"chapter 02's average vectors of {spec} ({profile})")
     record("data", meta, f"chapter 02's outlier criterion for {spec} ({profile})")
     if table.is_file() and meta.is_file():
+        recorded = store.recorded_parameters(profile, spec, CHAPTER, root)
         try:
-            recorded = json.loads(meta.read_text(encoding="utf-8"))["parameters"]
             used = Criterion(float(recorded["z_threshold"]), float(recorded["min_layer_share"]), int(recorded["n_sentences"]), int(recorded["seed"]))
             mean = _from_table(pd.read_csv(table))
         except (OSError, ValueError, KeyError, TypeError) as err:
-            raise BookError(f"{folder}: chapter 02's results cannot be read ({err}); run chapter 02 again or delete that folder") from None
+            raise BookError(f"{table.parent}: chapter 02's results cannot be read ({err}); run chapter 02 again or delete that folder") from None
         require(
             mean.shape == (lm.n_layers + 1, lm.width),
             f"{table} holds {mean.shape[0]} layers × {mean.shape[1]} dims but {lm.name} has {lm.n_layers + 1} × {lm.width}: "
@@ -123,3 +123,16 @@ def reference(lm: LoadedModel, spec: str, profile: str, criterion: Criterion, ro
     sentences = sample_sentences("sst2", "train", criterion.n_sentences, criterion.seed)
     mean = statistics(lm, sentences).mean
     return OutlierSet(lm.name, mean, criterion, "recomputed as chapter 02 would: it has not run on this model in this edition")
+
+
+def outlier_criterion(profile: str) -> Criterion:
+    """Chapter 02's outlier criterion and sample in this edition: the one definition of an outlier dimension."""
+    p = chapter_parameters(CHAPTER, profile)
+    return Criterion(float(p["z_threshold"]), float(p["min_layer_share"]), int(p["n_sentences"]), int(p["seed"]))
+
+
+def outliers_of(lm: LoadedModel, spec: str, profile: str) -> OutlierSet:
+    """The model's outlier set in this edition (chapter 02's results, or recomputed as chapter 02 would), announced."""
+    found = reference(lm, spec, profile, outlier_criterion(profile))
+    print(f"outlier set of {found.describe()}")
+    return found

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core.store import declare
 from ..encode.collectors import AllTokens
+from ..measure import inference
 from ..train import probe
-from .schemas import PROBE_ACCURACY, PROBE_CONTRIBUTION
+from .plotting import COLORS
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, rule, unit
 
 PROBES = {
     "paper": "bias-free, on the vectors (Luo et al. 2021)",
@@ -94,3 +99,104 @@ def run(tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_posit
         sum(int((~k).sum()) for k in keep.values()),
         (layer_x, y),
     )
+
+
+def probe_accuracy(tables: dict[str, pd.DataFrame]):
+    """Position-prediction accuracy by layer, one line per model (test set; dev as a thin dashed line)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for (name, t), color in zip(tables.items(), COLORS):
+        ax.plot(t["layer"], 100 * t["test_accuracy"], "-o", color=color, label=f"{name} (test)")
+        ax.plot(t["layer"], 100 * t["dev_accuracy"], "--", lw=0.8, color=color, label=f"{name} (dev)")
+    ax.set(xlabel="layer (0 = embedding output)", ylabel="accuracy (%)", ylim=(0, 102))
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.legend(frameon=False)
+    return fig
+
+
+def contributions_by_layer(tables: dict[str, pd.DataFrame]):
+    """Per model: mean contribution by layer of each outlier dimension, of the largest non-outlier neuron, and of all neurons."""
+    fig, axes = plt.subplots(len(tables), 1, figsize=(7.5, 3.8 * len(tables)), squeeze=False)
+    for ax, (name, t) in zip(axes[:, 0], tables.items()):
+        dims = [c for c in t.columns if c.startswith("dim ") and not c.endswith(" rank")]
+        for color, col in zip(COLORS[1:], dims):
+            ax.plot(t["layer"], t[col], "-o", color=color, label=col + " (outlier)")
+        ax.plot(t["layer"], t["top_other"], "-s", color=COLORS[0], label="largest non-outlier neuron")
+        for _, r in t.iterrows():
+            ax.annotate(
+                str(int(r["top_other_dim"])),
+                (r["layer"], r["top_other"]),
+                fontsize=7,
+                color=COLORS[0],
+                xytext=(0, -10),
+                textcoords="offset points",
+                ha="center",
+            )
+        ax.plot(t["layer"], t["mean_all"], ":", color="black", label="mean of all neurons")
+        ax.set(xlabel="layer (0 = embedding output)", ylabel="mean contribution |w·v|", title=f"{name}: contribution to position prediction")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def contribution_heatmaps(maps: dict[str, np.ndarray]):
+    """Heatmaps (positions x layers) of mean contribution, one panel per neuron (or summary), shared colour scale."""
+    fig, axes = plt.subplots(len(maps), 1, figsize=(7.5, 2.9 * len(maps)), squeeze=False)
+    vmax = max(np.nanmax(m) for m in maps.values())
+    for ax, (label, m) in zip(axes[:, 0], maps.items()):
+        im = ax.imshow(m.T, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=vmax, interpolation="nearest")
+        ax.set(title=label, xlabel="position in the sequence", ylabel="layer")
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.grid(False)
+        fig.colorbar(im, ax=ax, label="contribution")
+    fig.tight_layout()
+    return fig
+
+
+PROBE_ACCURACY = declare(
+    "04_position_probe",
+    "accuracy_by_layer",
+    "layer dev_accuracy best_epoch test_accuracy train_tokens test_tokens centred_test_accuracy shuffled_test_accuracy",
+)
+
+
+PROBE_CONTRIBUTION = declare("04_position_probe", "contribution_by_layer", "layer probe mean_all top_dim top_other_dim top_other", r"dim \d+( rank)?")
+
+
+@rule
+def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    low = t[t["layer"].between(1, 3)]
+    if (low["shuffled_test_accuracy"] >= claim.margin).any():
+        return Outcome(UNTESTABLE, "the shuffled-position control reaches the margin: the probe would score without position information")
+    units = [
+        unit(f"layer {int(r.layer)}", inference.proportion(round(r.test_accuracy * r.test_tokens), int(r.test_tokens), "test tokens"), claim.margin)
+        for r in low.itertuples()
+    ]
+    control = "shuffled-position probe: " + ", ".join(f"{a:.1%}" for a in low["shuffled_test_accuracy"])
+    return from_units(units, control=control)
+
+
+@rule
+def probe_falls_with_depth(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = contextual(tables.read(model, claim.chapter, claim.table)).sort_values("layer")
+    first, last = t.iloc[0], t.iloc[-1]
+    n = int(first["test_tokens"])
+    estimate = inference.independent_proportions(first["test_accuracy"], n, last["test_accuracy"], n, "test tokens (the same tokens: conservative)")
+    estimate = estimate.scaled(100)
+    text = f"test accuracy layer {int(first['layer'])} minus layer {int(last['layer'])}: {estimate.text(1, ' points')}"
+    return outcome(decide(estimate, claim.margin), text, estimate)
+
+
+@rule
+def outlier_top_contributor(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = contextual(tables.read(model, claim.chapter, claim.table))
+    ranks = [c for c in t.columns if c.startswith("dim ") and c.endswith(" rank")]
+    if not ranks:
+        return Outcome(UNTESTABLE, "no model-level outlier dimension in this model")
+    first = {probe: int((part[ranks].min(axis=1) == 1).sum()) for probe, part in t.groupby("probe")}
+    layers = int(t["layer"].nunique())
+    estimate = inference.proportion(first["centred"], layers, "layers")
+    text = f"an outlier dim ranks first in {first['centred']} of {layers} layers with the centred probe ({estimate.text(2)})"
+    control = f"paper's bias-free probe: first in {first['paper']} layers; trained on shuffled positions: first in {first['shuffled']}"
+    return outcome(decide(estimate, claim.margin), text, estimate, control)

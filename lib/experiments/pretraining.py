@@ -4,20 +4,30 @@ perplexity, the paper's extreme-dimension share and chapter 02's model-level out
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from transformers import PreTrainedTokenizerFast
 
-from ..build.profiles import config
+from ..core.profiles import config
+from ..core.sources import comma_list
+from ..core.store import declare
 from ..errors import require
-from ..measure import metrics
+from ..measure import inference, metrics
+from ..measure.inference import Estimate
 from ..measure.outliers import OutlierReport
-from ..settings import autocast_precision, pick_device
+from ..measure.positional import AFTER_FIRST
+from ..settings import autocast_precision, models_dir, pick_device
 from ..train import pretrain
+from .outlier_set import OUTLIER_COLUMNS
+from .plotting import COLORS
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome, rule
 
 
 def seed_pairs(names: list[str], seed: int, seeds: int) -> dict[int, tuple[str, str]]:
@@ -28,9 +38,9 @@ def seed_pairs(names: list[str], seed: int, seeds: int) -> dict[int, tuple[str, 
 
 def pretraining_runs(parameters: Mapping[str, object]) -> tuple[dict[int, tuple[str, str]], dict[str, pretrain.PretrainConfig]]:
     """Chapter 05's runs from its parameters (the cell's namespace, or `chapter_parameters`): per seed the pair of model
-    names (with, without position embeddings) and each run's configuration. The chapter and `lib.build.pretraining`
+    names (with, without position embeddings) and each run's configuration. The chapter and `lib.edition.pretraining`
     (the same runs under torchrun, ahead of the chapter) both call this."""
-    names = [n.strip() for n in str(parameters["names"]).split(",") if n.strip()]
+    names = comma_list(parameters["names"])
     require(
         len(names) == 2 and names[0] != names[1], f"names must be two different model names, with then without position embeddings, got {parameters['names']!r}"
     )
@@ -39,6 +49,41 @@ def pretraining_runs(parameters: Mapping[str, object]) -> tuple[dict[int, tuple[
     pairs = seed_pairs(names, int(parameters["seed"]), int(parameters["seeds"]))
     configs = {name: replace(base, seed=s, position_embeddings=name == pe) for s, (pe, nope) in pairs.items() for name in (pe, nope)}
     return pairs, configs
+
+
+def train_unless_saved(
+    configs: Mapping[str, pretrain.PretrainConfig],
+    corpus: tuple,
+    track_blocks: int,
+    device: str,
+    retrain: bool = False,
+    micro_batch: int | None = None,
+    processes: int = 1,
+    main: bool = True,
+    barrier: Callable[[], None] = lambda: None,
+) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Each run's (training history, outlier track): the saved run's where one was saved in `models_dir()` with the same
+    settings and training code (unless `retrain`), else trained now on `corpus` (tokenizer, training and validation
+    blocks) and saved by the main process. Chapter 05 calls this, and so does `python -m lib.edition.pretraining`
+    (under torchrun, with the processes' barrier), so the runs it saves are the ones the chapter reuses."""
+    out = {}
+    for name, cfg in configs.items():
+        saved = None if retrain else pretrain.saved_run(models_dir() / name, cfg)
+        if saved is None:
+            what = "with" if cfg.position_embeddings else "without"
+            many = f", {processes} processes" if processes > 1 else ""
+            run = pretrain.train(
+                cfg, *corpus, track_blocks=track_blocks, device=device, desc=f"{name} ({what} position embeddings{many})", micro_batch=micro_batch
+            )
+            if main:
+                print(f"{name}: saved in {pretrain.save(run, models_dir() / name)}")
+            barrier()
+            saved = (run.history, run.track)
+            del run
+        elif main:
+            print(f"{name}: saved with these settings in {models_dir() / name}: reused (retrain=True trains it again)")
+        out[name] = saved
+    return out
 
 
 def perplexity_gap(
@@ -90,3 +135,169 @@ def run_summary(name: str, cfg: pretrain.PretrainConfig, history: pd.DataFrame, 
         "top_extreme_percent": float(top["percent"]),
         "model_outliers": int(report.model_outliers.shape[0]),
     }
+
+
+def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, float] | None = None):
+    """Masked-LM training loss and validation perplexity (log scale) by step, one line per run; optionally a
+    labelled reference perplexity as a dashed line."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for (name, h), color in zip(histories.items(), COLORS):
+        left.plot(h["step"], h["train_loss"], marker="o", ms=3, color=color, label=name)
+        right.plot(h["step"], h["valid_perplexity"], marker="o", ms=3, color=color, label=name)
+    if reference is not None:
+        right.axhline(reference[1], color="grey", ls="--", lw=1, label=f"{reference[0]}: {reference[1]:.0f}")
+        right.legend(frameon=False)
+    left.set(xlabel="step", ylabel="training loss (mean since last evaluation)", title="Training loss")
+    right.set(xlabel="step", ylabel="validation perplexity", yscale="log", title="Validation perplexity (log scale)")
+    for axis in (right.yaxis.set_major_formatter, right.yaxis.set_minor_formatter):
+        axis(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    left.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float, histories: dict[str, pd.DataFrame] | None = None):
+    """Per run (rows) and layer (lines) across checkpoints: robust z of the largest-|mean| dimension (dashed: the
+    outlier threshold; black: the position table's mean row, from a history's `pe_top_z`, where it has one), and the
+    share of vectors whose maximum lies in the most frequent argmax dimension."""
+    fig, axes = plt.subplots(len(tracks), 2, figsize=(11, 3.8 * len(tracks)), squeeze=False, sharex=True)
+    cmap = plt.get_cmap("viridis")
+    for (left, right), (name, t) in zip(axes, tracks.items()):
+        layers = sorted(t["layer"].unique())
+        for layer in layers:
+            rows = t[t["layer"] == layer]
+            color = cmap(layer / max(1, len(layers) - 1))
+            left.plot(rows["step"], rows["top_z"].abs(), marker="o", ms=3, color=color, label=f"layer {layer}")
+            right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color, label=f"layer {layer}")
+        handles = [left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")]
+        top = float(t["top_z"].abs().max())
+        table = None if histories is None or "pe_top_z" not in histories[name] else histories[name].dropna(subset=["pe_top_z"])
+        if table is not None and len(table):
+            handles += left.plot(table["step"], table["pe_top_z"].abs(), color="black", marker="s", ms=3, label="position table (mean row)")
+            top = max(top, float(table["pe_top_z"].abs().max()))
+        left.set(
+            ylabel="|robust z| of top dim",
+            ylim=(0, max(threshold, top) * 1.1),
+            title=f"{name}: largest |robust z|",
+        )
+        left.legend(handles=handles, frameon=False, fontsize=8, loc="upper right")
+        right.set(ylabel="% of vectors", ylim=(0, 100), title=f"{name}: share in one dimension")
+        right.legend(frameon=False, fontsize=8, ncol=2)
+    for ax in axes[-1]:
+        ax.set_xlabel("training step")
+    fig.tight_layout()
+    return fig
+
+
+PRETRAIN_SUMMARY = declare(
+    "05_pretraining",
+    "summary",
+    "model seed position_embeddings parameters_millions n_layers width steps tokens_seen_millions training_minutes valid_perplexity unigram_perplexity "
+    "top_extreme_kind top_extreme_dim top_extreme_percent model_outliers",
+)
+
+
+PRETRAIN_GAP = declare(
+    "05_pretraining",
+    "perplexity_gap",
+    "seed validation_blocks masked_tokens perplexity_with_pe perplexity_without_pe ratio_without_over_with ratio_low_95 ratio_high_95",
+)
+
+
+PRETRAIN_OUTLIERS = declare("05_pretraining", "outlier_dimensions", OUTLIER_COLUMNS)
+
+
+def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
+    """The last checkpoint's top dimension of a layer, and how many consecutive final checkpoints it held the top."""
+    dims = t[t["layer"] == layer].sort_values("step")["top_dim"].to_numpy()
+    held = int(np.argmax(dims[::-1] != dims[-1])) if (dims != dims[-1]).any() else len(dims)
+    return int(dims[-1]), held
+
+
+def findings(
+    first: tuple[str, str],
+    configs: Mapping[str, pretrain.PretrainConfig],
+    histories: Mapping[str, pd.DataFrame],
+    tracks: Mapping[str, pd.DataFrame],
+    reports: Mapping[str, OutlierReport],
+    position_summary: pd.DataFrame,
+    gap: pd.DataFrame,
+    unigram: float,
+    z_threshold: float,
+) -> list[str]:
+    """The chapter's "what our run shows" bullets: each of the first seed's runs (with, without position embeddings), the
+    position table, the perplexity ratio over seeds and the outlier track's peak."""
+    lines = []
+    for name in first:
+        cfg, h, t = configs[name], histories[name], tracks[name]
+        dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in reports[name].model_outliers.itertuples()) or "none"
+        best = reports[name].pooled.loc[reports[name].pooled["percent"].idxmax()]
+        last_layer = int(t["layer"].max())
+        top, held = stable_top(t, last_layer)
+        last_z = float(t[(t["layer"] == last_layer) & (t["step"] == t["step"].max())]["top_z"].iloc[0])
+        lines.append(
+            f"- **{name}** ({'with' if cfg.position_embeddings else 'without'} position embeddings): validation perplexity "
+            f"{h['valid_perplexity'].iloc[0]:.1f} at step {int(h['step'].iloc[0]):,} → {h['valid_perplexity'].iloc[-1]:.1f} at step "
+            f"{int(h['step'].iloc[-1]):,} ({h['tokens_seen'].iloc[-1] / 1e6:.1f} M tokens, {h['seconds'].sum() / 60:.1f} min). "
+            f"In the last layer of the validation track, dimension {top} has the largest |mean| (robust z {last_z:+.1f}) and held that place "
+            f"for the last {held} of {t['step'].nunique()} checkpoints. On SST-2, model-level outlier dimensions: {dims}; over all contextual "
+            f"layers dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors."
+        )
+    pe_after = position_summary.set_index("table").loc[AFTER_FIRST]
+    lines.append(
+        f"- The PE model's position table: {pe_after['rows_with_flagged_dim_percent']:.1f}% of positions after the first have a flagged "
+        f"dimension; dimension {int(pe_after['argmax_dim'])} is the maximum of {pe_after['argmax_percent']:.1f}% of them."
+    )
+    peak = {name: float(tracks[name]["top_z"].abs().max()) for name in first}
+    table_z = histories[first[0]]["pe_top_z"].abs()
+    log_ratio = np.log(gap["ratio_without_over_with"])
+    lines.append(
+        "- Perplexity ratio without/with position embeddings on the same masked validation tokens, per seed: "
+        + ", ".join(f"{r:.2f}× ({lo:.2f}-{hi:.2f})" for r, lo, hi in gap[["ratio_without_over_with", "ratio_low_95", "ratio_high_95"]].itertuples(index=False))
+        + f"; geometric mean over the {len(gap)} seeds {np.exp(log_ratio.mean()):.2f}× (paper: 354.0 / 4.3 = 82×). Token frequencies alone give {unigram:.1f}."
+    )
+    lines.append(
+        "- Largest |robust z| of a layer's top dimension at any checkpoint: "
+        + ", ".join(f"{name} {z:.1f}" for name, z in peak.items())
+        + f" (outlier threshold {z_threshold:g}); the PE model's position table reached {table_z.max():.1f} (at step "
+        f"{int(histories[first[0]].loc[table_z.idxmax(), 'step']):,}) and ends at {table_z.iloc[-1]:.1f}."
+    )
+    return lines
+
+
+@rule
+def pe_lowers_perplexity(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    if len(t) < 2:
+        return Outcome(UNTESTABLE, f"{len(t)} seed: a verdict over seeds needs at least two")
+    log_ratio = inference.mean_t(np.log(t["ratio_without_over_with"]), "seeds")
+    estimate = Estimate(*(math.exp(x) for x in (log_ratio.value, log_ratio.low, log_ratio.high)), method=log_ratio.method + " (log ratio)")
+    per_seed = ", ".join(f"{r:.2f}×" for r in t["ratio_without_over_with"])
+    return outcome(
+        decide(estimate, claim.margin), f"perplexity without / with position embeddings per seed {per_seed}; geometric mean {estimate.text(2, '×')}", estimate
+    )
+
+
+@rule
+def outliers_only_with_pe(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    pe, nope = (t[t["position_embeddings"].astype(bool) == flag].set_index("seed") for flag in (True, False))
+    seeds = pe.index.intersection(nope.index)
+    if len(seeds) < 2:
+        return Outcome(UNTESTABLE, f"{len(seeds)} seed: a verdict over seeds needs at least two")
+    gap = pe.loc[seeds, "top_extreme_percent"] - nope.loc[seeds, "top_extreme_percent"]
+    estimate = inference.mean_t(gap, "seeds")
+    shares = "; ".join(
+        f"seed {s}: dim {pe.loc[s, 'top_extreme_dim']} {pe.loc[s, 'top_extreme_percent']:.0f}% with PE, dim {nope.loc[s, 'top_extreme_dim']} "
+        f"{nope.loc[s, 'top_extreme_percent']:.0f}% without"
+        for s in seeds
+    )
+    control = "model-level outliers (robust z), with / without PE per seed: " + ", ".join(
+        f"{pe.loc[s, 'model_outliers']}/{nope.loc[s, 'model_outliers']}" for s in seeds
+    )
+    return outcome(
+        decide(estimate, claim.margin),
+        f"most frequent extreme dimension's share of vectors, with minus without PE: {estimate.text(1, ' points')} ({shares})",
+        estimate,
+        control,
+    )

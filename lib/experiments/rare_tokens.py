@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core.store import declare
 from ..encode.models import LoadedModel
-from ..measure import vocabulary
+from ..measure import inference, vocabulary
+from .plotting import COLORS
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
 
 MARKS = (0.3, 0.5, 0.98)  # shares of the corpus the coverage table reports
 
@@ -68,3 +72,61 @@ def measure(lm: LoadedModel, documents: list[str], bin_size: int, own_corpus: bo
         unused,
         frequency_order,
     )
+
+
+def coverage_curves(curves: dict[str, np.ndarray], marks: list[float]):
+    """Share of a corpus covered by the k most frequent items (log k), with horizontal marks; and rank-frequency on log-log axes."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
+    for (name, cov), color in zip(curves.items(), COLORS):
+        k = np.arange(1, len(cov) + 1)
+        left.plot(k, 100 * cov, color=color, label=name)
+        freq = np.diff(np.concatenate([[0.0], cov]))
+        right.loglog(k, freq, color=color, label=name)
+    for mark in marks:
+        left.axhline(100 * mark, color="grey", lw=0.7, ls=":")
+    left.set(xscale="log", xlabel="k most frequent items", ylabel="% of the corpus covered", title="coverage")
+    right.set(xlabel="rank", ylabel="share of the corpus", title="rank-frequency (log-log)")
+    left.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str):
+    """Mean cosine between the reference tokens and each bin of the vocabulary, one line per model."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for (name, t), color in zip(tables.items(), COLORS):
+        ax.plot(t["bin_start"], t["mean_cosine"], "-o", ms=3, color=color, label=name)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(xlabel=xlabel, ylabel="mean cosine")
+    ax.legend(frameon=False)
+    return fig
+
+
+COVERAGE = declare("11_rare_words", "coverage", "unit distinct total items_for_30% items_for_50% items_for_98%")
+
+
+RARE_COSINE = declare("11_rare_words", "unused_cosine_by_frequency", "bin_start bin_end n_tokens mean_cosine std_cosine")
+
+
+@rule
+def rare_tokens_closer(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    full = t[t["n_tokens"] == t["n_tokens"].max()]
+    if len(full) < 2:
+        return Outcome(UNTESTABLE, "fewer than two full frequency bins")
+    first, last = full.iloc[0], full.iloc[-1]
+    n = int(first["n_tokens"])
+    estimate = inference.welch(last["mean_cosine"], last["std_cosine"], n, first["mean_cosine"], first["std_cosine"], n, "tokens")
+    text = f"mean cosine {first['mean_cosine']:.2f} with the most frequent bin, {last['mean_cosine']:.2f} with the rarest full bin: {estimate.text(3)}"
+    return outcome(decide(estimate, claim.margin), text, estimate)
+
+
+@rule
+def few_tokens_cover(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    tokens = t[t["unit"].str.endswith(" tokens")]
+    units = [
+        unit(u.removesuffix(" tokens"), inference.exact(n, "counted on the whole corpus"), claim.margin, "below")
+        for u, n in zip(tokens["unit"], tokens["items_for_30%"])
+    ]
+    return from_units(units, 0)

@@ -12,16 +12,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..core.store import declare
 from ..encode import words
 from ..encode.collectors import LayerStats
 from ..encode.models import LoadedModel
-from ..measure import geometry, metrics
-from . import variants as variants_
+from ..measure import geometry, inference, metrics
+from . import vector_variants
 from .outlier_set import OutlierSet
-from .schemas import WIC_BEST, WIC_GRID
+from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
+from .verdicts import Claim, Outcome, Tables, decide, outcome, rule
 
 THRESHOLDS = np.round(np.arange(1, 10) / 10, 1)  # the paper's 0.1, 0.2, …, 0.9
-VARIANTS = ["raw", "clipped", "clipped-random", "whitened"]
+VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
 
 
 @dataclass
@@ -44,7 +46,7 @@ def _cosines(transform, pair: tuple[np.ndarray, np.ndarray], layer: int) -> np.n
     return geometry.row_cosines(transform(pair[0][:, layer]), transform(pair[1][:, layer]))
 
 
-def accuracy_grid(variants: variants_.Variants, splits: dict[str, tuple[np.ndarray, np.ndarray]], labels: dict[str, np.ndarray]) -> pd.DataFrame:
+def accuracy_grid(variants: vector_variants.Variants, splits: dict[str, tuple[np.ndarray, np.ndarray]], labels: dict[str, np.ndarray]) -> pd.DataFrame:
     """Accuracy (%) of every variant, layer, split and threshold."""
 
     def score(transform, layer: int, variant: str) -> list[dict]:
@@ -58,7 +60,7 @@ def accuracy_grid(variants: variants_.Variants, splits: dict[str, tuple[np.ndarr
 
 
 def best_settings(
-    grid: pd.DataFrame, variants: variants_.Variants, dev: tuple[np.ndarray, np.ndarray], dev_labels: np.ndarray, model: str, spec: str
+    grid: pd.DataFrame, variants: vector_variants.Variants, dev: tuple[np.ndarray, np.ndarray], dev_labels: np.ndarray, model: str, spec: str
 ) -> pd.DataFrame:
     """Per variant: the best (layer, threshold) on the training pairs, its development accuracy, the best development
     accuracy of any setting (an optimistic bound), and the development pairs that only this variant or only the raw
@@ -84,10 +86,10 @@ def best_settings(
             "dev_accuracy_of_that_choice": 100 * correct[variant].mean(),
             "dev_best_accuracy": grid[(grid["variant"] == variant) & (grid["split"] == "dev")]["accuracy"].max(),
             "dev_pairs": len(dev_labels),
-            "dev_right_only_here": only(variant, "raw"),
-            "dev_right_only_raw": only("raw", variant),
-            "dev_right_only_here_vs_clipped": only(variant, "clipped"),
-            "dev_right_only_clipped": only("clipped", variant),
+            "dev_right_only_here": only(variant, RAW),
+            "dev_right_only_raw": only(RAW, variant),
+            "dev_right_only_here_vs_clipped": only(variant, CLIPPED),
+            "dev_right_only_clipped": only(CLIPPED, variant),
         }
         for variant, top in chosen.items()
     ]
@@ -113,7 +115,46 @@ def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outl
     usable = {split: ~np.isnan(a[:, 0, 0]) & ~np.isnan(b[:, 0, 0]) for split, (a, b) in vectors.items()}
     splits = {split: (a[usable[split]], b[usable[split]]) for split, (a, b) in vectors.items()}
     labels = {split: frame["same_sense"].to_numpy()[usable[split]] for split, frame in (("train", train), ("dev", dev))}
-    fitted = variants_.fit(VARIANTS, outlier_set, protocol, token_stats=stats)
+    fitted = vector_variants.fit(VARIANTS, outlier_set, protocol, token_stats=stats)
     grid = accuracy_grid(fitted, splits, labels)
     best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec)
     return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()))
+
+
+WIC_GRID = declare("07_wic", "accuracy_grid", "variant layer split threshold accuracy")
+
+
+WIC_BEST = declare(
+    "07_wic",
+    "best",
+    "model spec variant layer threshold train_accuracy dev_accuracy_of_that_choice dev_best_accuracy dev_pairs dev_right_only_here dev_right_only_raw "
+    "dev_right_only_here_vs_clipped dev_right_only_clipped",
+)
+
+
+def _wic(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
+    return tables.read(model, claim.chapter, claim.table).set_index("variant")
+
+
+@rule
+def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = _wic(tables, model, claim)
+    c = t.loc[CLIPPED]
+    estimate = inference.paired_proportions(int(c["dev_right_only_here"]), int(c["dev_right_only_raw"]), int(c["dev_pairs"]), "development pairs").scaled(100)
+    raw_acc, clip_acc = t.loc[RAW, "dev_accuracy_of_that_choice"], c["dev_accuracy_of_that_choice"]
+    control = f"as many random dims zeroed: {t.loc[CLIPPED_RANDOM, 'dev_accuracy_of_that_choice'] - raw_acc:+.1f} points" if CLIPPED_RANDOM in t.index else ""
+    text = f"development accuracy {raw_acc:.1f} raw, {clip_acc:.1f} clipped: {estimate.text(1, ' points')}"
+    return outcome(decide(estimate, claim.margin), text, estimate, control)
+
+
+@rule
+def wic_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = _wic(tables, model, claim)
+    w = t.loc[WHITENED]
+    estimate = inference.paired_proportions(
+        int(w["dev_right_only_here_vs_clipped"]), int(w["dev_right_only_clipped"]), int(w["dev_pairs"]), "development pairs"
+    )
+    estimate = estimate.scaled(100)
+    accuracy = t["dev_accuracy_of_that_choice"]
+    text = f"development accuracy {accuracy['clipped']:.1f} clipped, {accuracy['whitened']:.1f} whitened: {estimate.text(1, ' points')}"
+    return outcome(decide(estimate, claim.margin), text, estimate)

@@ -6,22 +6,27 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core.store import declare
 from ..encode.models import LoadedModel
-from ..measure import isotropy, metrics, transforms, vocabulary
-from .schemas import ISOTROPY, WORD_SIMILARITY
+from ..measure import inference, isotropy, metrics, transforms, vocabulary
+from .plotting import COLORS
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome, rule
+
+RAW, CENTERED, CENTERED_SCALED, POST_PROCESSED = "raw", "centered", "centered-scaled", "post-processed"  # W's variants
 
 
 def variants(w: np.ndarray) -> dict[str, np.ndarray]:
     """W and its post-processed versions, fitted on W itself (the paper's protocol)."""
     d = math.ceil(w.shape[1] / 100)
     return {
-        "raw": w,
-        "centered": transforms.Center().fit(w).transform(w),
-        "centered-scaled": transforms.ScaledCenter().fit(w).transform(w),
-        f"post-processed (D={d})": transforms.RemoveTopPCs(d).fit(w).transform(w),
+        RAW: w,
+        CENTERED: transforms.Center().fit(w).transform(w),
+        CENTERED_SCALED: transforms.ScaledCenter().fit(w).transform(w),
+        f"{POST_PROCESSED} (D={d})": transforms.RemoveTopPCs(d).fit(w).transform(w),
     }
 
 
@@ -64,3 +69,74 @@ def word_similarity(lm: LoadedModel, matrices: dict[str, np.ndarray], benchmarks
         frames.append(scores.assign(model=lm.name, benchmark=label, pairs=len(frame), pairs_kept=int(keep.sum())))
     table = pd.concat(frames, ignore_index=True)
     return WORD_SIMILARITY.check(table[list(WORD_SIMILARITY.columns)]), kept
+
+
+def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: list[str], ylabel: str):
+    """One panel per model: bars of the given columns for each group (e.g. variant)."""
+    models = list(dict.fromkeys(frame["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False, sharey=True)
+    for ax, name in zip(axes[0], models):
+        part = frame[frame["model"] == name]
+        x = np.arange(len(part))
+        width = 0.8 / len(columns)
+        for i, (column, label) in enumerate(zip(columns, labels)):
+            ax.bar(x + (i - (len(columns) - 1) / 2) * width, part[column], width, label=label, color=COLORS[i])
+        ax.set_xticks(x, part[group], rotation=20, ha="right")
+        ax.set(title=name, ylabel=ylabel)
+        ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+ISOTROPY = declare("12_isotropy_word_similarity", "isotropy", "model variant I1 I2 IsoScore average_norm mean_vector_norm ratio")
+
+
+WORD_SIMILARITY = declare("12_isotropy_word_similarity", "word_similarity", "model benchmark variant pairs pairs_kept pearson_cosine pearson_inner_product")
+
+
+def _isotropy(tables: Tables, model: str, claim: Claim) -> pd.Series:
+    return tables.read(model, claim.chapter, claim.table).set_index("variant")["I1"]
+
+
+@rule
+def centering_raises_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
+    i1 = _isotropy(tables, model, claim)
+    estimate = inference.exact(i1[CENTERED] - i1[RAW], "the whole matrix")
+    return outcome(decide(estimate, claim.margin), f"I(W) {i1[RAW]:.3f} raw, {i1[CENTERED]:.3f} centred: {estimate.text(3)}", estimate)
+
+
+def _word_gain(tables: Tables, model: str, claim: Claim, variant: str, baseline: str, column: str = "pearson_cosine") -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    variants = [v for v in t["variant"].unique() if v.startswith(variant)]
+    wide = t.pivot(index="benchmark", columns="variant", values=column).dropna()
+    if not variants or len(wide) < 2:
+        return Outcome(UNTESTABLE, "too few word-similarity benchmarks with pairs in the vocabulary")
+    estimate = inference.mean_t(wide[variants[0]] - wide[baseline], "benchmarks")
+    return outcome(decide(estimate, claim.margin), f"{variants[0]} minus {baseline}, Pearson × 100: {estimate.text(2, ' points')}", estimate)
+
+
+@rule
+def postprocessing_helps(tables: Tables, model: str, claim: Claim) -> Outcome:
+    return _word_gain(tables, model, claim, POST_PROCESSED, RAW)
+
+
+@rule
+def centering_helps_words(tables: Tables, model: str, claim: Claim) -> Outcome:
+    return _word_gain(tables, model, claim, CENTERED, RAW)
+
+
+@rule
+def scaled_beats_centering(tables: Tables, model: str, claim: Claim) -> Outcome:
+    return _word_gain(tables, model, claim, CENTERED_SCALED, CENTERED)
+
+
+@rule
+def inner_product_gains_more(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    post = next((v for v in t["variant"].unique() if v.startswith(POST_PROCESSED)), None)
+    gains = {c: t.pivot(index="benchmark", columns="variant", values=c).dropna() for c in ("pearson_inner_product", "pearson_cosine")}
+    if post is None or len(gains["pearson_cosine"]) < 2:
+        return Outcome(UNTESTABLE, "too few word-similarity benchmarks with pairs in the vocabulary")
+    delta = {c: g[post] - g[RAW] for c, g in gains.items()}
+    estimate = inference.mean_t(delta["pearson_inner_product"] - delta["pearson_cosine"], "benchmarks")
+    return outcome(decide(estimate, claim.margin), f"gain from {post} with inner product minus gain with cosine: {estimate.text(2, ' points')}", estimate)

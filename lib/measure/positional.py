@@ -16,6 +16,8 @@ from ..encode.models import LoadedModel, embeddings_module
 from ..errors import require
 from .outliers import descending_ranks, robust_z
 
+AFTER_FIRST = "position after the first"  # the position table without its first used row (the [CLS]/<s> position)
+
 
 @dataclass
 class EmbeddingTables:
@@ -119,7 +121,7 @@ def table_summary(tables: EmbeddingTables, z_threshold: float = 10.0, n_position
     if tables.position is not None:
         stop = None if n_positions is None else tables.position_offset + n_positions
         used = tables.position[tables.position_offset : stop]
-        parts += [("position", used), ("position after the first", used[1:])]
+        parts += [("position", used), (AFTER_FIRST, used[1:])]
     if tables.segment is not None:
         parts.append(("segment", tables.segment))
     rows = []

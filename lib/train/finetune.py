@@ -21,7 +21,6 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,9 +34,9 @@ from ..encode.models import LoadedModel, load_model
 from ..errors import require
 from ..io import write_atomic
 from ..measure import isotropy, metrics
-from ..measure.metrics import glue_score, student_p, welch_p
+from ..measure.metrics import glue_score
 from ..settings import autocast, cache_dir
-from . import calibration, workers
+from . import calibration
 
 METHODS = ("none", "cosreg", "spectrum-pol", "spectrum-exp", "flow")
 
@@ -279,100 +278,3 @@ def cached_run(
     }
     write_atomic(path, lambda tmp: tmp.write_text(json.dumps(row)))
     return row, False
-
-
-def _worker_run(spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str, dtype: str) -> tuple[dict, bool]:
-    """cached_run on a worker, on the worker's own GPU where it has one."""
-    return cached_run(spec, task, train_set, dev_set, cfg, workers.worker_device(device), dtype)
-
-
-def run_grid(
-    specs: list[str],
-    splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
-    methods: list[str],
-    seeds: list[int],
-    base: FinetuneConfig,
-    epochs: dict[str, int],
-    device: str = "auto",
-    dtype: str = "float32",
-    client: Any | None = None,
-) -> pd.DataFrame:
-    """Every (model, task, method, seed) run, each from the pre-trained weights, as one table in grid order; a bar over
-    the runs. With a Dask client (`workers.pool`) the runs execute on its workers, side by side."""
-    grid = [(spec, task, method, s) for spec in specs for task in splits for method in methods for s in seeds]
-    configs = [FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]}) for _, task, method, s in grid]
-    if client is not None:
-        futures = [workers.submit(client, _worker_run, spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs)]
-        results = (future.result() for future in futures)
-    else:
-        results = (cached_run(spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs))
-    rows = []
-    bar = tqdm(zip(grid, results), total=len(grid), desc="fine-tuning runs", unit="run")
-    for (_, task, method, s), (row, cached) in bar:
-        rows.append(row)
-        bar.write(
-            f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
-            f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}"
-        )
-    return pd.DataFrame(rows)
-
-
-def summarise(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, task, method): mean ± std of score, I1 and I2 over seeds; the difference from the uncalibrated runs
-    (method none) of the same model and task, with the p-values of Welch's t-test (`p`, which `significant` uses) and
-    of Student's (`p_student`, the paper's test); time per epoch relative to them."""
-    rows = []
-    for (model, task, method), group in runs.groupby(["model", "task", "method"], sort=False):
-        reference = runs[(runs["model"] == model) & (runs["task"] == task) & (runs["method"] == "none")]
-        has_reference = method != "none" and len(reference) > 0
-        p = welch_p(group["score"], reference["score"]) if has_reference else float("nan")
-        rows.append(
-            {
-                "model": model,
-                "task": task,
-                "metric": group["metric"].iloc[0],
-                "method": method,
-                "runs": len(group),
-                "score_mean": group["score"].mean(),
-                "score_std": group["score"].std(ddof=1),
-                "difference": group["score"].mean() - reference["score"].mean() if has_reference else float("nan"),
-                "p": p,
-                "p_student": student_p(group["score"], reference["score"]) if has_reference else float("nan"),
-                "significant": bool(p < 0.05),
-                "I1_mean": group["I1"].mean(),
-                "I1_std": group["I1"].std(ddof=1),
-                "I2_mean": group["I2"].mean(),
-                "I2_std": group["I2"].std(ddof=1),
-                "I1_context_mean": group["I1_context"].mean() if "I1_context" in group else float("nan"),
-                "I2_context_mean": group["I2_context"].mean() if "I2_context" in group else float("nan"),
-                "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan"),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per model and calibration method, over tasks: mean score change, tasks where the score is undefined (NaN),
-    significant gains and drops (drops unknown where significance is), mean I1 of the output (contextual) embeddings
-    against the uncalibrated mean, mean I1 of the token-embedding matrix W (where measured), time ratio."""
-    rows = []
-    for (model, method), group in summary[summary["method"] != "none"].groupby(["model", "method"], sort=False):
-        marked = group["significant"].notna().all()
-        significant = group["significant"].fillna(False).astype(bool)
-        uncalibrated = summary[(summary["model"] == model) & (summary["method"] == "none")]
-        rows.append(
-            {
-                "model": model,
-                "method": method,
-                "tasks": len(group),
-                "mean_difference": group["difference"].mean(),
-                "undefined_scores": int(group["score_mean"].isna().sum()),
-                "significantly_better": int((significant & (group["difference"] > 0)).sum()),
-                "significantly_worse": int((significant & (group["difference"] < 0)).sum()) if marked else None,
-                "I1_output": group["I1_context_mean"].mean(),
-                "I1_output_uncalibrated": uncalibrated["I1_context_mean"].mean(),
-                "I1_W": group["I1_mean"].mean() if "I1_mean" in group else np.nan,
-                "time_ratio": group["time_ratio"].mean(),
-            }
-        )
-    return pd.DataFrame(rows)

@@ -30,6 +30,8 @@ from typing import Any
 import torch
 
 from ..codehash import code_digest
+from ..codehash import without_docstrings as _without_docstrings
+from ..core.sources import chapters, source_file
 from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT, models_dir, results_dir
 
@@ -80,22 +82,131 @@ def _imported(tree: ast.AST, package: str) -> set[str]:
     return names
 
 
-def lib_dependencies(source: str, root: Path = REPO_ROOT) -> list[Path]:
+def lib_dependencies(source: str, root: Path = REPO_ROOT, package: str = "", skip: frozenset[Path] = frozenset()) -> list[Path]:
     """The lib files (under root, the folder that holds `lib/`) a chapter's code runs when imported: what it imports,
-    what those import, and the packages' `__init__.py` on the way, sorted."""
+    what those import, and the packages' `__init__.py` on the way, sorted; `skip` files are left out with what only
+    they import."""
     found: set[Path] = set()
-    todo = [(source, "")]
+    todo = [(source, package)]
     while todo:
         text, package = todo.pop()
         for name in _imported(ast.parse(text), package):
             parts = name.split(".")
             for i in range(1, len(parts) + 1):  # importing lib.a.b runs lib/__init__.py and lib/a/__init__.py first
                 path = _module_file(".".join(parts[:i]), root)
-                if path is not None and path not in found:
+                if path is not None and path not in found and path not in skip:
                     found.add(path)
                     module = ".".join(parts[:i])
                     todo.append((path.read_text(encoding="utf-8"), module if path.name == "__init__.py" else module.rsplit(".", 1)[0]))
     return sorted(found)
+
+
+SCORECARD = Path("lib/book/scorecard.py")  # a chapter that imports it runs the verdict rules of every chapter
+# The modules that read other chapters' results, and whose: a chapter that imports one runs after those chapters
+# (`python -m lib.edition.runner --jobs N`); None: every other chapter.
+READERS = {Path("lib/experiments/outlier_set.py"): ("02_outlier_neurons",), SCORECARD: None}
+TRAINED = ("chapter05:", "trained:")  # a parameter naming chapter 05's models
+
+
+def prerequisites(chapter: str, parameters: dict[str, Any], root: Path = REPO_ROOT) -> set[str]:
+    """The chapters whose results this one reads with these parameters: chapter 02 where it imports the outlier set,
+    every other chapter where it imports the scorecard (`READERS`), chapter 05 where a parameter names its models."""
+    files = {p.relative_to(root) for p in lib_dependencies(source_file(chapter).read_text(encoding="utf-8"), root)}
+    others, needs = set(chapters()) - {chapter}, set()
+    for module, read in READERS.items():
+        if module in files:
+            needs |= others if read is None else set(read)
+    if any(isinstance(v, str) and any(t in v for t in TRAINED) for v in parameters.values()):
+        needs.add("05_pretraining")
+    return needs & others
+
+
+VERDICTS = Path("lib/experiments/verdicts.py")  # the verdict logic: run by the scorecard only, though every rule imports it
+
+
+def _top_level(path: Path, root: Path) -> tuple[dict[str, ast.AST], dict[str, tuple[str, str | None]]]:
+    """A module's top-level definitions by name, and the names its imports bind: name -> (module, attribute or None)."""
+    tree, package = ast.parse(path.read_text(encoding="utf-8")), _package(path, root)
+    defs: dict[str, ast.AST] = {}
+    imports: dict[str, tuple[str, str | None]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        defs[name.id] = node
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                imports[alias.asname or alias.name.split(".")[0]] = (alias.name if alias.asname else alias.name.split(".")[0], None)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                imports[alias.asname or alias.name] = (source, alias.name)
+    return defs, imports
+
+
+def _is_rule_or_schema(node: ast.AST) -> bool:
+    """A function decorated `@rule`, or a table schema (`declare(...)`, `Schema(...)`)."""
+    if isinstance(node, ast.FunctionDef):
+        return any((d.id if isinstance(d, ast.Name) else getattr(d, "attr", "")) == "rule" for d in node.decorator_list)
+    value = getattr(node, "value", None)
+    return isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) in ("declare", "Schema")
+
+
+def rules_digest(root: Path = REPO_ROOT) -> dict[str, str]:
+    """What the scorecard's verdicts depend on in the chapters' experiment modules: their rules and table schemas, the
+    top-level definitions those use (followed into other lib modules name by name), and whole lib modules they use as
+    modules (`inference.mean_t`), with what those import. A figure or run function that no rule uses is not part of
+    it, so editing one executes its chapter, not the scorecard. By file (`path` or `path:names`) -> digest."""
+    from ..experiments import MODULES
+
+    parsed: dict[Path, tuple[dict, dict]] = {}
+    todo = []
+    for name in MODULES.values():
+        path = root / "lib" / "experiments" / f"{name}.py"
+        parsed[path] = _top_level(path, root)
+        todo += [(path, n) for n, node in parsed[path][0].items() if _is_rule_or_schema(node)]
+    used: dict[Path, dict[str, ast.AST]] = {}
+    whole: set[Path] = set()
+    while todo:
+        path, name = todo.pop()
+        if path in whole or name in used.get(path, {}):
+            continue
+        if path not in parsed:
+            parsed[path] = _top_level(path, root)
+        defs, imports = parsed[path]
+        if name in defs:
+            used.setdefault(path, {})[name] = defs[name]
+            for ref in {n.id for n in ast.walk(defs[name]) if isinstance(n, ast.Name)}:
+                if ref in defs and ref not in used[path]:
+                    todo.append((path, ref))
+                elif ref in imports:
+                    todo.append((path, ref))
+        elif name in imports:
+            module, attribute = imports[name]
+            as_module = _module_file(f"{module}.{attribute}", root) if attribute else _module_file(module, root)
+            if as_module is not None:
+                whole.add(as_module)
+            elif attribute and (target := _module_file(module, root)) is not None:
+                todo.append((target, attribute))
+    for path in list(whole):
+        whole |= set(lib_dependencies(path.read_text(encoding="utf-8"), root, _package(path, root)))
+    out = {str(p.relative_to(root)): code_digest(p.read_text(encoding="utf-8")) for p in whole}
+    for path, nodes in used.items():
+        if path not in whole:
+            names = sorted(set(nodes))
+            code = "".join(ast.dump(_without_docstrings(nodes[n])) for n in names)
+            out[f"{path.relative_to(root)}:{','.join(names)}"] = hashlib.sha256(code.encode()).hexdigest()
+    return out
+
+
+def _package(path: Path, root: Path) -> str:
+    """The package a lib file's relative imports start from."""
+    module = ".".join(path.relative_to(root).with_suffix("").parts)
+    return module.removesuffix(".__init__") if path.name == "__init__.py" else module.rsplit(".", 1)[0]
 
 
 def environment() -> dict[str, str]:
@@ -111,15 +222,21 @@ def environment() -> dict[str, str]:
 
 def key_parts(source: Path, parameters: dict[str, Any], root: Path = REPO_ROOT) -> dict[str, Any]:
     """Everything the key of a chapter (its source file, run with parameters) is made of, by name, so that a changed
-    key can say what changed; root is the folder that holds `lib/`."""
+    key can say what changed; root is the folder that holds `lib/`. The verdict logic counts only for a chapter that
+    runs the scorecard, and such a chapter also counts every chapter's rules (`rules_digest`)."""
     text = source.read_text(encoding="utf-8")
-    return {
+    files = lib_dependencies(text, root, skip=frozenset({root / VERDICTS}))
+    scorecard = root / SCORECARD in files
+    if scorecard:
+        files = lib_dependencies(text, root)
+    parts = {
         "source": hashlib.sha256(text.encode()).hexdigest(),
-        "lib": {str(p.relative_to(root)): code_digest(p.read_text(encoding="utf-8")) for p in lib_dependencies(text, root)},
+        "lib": {str(p.relative_to(root)): code_digest(p.read_text(encoding="utf-8")) for p in files},
         "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=str)),
         "environment": environment(),
         "folders": {"results": str(results_dir()), "models": str(models_dir())},
     }
+    return parts | ({"rules": rules_digest(root)} if scorecard else {})
 
 
 def key(parts: dict[str, Any]) -> str:
@@ -185,7 +302,7 @@ def with_digests(records: list[dict[str, str]]) -> list[dict[str, str]]:
     return [{**r, "sha256": digest(r["path"]) or "missing"} for r in records]
 
 
-_LABELS = {"source": "source", "lib": "", "parameters": "parameter ", "environment": "package ", "folders": "folder "}
+_LABELS = {"source": "source", "lib": "", "parameters": "parameter ", "environment": "package ", "folders": "folder ", "rules": "rules in "}
 
 
 def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

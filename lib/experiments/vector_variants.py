@@ -19,21 +19,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..core.sources import comma_list
 from ..encode.collectors import LayerStats
 from ..errors import require
 from ..measure import transforms
 from .outlier_set import OutlierSet
+from .plotting import COLORS
 
+RAW, CLIPPED, CLIPPED_RANDOM, WHITENED, WHITENED_SENTENCES = "raw", "clipped", "clipped-random", "whitened", "whitened-sentences"
 VARIANTS = {
-    "raw": "the model's vectors",
-    "clipped": "the model's outlier dimensions zeroed (Luo et al. 2021)",
-    "clipped-random": "as many random non-outlier dimensions zeroed (a control)",
-    "whitened": "whitening fitted on the token vectors of a training sample (Luo 2021, thesis §3.2.3)",
-    "whitened-sentences": "whitening fitted on the pooled sentence vectors of a training sample (Su et al. 2021)",
+    RAW: "the model's vectors",
+    CLIPPED: "the model's outlier dimensions zeroed (Luo et al. 2021)",
+    CLIPPED_RANDOM: "as many random non-outlier dimensions zeroed (a control)",
+    WHITENED: "whitening fitted on the token vectors of a training sample (Luo 2021, thesis §3.2.3)",
+    WHITENED_SENTENCES: "whitening fitted on the pooled sentence vectors of a training sample (Su et al. 2021)",
 }
 
 
@@ -48,12 +53,12 @@ class Variants:
     def n_layers(self) -> int:
         return len(next(iter(self.transforms.values())))
 
-    def clipped_dims(self, layer: int, variant: str = "clipped") -> list[int]:
+    def clipped_dims(self, layer: int, variant: str = CLIPPED) -> list[int]:
         """The dimensions a clipping variant zeroes in a layer (none for the other variants)."""
-        return self.transforms[variant][layer].dims.tolist() if variant.startswith("clipped") and variant in self.transforms else []
+        return self.transforms[variant][layer].dims.tolist() if variant.startswith(CLIPPED) and variant in self.transforms else []
 
     def dropped_components(self, layer: int) -> int:
-        return int(self.transforms["whitened"][layer].dropped_) if "whitened" in self.transforms else 0
+        return int(self.transforms[WHITENED][layer].dropped_) if WHITENED in self.transforms else 0
 
     def score(self, score: Callable[[Callable[[np.ndarray], np.ndarray], int, str], dict | list[dict]], desc: str | None = None) -> pd.DataFrame:
         """One row (or several) per variant and layer: {"variant", "layer", **score(transform, layer, variant)}, where transform
@@ -67,12 +72,12 @@ class Variants:
         return pd.DataFrame(rows)
 
 
-def names(value: str) -> list[str]:
+def requested(value: str) -> list[str]:
     """The variants asked for (comma-separated), each known; raw always included, first."""
-    asked = [v.strip() for v in value.split(",") if v.strip()]
+    asked = comma_list(value)
     unknown = [v for v in asked if v not in VARIANTS]
     require(not unknown, f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
-    return ["raw"] + [v for v in asked if v != "raw"]
+    return [RAW] + [v for v in asked if v != RAW]
 
 
 def fit(
@@ -89,16 +94,16 @@ def fit(
     flags = outlier_set.flags(protocol)
     out: dict[str, list] = {}
     for variant in wanted:
-        if variant == "raw":
+        if variant == RAW:
             out[variant] = [transforms.Identity() for _ in flags]
-        elif variant == "clipped":
+        elif variant == CLIPPED:
             out[variant] = [transforms.Clip(np.flatnonzero(row), flags.shape[1]) for row in flags]
-        elif variant == "clipped-random":
+        elif variant == CLIPPED_RANDOM:
             out[variant] = [transforms.Clip(dims, flags.shape[1]) for dims in random_dims(flags, seed)]
-        elif variant == "whitened":
+        elif variant == WHITENED:
             require(token_stats is not None, "token whitening needs the token statistics of a training sample")
             out[variant] = transforms.whitening_from_moments(token_stats.mean, token_stats.covariance())
-        elif variant == "whitened-sentences":
+        elif variant == WHITENED_SENTENCES:
             require(sentence_vectors is not None, "sentence whitening needs the pooled vectors of a training sample")
             out[variant] = transforms.whitening_from_vectors(sentence_vectors)
         else:
@@ -114,3 +119,22 @@ def random_dims(flags: np.ndarray, seed: int) -> list[np.ndarray]:
     counts = flags.sum(axis=1)
     require(counts.max(initial=0) <= len(pool), "too few never-flagged dimensions to draw a random control set from")
     return [np.sort(pool[:k]) for k in counts]
+
+
+def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], labels: list[str]):
+    """One row per model, one panel per metric: the metric by layer for each variant (raw/clipped/whitened)."""
+    fig, axes = plt.subplots(len(tables), len(metrics), figsize=(5.2 * len(metrics), 3.6 * len(tables)), squeeze=False)
+    for row, (name, t) in zip(axes, tables.items()):
+        for ax, metric, label in zip(row, metrics, labels):
+            for variant, part in t.groupby("variant", sort=False):
+                style, color = VARIANT_STYLE.get(variant, ("-", None))
+                ax.plot(part["layer"], part[metric], style, color=color, ms=4, label=variant)
+            ax.axhline(0, color="grey", lw=0.8)
+            ax.set(xlabel="layer (0 = embedding output)", ylabel=label, title=f"{name}: {label}")
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        row[0].legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+VARIANT_STYLE = {RAW: ("-o", COLORS[0]), CLIPPED: ("--s", COLORS[1]), WHITENED: (":^", COLORS[2])}

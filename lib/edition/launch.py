@@ -9,9 +9,9 @@
 Both links are made from the one repository setting ($BOOK_REPOSITORY, else `repository.url` in `_config.yml`);
 without a GitHub repository there are no links.
 
-    python -m lib.build.launch notebooks          # notebooks/<chapter>.ipynb, for Binder or a local Jupyter
-    python -m lib.build.launch notebooks --student  # notebooks/student/<chapter>.ipynb: without the exercises' solutions
-    python -m lib.build.launch colab DIR [--student]  # DIR/<chapter>.ipynb with the Colab setup cell
+    python -m lib.edition.launch notebooks          # notebooks/<chapter>.ipynb, for Binder or a local Jupyter
+    python -m lib.edition.launch notebooks --student  # notebooks/student/<chapter>.ipynb: without the exercises' solutions
+    python -m lib.edition.launch colab DIR [--student]  # DIR/<chapter>.ipynb with the Colab setup cell
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import jupytext
 import nbformat
 import yaml
 
+from ..core.sources import NOTEBOOKS, chapters, source_file
 from ..errors import cli, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT
 from . import exercises
-from .sources import NOTEBOOKS, chapters, source_file
 
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 COLAB_BRANCH = "colab"
@@ -102,7 +102,7 @@ def write(folder: Path, colab: bool = False, student: bool = False) -> list[Path
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.build.launch", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.edition.launch", description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=["notebooks", "colab"])
     parser.add_argument("folder", nargs="?", help="where the Colab notebooks go (colab only)")
     parser.add_argument("--student", action="store_true", help="without the exercises' solutions (notebooks: in notebooks/student)")
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = NOTEBOOKS / STUDENT if args.student else NOTEBOOKS
         print(f"wrote {len(write(folder, student=args.student))} notebooks in {folder}")
     else:
-        require(args.folder is not None, "give the folder for the Colab notebooks: python -m lib.build.launch colab DIR")
+        require(args.folder is not None, "give the folder for the Colab notebooks: python -m lib.edition.launch colab DIR")
         print(f"wrote {len(write(Path(args.folder), colab=True, student=args.student))} Colab notebooks in {args.folder}")
 
 

@@ -1,13 +1,13 @@
 """Execute the chapter sources with papermill under a parameter profile, for the book build.
 
-    python -m lib.build.runner --profile quick [--chapters 01_anisotropy,02_outlier_neurons] [-p NAME VALUE ...]
+    python -m lib.edition.runner --profile quick [--chapters 01_anisotropy,02_outlier_neurons] [-p NAME VALUE ...]
 
-The default edition is what the chapters' `parameters` cells say; a profile (`lib.build.profiles`) lists only the values
+The default edition is what the chapters' `parameters` cells say; a profile (`lib.core.profiles`) lists only the values
 it changes. Every value, from a profile or from `-p`, is checked against the chapters' cells (known name, same type as
 the cell's value) before anything runs.
 
-Each profile has its own edition (`lib.build.edition`: `_build/<profile>/…`). A chapter whose source, imported lib code,
-parameters, packages, data and model files are unchanged since its last run is reused (`lib.build.cache`); the others
+Each profile has its own edition (`lib.edition.folders`: `_build/<profile>/…`). A chapter whose source, imported lib code,
+parameters, packages, data and model files are unchanged since its last run is reused (`lib.edition.cache`); the others
 are converted from `notebooks/<chapter>.py` (jupytext percent format), executed with their parameters, and written to
 `_build/<profile>/notebooks/<chapter>.ipynb` only when they ran without error, then their cache entry. An interrupted
 run therefore resumes with the chapters still to do. A failing chapter is kept in `notebooks/failed/` for
@@ -37,13 +37,13 @@ import torch
 import yaml
 
 from .. import provenance
+from ..core.profiles import checked_value, profile_parameters
+from ..core.sources import chapters, comma_list, declared_parameters, source_file
 from ..errors import BookError, cli, require
 from ..io import alive, sha256, write_atomic
 from ..settings import REPO_ROOT, STAGING, cpu_share, results_dir, thread_env
-from . import cache, sources
-from .edition import Edition, commit, now
-from .profiles import checked_value, profile_parameters
-from .sources import chapters, declared_parameters, source_file
+from . import cache
+from .folders import Edition, commit, now
 
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
@@ -285,12 +285,12 @@ def _runner_alive() -> None:
 def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool = False) -> Edition:
     """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
     cores and, when there are several GPUs, a GPU of its own. A chapter is looked at once the chapters it reads
-    (`sources.prerequisites`) among those planned are done: reused at once if nothing it depends on changed (as in a
+    (`cache.prerequisites`) among those planned are done: reused at once if nothing it depends on changed (as in a
     serial build), else started when a job is free, the longest (by the last build's times) first.
     The first failure stops new starts; the chapters running finish, then the error is raised."""
     edition = Edition(profile)
     names = [name for name, _ in plans]
-    waiting = {name: (params, sources.prerequisites(name, params) & set(names)) for name, params in longest_first(edition, plans)}
+    waiting = {name: (params, cache.prerequisites(name, params) & set(names)) for name, params in longest_first(edition, plans)}
     reasons: dict[str, str] = {}  # chapters found stale, waiting for a free job
     running: dict[str, tuple[subprocess.Popen, int, float, str]] = {}
     done: set[str] = set()
@@ -314,7 +314,7 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                     continue
                 del waiting[name]
                 slot = min(set(range(jobs)) - {s for _, s, _, _ in running.values()})
-                command = [sys.executable, "-m", "lib.build.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
+                command = [sys.executable, "-m", "lib.edition.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
                 print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reasons[name]}", flush=True)
                 env = {**os.environ, **_worker_env(slot, jobs), RUNNER_PID: str(os.getpid())}
                 worker = subprocess.Popen(command, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_tied_to_parent(os.getpid()))
@@ -350,7 +350,7 @@ def _execute_one(profile: str, name: str, parameters: dict[str, Any]) -> None:
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.build.runner", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.edition.runner", description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
     parser.add_argument("--chapters", default="", help="comma-separated chapter names (default: all)")
     parser.add_argument(
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.execute_one:
         _execute_one(args.profile, args.execute_one, json.loads(args.parameters_json))
         return
-    names = [c.strip() for c in args.chapters.split(",") if c.strip()]
+    names = comma_list(args.chapters)
     require(bool(names) or not args.chapters, f"--chapters {args.chapters!r} names no chapter; chapters are: {', '.join(chapters())}")
     names = names or chapters()
     overrides = {}
@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated runner ends its workers first (build_parallel)
     edition = Edition(args.profile)
-    with edition.locked("python -m lib.build.runner"):
+    with edition.locked("python -m lib.edition.runner"):
         build(args.profile, plans, force=args.force, jobs=args.jobs)
     print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 

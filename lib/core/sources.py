@@ -44,22 +44,6 @@ def declared_parameters(chapter: str) -> dict[str, Any]:
     return values
 
 
-# What a chapter calls that reads other chapters' results: those chapters run first (`python -m lib.build.runner --jobs N`).
-READS = {
-    "outliers_of(": ("02_outlier_neurons",),  # chapter 02's outlier set
-    "scorecard.scorecard(": None,  # every other chapter's result tables
-}
-TRAINED = ("chapter05:", "trained:")  # a parameter naming chapter 05's models
-
-
-def prerequisites(chapter: str, parameters: dict[str, Any]) -> set[str]:
-    """The chapters whose results this one reads with these parameters: chapter 02 where it reads the outlier set,
-    chapter 05 where a parameter names its trained models, every other chapter for the scorecard."""
-    text, others = source_file(chapter).read_text(encoding="utf-8"), set(chapters()) - {chapter}
-    needs: set[str] = set()
-    for call, read in READS.items():
-        if call in text:
-            needs |= others if read is None else set(read)
-    if any(isinstance(v, str) and any(t in v for t in TRAINED) for v in parameters.values()):
-        needs.add("05_pretraining")
-    return needs & others
+def comma_list(value: object) -> list[str]:
+    """The items of a comma-separated parameter or option (`"sst2, imdb"` -> ["sst2", "imdb"]), blanks dropped."""
+    return [item.strip() for item in str(value).split(",") if item.strip()]

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import jupytext
 import nbformat
 
+from ..core.sources import declared_parameters, source_file
 from ..errors import require
-from .sources import declared_parameters, source_file
 
 _EXERCISE = re.compile(r"^:::\{exercise\}\s*(?P<title>.*)\n:label:\s*(?P<label>\S+)\n(?P<body>.*?)^:::$", re.M | re.S)
 _START = re.compile(r"^:::\{solution-start\}\s*(?P<label>\S+)")

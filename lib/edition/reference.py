@@ -14,12 +14,12 @@ from typing import Any
 
 import jupytext
 
+from ..core.profiles import KINDS, load_profile
+from ..core.sources import declared_parameters, source_file
 from ..errors import require
-from ..experiments.variants import VARIANTS
+from ..experiments.vector_variants import VARIANTS
 from ..measure.outliers import CLIP_PROTOCOLS
 from ..settings import DTYPES
-from .profiles import KINDS, load_profile
-from .sources import declared_parameters, source_file
 
 SHARED_MEANINGS = {
     "profile": "names the results folder",

@@ -4,6 +4,7 @@ under `all` (for every chapter that declares the name) or under a chapter's name
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Mapping
@@ -14,8 +15,9 @@ from typing import Any, TypeVar
 import yaml
 
 from ..errors import BookError, require
+from ..provenance import record
 from ..settings import REPO_ROOT
-from .sources import chapters, declared_parameters
+from .sources import chapters, declared_parameters, source_file
 
 T = TypeVar("T")
 
@@ -110,6 +112,16 @@ def load_profile(profile: str) -> dict[str, dict[str, Any]]:
     return spec
 
 
+def description(profile: str) -> str:
+    """The first sentence of a profile file's opening comment (what the edition is), or "" without one."""
+    path = PROFILES / f"{profile}.yaml"
+    if not path.is_file():
+        return ""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    comment = " ".join(line.lstrip("#").strip() for line in itertools.takewhile(lambda line: line.startswith("#"), lines))
+    return comment.split(". ")[0].rstrip(".") + "." if comment else ""
+
+
 def profile_parameters(profile: str, chapter: str) -> dict[str, Any]:
     """The values a profile changes for a chapter (its `all` values the chapter declares, then its own), plus the profile name."""
     spec = load_profile(profile)
@@ -128,3 +140,14 @@ def config(cls: type[T], namespace: Mapping[str, object], **fixed: object) -> T:
     if hasattr(built, "check"):
         built.check()
     return built
+
+
+def chapter_parameters(chapter: str, profile: str) -> dict[str, object]:
+    """Another chapter's parameters in this edition (its cell's values, with the profile's changes when the profile is a
+    file in profiles/), recorded as inputs of the running chapter so that it runs again when they change."""
+    record("data", source_file(chapter), f"parameters cell of {chapter}")
+    values = dict(declared_parameters(chapter))
+    if (PROFILES / f"{profile}.yaml").is_file():
+        record("data", PROFILES / f"{profile}.yaml", f"profile {profile}")
+        values.update(profile_parameters(profile, chapter))
+    return values

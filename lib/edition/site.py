@@ -5,8 +5,8 @@ on every page reads (book/static/editions.js).
     _build/site/editions.json    [{"name": "default", "title": "…"}, …], in the order the switcher shows them
     _build/site/<name>/          that edition's HTML, checked by `edition.publish`
 
-    python -m lib.build.site                            # default, student (of default) and quick, as built
-    python -m lib.build.site --editions default,quick   # only these
+    python -m lib.edition.site                            # default, student (of default) and quick, as built
+    python -m lib.edition.site --editions default,quick   # only these
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import json
 import shutil
 from pathlib import Path
 
+from ..core.sources import comma_list
 from ..errors import cli, require
 from ..settings import build_dir
-from .edition import Edition, publish
+from .folders import Edition
+from .publishing import publish
 
 EDITIONS = {  # name on the site -> the edition, and what a reader is told it is
     "default": (Edition("default"), "the published edition"),
@@ -49,10 +51,10 @@ def assemble(names: list[str], target: Path) -> Path:
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.build.site", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.edition.site", description=__doc__.splitlines()[0])
     parser.add_argument("--editions", default=",".join(EDITIONS), help="comma-separated, in the switcher's order")
     args = parser.parse_args(argv)
-    names = [n.strip() for n in args.editions.split(",") if n.strip()]
+    names = comma_list(args.editions)
     print(f"site with {', '.join(names)}: {assemble(names, build_dir() / 'site')}")
 
 

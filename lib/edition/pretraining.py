@@ -1,8 +1,8 @@
 """Chapter 05's pre-training runs ahead of the chapter, in one process or under torchrun on many GPUs and nodes:
 
-    python -m lib.build.pretraining --profile paper                                   # one process (one GPU or the CPU)
-    torchrun --nproc_per_node=8 -m lib.build.pretraining --profile paper              # one node, eight GPUs
-    torchrun --nnodes=4 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 -m lib.build.pretraining --profile paper
+    python -m lib.edition.pretraining --profile paper                                   # one process (one GPU or the CPU)
+    torchrun --nproc_per_node=8 -m lib.edition.pretraining --profile paper              # one node, eight GPUs
+    torchrun --nnodes=4 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 -m lib.edition.pretraining --profile paper
 
 The runs are the ones chapter 05 would train with the same profile and `-p` values (`pretraining_runs`), each saved
 (by rank 0) where the chapter looks for it, so that `make book PROFILE=…` then reuses them. A run already saved with
@@ -18,19 +18,19 @@ import os
 
 import yaml
 
-from ..book.chapter import chapter_parameters
+from ..core.profiles import chapter_parameters, checked_value, profile_parameters
+from ..core.sources import comma_list
 from ..errors import BookError, cli, require
-from ..experiments.pretraining import pretraining_runs
+from ..experiments.pretraining import pretraining_runs, train_unless_saved
 from ..settings import models_dir
 from ..train import distributed, pretrain
-from .profiles import checked_value, profile_parameters
 
 CHAPTER = "05_pretraining"
 
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.build.pretraining", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lib.edition.pretraining", description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help="a parameter of chapter 05 (VALUE is YAML)")
     parser.add_argument("--micro-batch", type=int, default=None, help="blocks per device per forward pass (gradients accumulate to the global batch)")
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         except yaml.YAMLError:
             raise BookError(f"-p {name}: {value!r} is not a YAML value") from None
     _, configs = pretraining_runs(parameters)
-    only = [n.strip() for n in args.only.split(",") if n.strip()]
+    only = comma_list(args.only)
     unknown = sorted(set(only) - set(configs))
     require(not unknown, f"--only: no run {', '.join(unknown)}; the runs are {', '.join(configs)}")
     here, _ = distributed.start(str(parameters["device"]))
@@ -58,25 +58,20 @@ def main(argv: list[str] | None = None) -> None:
         return
     first = next(iter(todo.values()))  # the runs share corpus, tokenizer and block length
     if here.main:  # rank 0 tokenizes the corpus into the cache first; the others then read it
-        tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(first)
+        corpus = pretrain.prepare_corpus(first)
     distributed.barrier()
     if not here.main:
-        tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(first)
-    for name, cfg in todo.items():
-        what = "with" if cfg.position_embeddings else "without"
-        run = pretrain.train(
-            cfg,
-            tokenizer,
-            train_blocks,
-            valid_blocks,
-            track_blocks=int(parameters["track_blocks"]),
-            device=str(parameters["device"]),
-            desc=f"{name} ({what} position embeddings, {here.size} process{'es' if here.size > 1 else ''})",
-            micro_batch=args.micro_batch,
-        )
-        if here.main:
-            print(f"{name}: saved in {pretrain.save(run, models_dir() / name)}")
-        distributed.barrier()
+        corpus = pretrain.prepare_corpus(first)
+    train_unless_saved(
+        todo,
+        corpus,
+        track_blocks=int(parameters["track_blocks"]),
+        device=str(parameters["device"]),
+        micro_batch=args.micro_batch,
+        processes=here.size,
+        main=here.main,
+        barrier=distributed.barrier,
+    )
 
 
 if __name__ == "__main__":

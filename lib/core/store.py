@@ -1,0 +1,111 @@
+"""The results store, defined once: where a chapter's tables live, their declared columns, and the model facts and
+parameters recorded beside them.
+
+    <results>/<profile>/<model>/<chapter>/<table>.csv   a model's table (model: the slug of its spec)
+    <results>/<profile>/<model>/<chapter>/meta.json     that folder's parameters, model facts and table columns
+    <results>/<profile>/chapter/<chapter>/<table>.csv   a table of the chapter as a whole, not of one model (the
+                                                        scorecard, the GloVe baseline, the trained models compared)
+    <results>/<profile>/figures/<chapter>/<name>.png|pdf
+
+A table's columns are declared once, in the experiment module of its chapter (a `Schema`): the experiment builds the
+table through it, the chapter writes it through it and the scorecard reads it back through it, so a renamed column
+fails a fast test instead of the slow book run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import require
+from ..settings import results_dir, slug
+
+META = "meta.json"  # beside a folder's tables: the parameters, model facts and table columns
+CHAPTER = "chapter"  # the folder, in place of a model's, of the tables that belong to a chapter as a whole
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A result table's chapter, name and columns in order; `extra` is a pattern for columns whose names come from the
+    data (e.g. one pair of columns per outlier dimension)."""
+
+    chapter: str
+    name: str
+    columns: tuple[str, ...]
+    extra: str | None = None
+
+    def check(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The frame, if it has exactly the declared columns (plus any matching `extra`); else one line naming the
+        difference."""
+        have = [str(c) for c in frame.columns]
+        missing = [c for c in self.columns if c not in have]
+        unknown = [c for c in have if c not in self.columns and not (self.extra and re.fullmatch(self.extra, c))]
+        require(
+            not missing and not unknown,
+            f"table {self.chapter}/{self.name}: columns differ from its schema (in its chapter's module in lib/experiments): "
+            f"missing {missing or 'none'}, undeclared {unknown or 'none'}",
+        )
+        return frame
+
+    def frame(self, rows: Iterable[dict]) -> pd.DataFrame:
+        """A table from rows (dicts), columns in the declared order, checked."""
+        frame = pd.DataFrame(list(rows))
+        if frame.empty:
+            frame = pd.DataFrame(columns=list(self.columns))
+        declared = [c for c in self.columns if c in frame.columns]
+        return self.check(frame[declared + [c for c in frame.columns if c not in self.columns]])
+
+
+def declare(chapter: str, name: str, columns: str, extra: str | None = None) -> Schema:
+    """A schema from space-separated column names."""
+    return Schema(chapter, name, tuple(columns.split()), extra)
+
+
+def folder(profile: str, model: str, chapter: str, root: Path | None = None) -> Path:
+    """Where a chapter keeps one model's tables (model `CHAPTER`: the chapter's own tables) in one edition."""
+    return (root or results_dir()) / profile / slug(model) / chapter
+
+
+def table_path(profile: str, model: str, chapter: str, table: str, root: Path | None = None) -> Path:
+    return folder(profile, model, chapter, root) / f"{slug(table)}.csv"
+
+
+def models_with(profile: str, chapter: str, table: str, root: Path | None = None) -> list[str]:
+    """The folders (models', or `CHAPTER` for the chapter's own) that hold a table, sorted."""
+    return sorted(p.parent.parent.name for p in ((root or results_dir()) / profile).glob(f"*/{chapter}/{slug(table)}.csv"))
+
+
+def meta_path(profile: str, model: str, chapter: str, root: Path | None = None) -> Path:
+    return folder(profile, model, chapter, root) / META
+
+
+def meta(profile: str, model: str, chapter: str, root: Path | None = None) -> dict[str, Any]:
+    """What a chapter recorded beside one model's tables (`meta.json`), or {} when it wrote none or it is unreadable."""
+    try:
+        return json.loads(meta_path(profile, model, chapter, root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def recorded_parameters(profile: str, model: str, chapter: str, root: Path | None = None) -> dict[str, Any]:
+    """The parameters a chapter ran with when it wrote one model's tables; one line saying what to do when they cannot
+    be read."""
+    parameters = meta(profile, model, chapter, root).get("parameters")
+    require(isinstance(parameters, dict), f"{meta_path(profile, model, chapter, root)} records no parameters; run {chapter} again or delete that folder")
+    return parameters
+
+
+def model_name(profile: str, model: str, chapter: str, root: Path | None = None) -> str:
+    """A model's name as a chapter recorded it (this chapter's first, then any other's), else its folder's name."""
+    base = (root or results_dir()) / profile / model
+    for recorded in [chapter, *sorted(p.parent.name for p in base.glob("*/meta.json"))]:
+        name = (meta(profile, model, recorded, root).get("model_info") or {}).get("name")
+        if name:
+            return name
+    return model

@@ -1,0 +1,166 @@
+"""Building an edition: its HTML (strict Sphinx), its PDF (LaTeX), the external link check and the publish check; the
+command line.
+
+    python -m lib.edition --profile quick              # stage and build the HTML
+    python -m lib.edition --profile default --publish  # the same, then check the site is ready to upload
+    python -m lib.edition --profile quick --student    # the student edition (no solutions) of the quick profile
+    python -m lib.edition --profile quick --pdf        # the edition as one PDF
+    python -m lib.edition --profile default --linkcheck  # check the pages' external links (weekly, in the workflow)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..core.profiles import profile_parameters
+from ..core.sources import chapters
+from ..errors import BookError, cli, require
+from ..io import write_atomic
+from ..settings import REPO_ROOT
+from . import pagecheck
+from .downloads import PDF_NAME, pdf_stamp
+from .folders import Edition, entries_digest, verified_entries
+from .staging import stage
+
+HTML_STAMP = ".edition.json"  # in a built edition's HTML: the chapter runs its pages were made from (`entries_digest`)
+
+
+def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> int:
+    """Stage the edition and run Sphinx's `builder` on it with Jupyter Book's configuration (incremental: unchanged
+    pages are not rebuilt); strict, so a warning or a broken reference fails the build. Its exit status. HTML is built
+    into a copy beside `out` that replaces it only when the build passed (with the stamp of the runs it shows): a failed
+    build leaves the last good edition as it was."""
+    source = stage(edition)
+    bin_dir = Path(sys.executable).parent
+    subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
+    whole = builder == "html"
+    work = out.with_name(out.name + ".new") if whole else out
+    if whole:
+        shutil.rmtree(work, ignore_errors=True)
+        if out.is_dir():
+            shutil.copytree(out, work, symlinks=True)  # Sphinx then rewrites only the pages that changed
+    done = subprocess.run(
+        [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(work)], cwd=source
+    )
+    if strict and done.returncode != 0:
+        if whole:
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(edition.doctrees, ignore_errors=True)  # they describe the failed pages: the next build starts afresh
+        raise BookError(
+            f"the {edition.profile} edition's {builder} build failed (messages above); the last good edition is unchanged; the staged source is in {source}"
+        )
+    if whole:
+        (work / HTML_STAMP).write_text(json.dumps({"entries": entries_digest(verified_entries(edition))}), encoding="utf-8")
+        old = out.with_name(out.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if out.exists():
+            out.rename(old)
+        work.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    return done.returncode
+
+
+def linkcheck(edition: Edition) -> Path:
+    """Check every external link on the edition's pages (Sphinx's linkcheck builder); the report's path, or one line
+    naming the broken links."""
+    out = edition.root / "linkcheck"
+    shutil.rmtree(out, ignore_errors=True)
+    _sphinx(edition, "linkcheck", out, strict=False)
+    report = out / "output.json"
+    require(report.is_file(), f"the {edition.profile} edition's link check did not run (messages above)")
+    results = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines() if line.strip()]
+    broken = [r for r in results if r["status"] == "broken"]
+    shown = "; ".join(f"{r['uri']} on {r['filename']} ({str(r['info'])[:80]})" for r in broken[:5])
+    require(not broken, f"{len(broken)} broken external link(s): {shown}{'; …' if len(broken) > 5 else ''} (all in {report})")
+    return report
+
+
+def build_html(edition: Edition) -> Path:
+    """The edition's HTML (`_sphinx`); its front page."""
+    _sphinx(edition, "html", edition.html)
+    return edition.html / "index.html"
+
+
+TEX_TOOLS = ("latexmk", "xelatex")  # Debian: texlive-xetex texlive-latex-extra texlive-fonts-recommended fonts-freefont-otf latexmk
+
+
+def build_pdf(edition: Edition) -> Path:
+    """Typeset the edition as one PDF (Sphinx's LaTeX writer, XeLaTeX through latexmk; figures as the vector PDFs their
+    runs saved) and keep it where the HTML build links it; its path."""
+    missing = [tool for tool in TEX_TOOLS if shutil.which(tool) is None]
+    require(not missing, f"{', '.join(missing)} not found: install TeX Live (see the README, 'The book as a PDF'), then run `make pdf` again")
+    typeset = Edition(edition.profile, edition.student, pdf=True)
+    runs = entries_digest(verified_entries(typeset))
+    _sphinx(typeset, "latex", typeset.latex)
+    log = typeset.latex / "latexmk.log"
+    with open(log, "w", encoding="utf-8") as out:
+        done = subprocess.run(
+            ["make", "-C", str(typeset.latex), "all-pdf", "LATEXMKOPTS=-interaction=nonstopmode -halt-on-error"], stdout=out, stderr=subprocess.STDOUT
+        )
+    pdf = typeset.latex / PDF_NAME
+    require(
+        done.returncode == 0 and pdf.is_file(),
+        f"LaTeX could not typeset the {edition.profile} edition; the first error is in {log} (search for a line starting with '!')",
+    )
+    target = Edition(edition.profile, edition.student)._pages / PDF_NAME
+    pdf_stamp(target).unlink(missing_ok=True)  # from here until the new stamp, the PDF vouches for nothing
+    write_atomic(target, lambda p: shutil.copyfile(pdf, p))
+    write_atomic(pdf_stamp(target), lambda p: p.write_text(json.dumps({"entries": runs}), encoding="utf-8"))
+    return target
+
+
+def publish(edition: Edition) -> Path:
+    """Check that the built site is ready to upload (relative links, no path of this machine in any page) and add
+    the marker GitHub Pages wants for folders that start with an underscore."""
+    html = edition.html
+    require((html / "index.html").is_file(), f"no {edition.profile} edition in {html}; run `make book PROFILE={edition.profile}` first")
+    try:
+        built_from = json.loads((html / HTML_STAMP).read_text(encoding="utf-8"))["entries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        built_from = None
+    require(
+        built_from == entries_digest(verified_entries(edition)),
+        f"{html} was not built by `make book` from the chapter runs the {edition.profile} edition's entries list (no stamp, or another one); "
+        f"run `make book PROFILE={edition.profile}` again",
+    )
+    absent = [c for c in chapters() if not (html / "book" / "chapters" / f"{c}.html").is_file()]
+    require(not absent, f"{html} lacks the page of {', '.join(absent[:3])}{' …' if len(absent) > 3 else ''}; run `make book PROFILE={edition.profile}` again")
+    leaks = [str(REPO_ROOT), str(Path.home())]
+    for page in sorted(p for p in html.rglob("*") if p.suffix in (".html", ".ipynb", ".md", ".txt")):  # pages and their downloads
+        text = page.read_text(encoding="utf-8", errors="replace")
+        for leak in leaks:
+            require(leak not in text, f"{page.relative_to(html)} contains the local path {leak}; the site would expose this machine's folders")
+        require("file://" not in text, f"{page.relative_to(html)} links to a local file (file://); links must be relative")
+    unreadable = pagecheck.problems(html)
+    require(not unreadable, f"{len(unreadable)} problem(s) on the pages: " + "; ".join(unreadable[:5]) + ("; …" if len(unreadable) > 5 else ""))
+    (html / ".nojekyll").touch()
+    return html
+
+
+@cli
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m lib.edition", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
+    parser.add_argument("--publish", action="store_true", help="after building, check the site is ready to upload")
+    parser.add_argument("--student", action="store_true", help="the student edition: exercises without their solutions")
+    parser.add_argument("--pdf", action="store_true", help="first typeset the edition as one PDF (needs TeX Live), linked from its front page")
+    parser.add_argument("--linkcheck", action="store_true", help="only check the external links of the edition's pages (needs the internet)")
+    args = parser.parse_args(argv)
+    profile_parameters(args.profile, chapters()[0])  # an unknown profile stops here, before anything is written
+    edition = Edition(args.profile, student=args.student)
+    with edition.locked("python -m lib.edition"):
+        if args.linkcheck:
+            print(f"{edition.profile} edition: every external link answers ({linkcheck(edition)})")
+            return
+        if args.pdf:
+            print(f"{edition.profile} edition as a PDF: {build_pdf(edition)}")
+        index = build_html(edition)
+        print(f"{edition.profile} edition: {index}")
+        if args.publish:
+            print(f"ready to upload: {publish(edition)} (base URL {os.environ.get('BOOK_BASEURL') or 'not set: set BOOK_BASEURL'})")

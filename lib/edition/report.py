@@ -1,0 +1,98 @@
+"""The build report page: when and how each chapter ran, its parameters, and the data files and models it read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from ..core.sources import chapters, declared_parameters
+from ..datasets.pins import SOURCES
+from .cache import Entry
+from .folders import Edition
+from .notes import changed_parameters, duration, hide_paths
+
+REPORT = "book/build_report"
+
+
+def slowest_cells(notebook: Path, n: int = 3) -> list[dict[str, Any]]:
+    """The n code cells of an executed notebook that took longest (papermill records each cell's duration), each with
+    the heading of its section and its first line."""
+    cells, section = [], ""
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        lines = [line for line in cell.source.splitlines() if line.strip()]
+        if cell.cell_type == "markdown":
+            section = next((line.lstrip("#").strip() for line in lines if line.startswith("#")), section)
+        seconds = cell.get("metadata", {}).get("papermill", {}).get("duration")
+        if cell.cell_type == "code" and seconds is not None:
+            cells.append({"seconds": float(seconds), "section": section, "first_line": lines[0] if lines else ""})
+    return sorted(cells, key=lambda c: -c["seconds"])[:n]
+
+
+def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
+    """The build report page: per chapter, how long it took, whether this build reused it, what it read."""
+    statuses = edition.statuses()
+    lines = [
+        f"# Build report: the {edition.profile} edition\n",
+        "Every chapter of this edition was executed by the code of the commit named beside it; a chapter is executed "
+        "again only when its source, the library code it imports, its parameters, the packages, or the data and model "
+        "files it read have changed (see *How to re-run this book*). Times are wall-clock seconds on the machine that "
+        "built the edition. Each data file a chapter read links to the file at the public commit it is fetched from.\n",
+        "## Chapters\n",
+        "| chapter | last build | wall time | CPU threads | executed (UTC) | commit |",
+        "|---|---|---|---|---|---|",
+    ]
+    total, dirty, reasons, slow = 0.0, False, [], ["| chapter | slowest cell | in section |", "|---|---|---|"]
+    for chapter in chapters():
+        entry, status = entries.get(chapter), statuses.get(chapter, {})
+        if status.get("status") in ("executed", "failed"):
+            reasons.append(f"{chapter} ({status['status']}: {status['reason']})")
+        if entry is None:
+            lines.append(f"| {chapter} | {'failed' if status.get('status') == 'failed' else 'not executed'} | – | – | – | – |")
+            continue
+        facts = entry.facts
+        total += float(facts["seconds"])
+        dirty = dirty or bool(facts.get("dirty"))
+        sha = f"`{facts.get('commit', 'unknown')[:7]}`" + ("\\*" if facts.get("dirty") else "")
+        when = facts["finished"][5:16].replace("T", " ")
+        slowest = (slowest_cells(edition.notebook(chapter), 1) or [{"seconds": 0.0, "section": ""}])[0]
+        threads = facts.get("threads", "–")
+        lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {status.get('status', '–')} | {duration(facts['seconds'])} | {threads} | {when} | {sha} |")
+        slow.append(f"| {chapter} | {duration(slowest['seconds'])} | {_table_text(slowest['section'])} |")
+    lines.append(f"\nExecuting every chapter once took {duration(total)} in all (the sum of the wall times above).")
+    if reasons:
+        lines.append("Executed by the last build, and why: " + "; ".join(reasons) + ".")
+    if dirty:
+        lines.append("\n\\* executed from a checkout with uncommitted changes to tracked files.")
+    lines += ["\n## Where the time goes\n", "The code cell of each chapter that took longest (papermill times every cell), and the section it belongs to.\n"]
+    lines += slow
+    for chapter, entry in entries.items():
+        lines += [f"\n({'build-' + chapter})=", f"## {chapter}\n"]
+        values = {**declared_parameters(chapter), **entry.parts["parameters"]}
+        changed = changed_parameters(chapter, entry.parts["parameters"])
+        lines += ["| parameter | value in this edition | chapter default |", "|---|---|---|"]
+        lines += [
+            f"| `{k}` | `{_table_text(repr(v))}`{' (changed)' if k in changed else ''} | `{_table_text(repr(declared_parameters(chapter).get(k)))}` |"
+            for k, v in values.items()
+        ]
+        reads = [i for i in entry.inputs if i["kind"] in ("data", "model")]
+        if reads:
+            lines += ["\n| read | what | SHA-256 |", "|---|---|---|"]
+            lines += [f"| {i['kind']} | {_what(i['label'])} | `{i['sha256'][:16]}…` |" for i in reads]
+        lines += [f"\nWrote {len(entry.outputs)} result files (tables and figures) under `$BOOK_RESULTS_DIR/{edition.profile}/`."]
+    if entries:
+        environment = next(iter(entries.values())).parts["environment"]
+        lines += ["\n## Software\n", "| package | version |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in environment.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _what(label: str) -> str:
+    """What a chapter read, as code; a pinned data file linked to the file at the public commit it is fetched from."""
+    text, source = f"`{_table_text(hide_paths(label))}`", SOURCES.get(label)
+    return f"[{text}]({source.page})" if source else text
+
+
+def _table_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")[:120]

@@ -1,0 +1,174 @@
+"""Staging an edition's book source: the hand-written pages, the executed chapters with their notes, figures and tables,
+the configuration; files are rewritten only when their content changes, so Sphinx rebuilds only the pages that changed."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from ..book import figure_labels, tables, tabs
+from ..core.sources import chapters
+from ..errors import BookError
+from ..settings import REPO_ROOT
+from . import exercises
+from .cache import Entry, digest
+from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
+from .folders import Edition, verified_entries, write_bytes_if_changed, write_if_changed
+from .notes import SCORECARD, all_references, chapter_note, edition_note, hide_paths, scorecard_summary, title
+from .report import REPORT, build_report
+
+SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro.md): replaced by the edition note and verdict summary
+
+
+REFERENCE_MARKER = "<!-- parameter reference -->"  # in book/rerun.md: replaced by every chapter's parameter table
+
+
+def _vector_figures(nb: nbformat.NotebookNode, entry: Entry) -> None:
+    """Add to every figure output the PDF its run saved (checked to be that run's file), which the LaTeX build prefers
+    to the PNG."""
+    written = {o["label"]: o for o in entry.outputs}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            vector = written.get(output.get("metadata", {}).get(figure_labels.KEY, {}).get("pdf"))
+            if vector is not None and digest(vector["path"]) == vector["sha256"]:
+                output["data"]["application/pdf"] = base64.b64encode(Path(vector["path"]).read_bytes()).decode("ascii")
+
+
+def _staged_notebook(
+    chapter: str,
+    notebook: Path,
+    entry: Entry,
+    profile: str,
+    source: Path,
+    student: bool = False,
+    downloads: list[str] | None = None,
+    vector: bool = False,
+) -> str:
+    """The executed notebook with the note and the parameter reference after its title, its figures numbered, its result
+    tables linked at the end (without the exercises' solutions in the student edition)."""
+    nb = nbformat.read(notebook, as_version=4)
+    if student:
+        exercises.strip_solutions(nb)
+    if vector:
+        _vector_figures(nb, entry)
+    tables.label_tables(nb, chapter)
+    if not vector:  # the pages: a model per tab; print keeps them in sequence, with vector figures
+        tabs.group(nb, source / "book" / "chapters" / tabs.FOLDER, write_bytes_if_changed)
+    figure_labels.number_figures(nb)
+    for cell in nb.cells:  # papermill's cell with this run's parameters: the box at the top says what changed
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            cell.metadata["tags"] = [*cell.metadata["tags"], "remove-cell"]
+    if downloads:
+        nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(downloads), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
+    note = chapter_note(chapter, entry, profile, folded_reference=not vector, student=student)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
+            title, _, rest = cell.source.lstrip().partition("\n")
+            cell.source = f"{title}\n\n{note}\n{rest.lstrip()}"
+            break
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(note, id="page-note"))
+    return hide_paths(nbformat.writes(nb))
+
+
+def _without_numbers(text: str) -> str:
+    """Exercise text without its references to the chapter's numbered tables and figures, which a page that has not
+    been executed does not have."""
+    text = re.sub(r"\s*\(\{numref\}`[^`]*`\)", "", text)
+    return re.sub(r"\{numref\}`[^`]*`", "the chapter's table or figure", text)
+
+
+def _placeholder(chapter: str, profile: str) -> str:
+    """The page of a chapter not executed in this edition: how to execute it, and its exercises (without solutions)."""
+    tasks = "".join(f"\n:::{{exercise}} {e.title}\n:label: {e.label}\n\n{_without_numbers(e.text)}\n:::\n" for e in exercises.exercises(chapter))
+    return (
+        f"# {title(chapter)}\n\n:::{{admonition}} Not executed in this edition\n:class: warning\n"
+        f"This chapter has not been executed for the **{profile}** edition yet. Run\n"
+        f"`python -m lib.edition.runner --profile {profile} --chapters {chapter}` (or `make book PROFILE={profile}`).\n:::\n"
+        + (f"\n## Exercises\n{tasks}" if tasks else "")
+    )
+
+
+def _config(profile: str, student: bool = False) -> str:
+    """The book's `_config.yml` for one edition: its title, base URL and repository buttons."""
+    config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text(encoding="utf-8"))
+    kind = ", ".join(([] if profile == "default" else [f"{profile} edition"]) + (["for students"] if student else []))
+    if kind:
+        config["title"] = f"{config['title']} ({kind})"
+    html = config.setdefault("html", {})
+    html["baseurl"] = os.environ.get("BOOK_BASEURL", html.get("baseurl", ""))
+    repository = config.setdefault("repository", {})
+    repository["url"] = os.environ.get("BOOK_REPOSITORY", repository.get("url", "")).rstrip("/")
+    html["use_repository_button"] = html["use_issues_button"] = bool(repository["url"])
+    root = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx["latex_documents"] = [[root, f"{PDF_NAME[:-4]}.tex", config["title"], config["author"], "jupyterBook"]]
+    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+
+
+STATIC = REPO_ROOT / "book" / "static"  # the book's style sheet (html_css_files) and LaTeX stand-ins (latex_additional_files)
+
+
+def _stage_static(source: Path) -> None:
+    """Copy into the edition's _static folder the book's style sheet and the one-file MathJax 3 build (TeX input, SVG
+    output, every TeX extension, no fonts to fetch) with its licence, where _config.yml's mathjax_path points."""
+    try:
+        import mathjax
+    except ImportError as err:
+        raise BookError("MathJax is missing: pip install django-static-mathjax==3.2.2.1 (it is in requirements.txt)") from err
+    root = Path(mathjax.__file__).parent / "static" / "mathjax"
+    files = [
+        ("mathjax/tex-svg-full.js", root / "es5" / "tex-svg-full.js"),
+        ("mathjax/LICENSE", root / "LICENSE"),
+        ("book.css", STATIC / "book.css"),
+        ("editions.js", STATIC / "editions.js"),
+        ("latex/bbm.sty", STATIC / "latex" / "bbm.sty"),
+    ]
+    for name, origin in files:
+        write_bytes_if_changed(source / "_static" / name, origin.read_bytes())
+
+
+def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
+    """Stage every executed chapter whose notebook is the one its entry records, with its result tables (a placeholder
+    page for the others); their cache entries."""
+    entries = verified_entries(edition, say=True)
+    for chapter in chapters():
+        staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
+        entry = entries.get(chapter)
+        if entry is not None:
+            downloads = stage_tables(source, entry, edition.profile)
+            notebook = edition.notebook(chapter)
+            write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, source, edition.student, downloads, edition.pdf))
+            placeholder.unlink(missing_ok=True)
+        else:
+            write_if_changed(placeholder, _placeholder(chapter, edition.profile))
+            staged.unlink(missing_ok=True)
+    return entries
+
+
+def stage(edition: Edition) -> Path:
+    """Write the edition's book source: config, table of contents, MathJax, hand-written pages, chapters with their result
+    tables, build report."""
+    source = edition.source
+    _stage_static(source)
+    write_if_changed(source / "_config.yml", _config(edition.profile, edition.student))
+    write_if_changed(source / "_toc.yml", (REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    root_page = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
+    entries = _stage_chapters(edition, source)
+    downloads = [] if edition.pdf else stage_downloads(edition, source, entries)
+    for page in sorted((REPO_ROOT / "book").rglob("*")):
+        relative = page.relative_to(REPO_ROOT)
+        if page.is_file() and relative.parts[1] not in ("chapters", "static"):
+            text = page.read_text(encoding="utf-8")
+            if relative.with_suffix("").as_posix() == root_page:  # the introduction, then this edition and its verdicts
+                summary = scorecard_summary(entries.get(SCORECARD))
+                text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{summary}")
+            text = text.replace(REFERENCE_MARKER, all_references())
+            write_if_changed(source / relative, text)
+    write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
+    return source

@@ -1,0 +1,101 @@
+"""Figure kinds that several chapters draw (each chapter's own figures live in its experiment module)."""
+
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..measure.geometry import PlaneView
+from .plotting import COLORS
+
+
+def plane_views(
+    views: dict[str, PlaneView], colour_by: dict[str, np.ndarray], colour_label: str, special: dict[str, np.ndarray], ring_label: str = "special tokens"
+):
+    """2-D PCA scatter plots, one row per model, coloured by a per-point value; special tokens ringed,
+    the origin marked."""
+    fig, axes = plt.subplots(len(views), 1, figsize=(7.5, 4.8 * len(views)), squeeze=False)
+    for ax, (name, view) in zip(axes[:, 0], views.items()):
+        sc = ax.scatter(view.coords[:, 0], view.coords[:, 1], c=colour_by[name], s=7, cmap="viridis", alpha=0.7, linewidths=0)
+        ring = special[name]
+        ax.scatter(
+            view.coords[ring, 0], view.coords[ring, 1], s=30, facecolors="none", edgecolors="black", linewidths=0.6, label=f"{ring_label} ({ring.sum()})"
+        )
+        ax.scatter(*view.origin, marker="X", s=150, color=COLORS[1], edgecolor="white", zorder=3, label="origin")
+        ax.set(
+            xlabel=f"component 1 ({100 * view.explained[0]:.1f}% of variance)",
+            ylabel=f"component 2 ({100 * view.explained[1]:.1f}%)",
+            title=f"{name}: |mean| / mean |x| = {view.mean_vector_norm_ratio:.2f}",
+        )
+        ax.legend(loc="best", frameon=True, framealpha=0.8)
+        fig.colorbar(sc, ax=ax, label=colour_label)
+    fig.tight_layout()
+    return fig
+
+
+def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str], ylabel: str = "mean value", columns: int = 3):
+    """Small multiples: one vector per panel (value by dimension), flagged dimensions labelled."""
+    n = vectors.shape[0]
+    rows = int(np.ceil(n / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(3.3 * columns, 2.3 * rows), squeeze=False)
+    dims = np.arange(vectors.shape[1])
+    for i, ax in enumerate(axes.flat):
+        if i >= n:
+            ax.axis("off")
+            continue
+        ax.plot(dims, vectors[i], lw=0.7, color=COLORS[0])
+        for d in np.flatnonzero(flags[i]):
+            value = vectors[i, d]
+            ax.plot([d], [value], "o", ms=3.5, color=COLORS[1])
+            ax.annotate(
+                str(d),
+                (d, value),
+                fontsize=9,
+                color=COLORS[1],
+                ha="center",
+                va="bottom" if value > 0 else "top",
+                xytext=(0, 2 if value > 0 else -2),
+                textcoords="offset points",
+            )
+        ax.margins(y=0.25)
+        ax.set_title(panel_titles[i], fontsize=10)
+        ax.tick_params(labelsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("dimension")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    fig.tight_layout()
+    return fig
+
+
+def average_vectors(mean_vectors: np.ndarray, flags: np.ndarray):
+    """The average vector of every layer, flagged dimensions labelled."""
+    titles = [f"layer {layer}" + (" (embeddings)" if layer == 0 else "") for layer in range(len(mean_vectors))]
+    return vector_panels(mean_vectors, flags, titles)
+
+
+def layernorm_ranks(ranks: dict[str, pd.DataFrame]):
+    """Per model, γ and β panels: rank of each outlier dimension in each LayerNorm by layer (1 = top, log scale)."""
+    fig, axes = plt.subplots(len(ranks), 2, figsize=(11, 3.8 * len(ranks)), squeeze=False)
+    styles = {"embedding": "s", "first": "-o", "second": "--^"}
+    for row, (name, frame) in zip(axes, ranks.items()):
+        width = int(frame["width"].iloc[0])
+        for ax, param in zip(row, ["gamma", "beta"]):
+            part = frame[frame["param"] == param]
+            for color, (dim, by_dim) in zip(COLORS, part.groupby("dim", sort=False)):
+                for which, line in by_dim.groupby("layernorm", sort=False):
+                    ax.plot(line["layer"], line["rank"], styles.get(which, "-"), color=color, ms=5, label=f"dim {dim} ({line['sign'].iloc[0]}), {which} LN")
+            ax.set_yscale("log")
+            ax.set_ylim(width * 1.3, 0.8)
+            ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.set(
+                xlabel="layer (0 = embedding LayerNorm)",
+                ylabel=f"rank among {width} (1 = top)",
+                title=f"{name}: {'γ (gain)' if param == 'gamma' else 'β (bias), ranked toward the outlier sign'}",
+            )
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        row[1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,270 @@
+"""Chapter 13: isotropy calibration during fine-tuning (Ding et al. 2022): the grid of runs, its summary, tables,
+figures and verdict rules."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from ..core.store import declare
+from ..measure import inference
+from ..measure.inference import Estimate
+from ..measure.metrics import student_p, welch_p
+from ..train import workers
+from ..train.finetune import FinetuneConfig, cached_run
+from .plotting import COLORS, PAGE_WIDTH
+from .verdicts import NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
+
+
+def calibration_summary(summary: pd.DataFrame, methods: list[str]):
+    """Per calibration method: score change vs no calibration by task (mean ± std of the method's runs),
+    I1 of W after fine-tuning, and time per epoch relative to no calibration."""
+    tasks = list(dict.fromkeys(summary["task"]))
+    fig = plt.figure(figsize=(PAGE_WIDTH, 7.5))  # the tasks' bars across the top, isotropy and cost below
+    grid = fig.add_gridspec(2, 2, height_ratios=[1.1, 1])
+    axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
+    width = 0.8 / max(1, len(methods))
+    for i, (method, color) in enumerate(zip(methods, COLORS)):
+        rows = summary[summary["method"] == method].set_index("task").reindex(tasks)
+        x = np.arange(len(tasks)) + (i - (len(methods) - 1) / 2) * width
+        axes[0].bar(x, rows["difference"], width, yerr=rows["score_std"], color=color, label=method, capsize=2)
+    axes[0].axhline(0, color="grey", lw=0.8)
+    axes[0].set_xticks(np.arange(len(tasks)), tasks)
+    axes[0].set(ylabel="score − uncalibrated score (points)", title="Task score change (error bar: std over seeds)")
+    axes[0].legend(frameon=False, fontsize=8, ncol=min(3, len(methods)), loc="lower left")
+    by_method = summary.groupby("method", sort=False)[["I1_mean", "time_ratio"]].mean().reindex(methods)
+    positions = np.arange(len(methods))
+    axes[1].scatter(positions, by_method["I1_mean"], s=80, color=COLORS[: len(methods)], zorder=3)
+    for x, value in zip(positions, by_method["I1_mean"]):
+        axes[1].annotate(f"{value:.3f}", (x, value), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
+    low = float(np.nanmin(by_method["I1_mean"]))
+    axes[1].set(ylabel="I1 of W (1 = isotropic)", title="Isotropy after fine-tuning", ylim=(max(0.0, low - 0.1), 1.02))
+    axes[2].bar(positions, by_method["time_ratio"], color=COLORS[: len(methods)])
+    axes[2].axhline(1, color="grey", lw=0.8)
+    axes[2].set(ylabel="× time per epoch of no calibration", title="Cost")
+    for ax in axes[1:]:
+        ax.set_xticks(positions, methods, rotation=35, ha="right")
+    fig.tight_layout()
+    return fig
+
+
+def spectrum_targets(curves: dict[str, dict[str, np.ndarray]]):
+    """Per model: the singular values of W (first curve) and the spectrum-control priors they are pulled towards (log-log)."""
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.8 * len(curves), 4.3), squeeze=False)
+    for (name, lines), ax in zip(curves.items(), axes[0]):
+        for (label, values), style in zip(lines.items(), ["-", "--", ":"]):
+            ax.plot(np.arange(1, len(values) + 1), values, style, lw=2, label=label)
+        ax.set(xscale="log", yscale="log", xlabel="index k", ylabel="singular value σ_k", title=f"{name}: W and the spectrum priors")
+        ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+CALIBRATION_SUMMARY = declare(
+    "13_isotropy_calibration",
+    "summary",
+    "model task metric method runs score_mean score_std difference p p_student significant I1_mean I1_std I2_mean I2_std I1_context_mean "
+    "I2_context_mean time_ratio",
+)
+
+
+def _calibration_cells(tables: Tables, model: str, claim: Claim, value: str, spread: str) -> dict[tuple[str, str], Estimate]:
+    """Per (task, method) the Welch difference method − uncalibrated of one measured column over seeds."""
+    t = tables.read(model, claim.chapter, claim.table)
+    base = t[t["method"] == "none"].set_index("task")
+    cells = {}
+    for r in t[t["method"] != "none"].itertuples():
+        b = base.loc[r.task]
+        if int(r.runs) >= 2 and int(b["runs"]) >= 2:
+            cells[(r.task, r.method)] = inference.welch(getattr(r, value), getattr(r, spread), int(r.runs), b[value], b[spread], int(b["runs"]), "seeds")
+    return cells
+
+
+def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: float, flow_layers: int, flow_hidden: int) -> list[str]:
+    """The chapter's "what our run shows" bullets: each method's score, isotropy and time next to the paper's, what the
+    flow costs, and how far a weight can move in our runs' steps."""
+    lines = []
+    for row in ours.itertuples():
+        paper_rows = theirs[theirs["method"] == row.method]
+        paper_text = "; ".join(
+            f"{r.model} {r.mean_difference:+.2f}, I1 of the output {r.I1_output_uncalibrated:.2f} → {r.I1_output:.2f}" for r in paper_rows.itertuples()
+        )
+        lines.append(
+            f"- **{row.method}** ({row.model}): score change {row.mean_difference:+.2f} points on average over {row.tasks} tasks "
+            f"({row.significantly_better} significantly better, {row.significantly_worse} significantly worse, {row.undefined_scores} undefined); "
+            f"I1 of the output embeddings {row.I1_output_uncalibrated:.3f} → {row.I1_output:.3f} (of W: {row.I1_W:.3f}); "
+            f"{row.time_ratio:.2f}× the time per epoch. "
+            f"Paper: {paper_text or 'not run'}."
+        )
+    flow_paper = theirs.loc[theirs["method"] == "flow", "time_ratio"].dropna()
+    if "flow" in set(ours["method"]) and len(flow_paper):
+        lines.append(
+            f"- The flow costs {ours.loc[ours['method'] == 'flow', 'time_ratio'].mean():.2f}× the uncalibrated time per epoch here "
+            f"(paper, BERT: {flow_paper.iloc[0]:.1f}×); our flow is small ({flow_layers} coupling layers of width {flow_hidden}) "
+            "and sees only the pooled vector."
+        )
+    steps = runs.groupby("task")["steps"].first()
+    lines.append(
+        f"- Each of our runs took {steps.min()}-{steps.max()} optimiser steps; the paper's take thousands (about 6,300 for SST-2: 67k examples × 3 epochs "
+        f"at batch 32). With Adam a weight moves by at most about the learning rate ({lr:g}) per step, so a regulariser on W could change "
+        f"each entry by at most ~{lr * steps.max():.1e} here. A method whose I1 does not move in these steps may still move it over the "
+        f"paper's thousands, and a score that does not change is no evidence about isotropy either way."
+    )
+    return lines
+
+
+@rule
+def no_consistent_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
+    cells = _calibration_cells(tables, model, claim, "score_mean", "score_std")
+    if not cells:
+        return Outcome(UNTESTABLE, "fewer than two seeds per method: no spread to test against")
+    units = []
+    for method in dict.fromkeys(m for _, m in cells):
+        diffs = [e for (_, m), e in cells.items() if m == method]
+        mean = float(np.mean([e.value for e in diffs]))
+        half = math.sqrt(sum(((e.high - e.low) / 2) ** 2 for e in diffs)) / len(diffs)  # the tasks' intervals, averaged
+        units.append(unit(method, Estimate(mean, mean - half, mean + half, f"mean over {len(diffs)} tasks of Welch differences"), claim.margin, "below"))
+    detectable = max((u.estimate.high - u.estimate.low) / 2 for u in units)
+    return from_units(units, 2, " points", f"smallest average gain these seeds could detect: about {detectable:.1f} points", refute=True)
+
+
+@rule
+def spectrum_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
+    cells = {k: e for k, e in _calibration_cells(tables, model, claim, "I1_mean", "I1_std").items() if k[1].startswith("spectrum")}
+    if not cells:
+        return Outcome(NOT_RUN, "no spectrum-control runs with two seeds")
+    return from_units([unit(f"{task}, {method}", e, claim.margin) for (task, method), e in cells.items()], 4)
+
+
+@rule
+def cosreg_leaves_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
+    cells = {k: e for k, e in _calibration_cells(tables, model, claim, "I1_mean", "I1_std").items() if k[1] == "cosreg"}
+    if not cells:
+        return Outcome(NOT_RUN, "no CosReg runs with two seeds")
+    return from_units([unit(task, e, claim.margin, "within") for (task, _), e in cells.items()], 4)
+
+
+@rule
+def isotropy_costs_score(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    base = t[t["method"] == "none"].set_index("task")
+    cells = t[t["method"] != "none"]
+    d_i1 = cells["I1_mean"].to_numpy() - base.loc[cells["task"], "I1_mean"].to_numpy()
+    d_score = cells["difference"].to_numpy()
+    if len(cells) < 4 or np.ptp(d_i1) == 0:
+        return Outcome(UNTESTABLE, "fewer than four calibrated cells with different isotropy changes")
+    estimate = inference.spearman(d_i1, d_score, "task × method cells")
+    return outcome(decide(estimate, claim.margin, "below"), f"rank correlation of the change in I1 (W) with the change in score: {estimate.text(2)}", estimate)
+
+
+@rule
+def flow_costly(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    flow = t[t["method"] == "flow"]["time_ratio"].dropna()
+    if flow.empty:
+        return Outcome(NOT_RUN, "no flow runs")
+    estimate = inference.mean_t(flow, "tasks") if len(flow) >= 2 else inference.exact(flow.iloc[0], "one task")
+    return outcome(decide(estimate, claim.margin), f"{estimate.text(2, '×')} the uncalibrated time per epoch", estimate)
+
+
+def _worker_run(spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str, dtype: str) -> tuple[dict, bool]:
+    """cached_run on a worker, on the worker's own GPU where it has one."""
+    return cached_run(spec, task, train_set, dev_set, cfg, workers.worker_device(device), dtype)
+
+
+def run_grid(
+    specs: list[str],
+    splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
+    methods: list[str],
+    seeds: list[int],
+    base: FinetuneConfig,
+    epochs: dict[str, int],
+    device: str = "auto",
+    dtype: str = "float32",
+    client: Any | None = None,
+) -> pd.DataFrame:
+    """Every (model, task, method, seed) run, each from the pre-trained weights, as one table in grid order; a bar over
+    the runs. With a Dask client (`workers.pool`) the runs execute on its workers, side by side."""
+    grid = [(spec, task, method, s) for spec in specs for task in splits for method in methods for s in seeds]
+    configs = [FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]}) for _, task, method, s in grid]
+    if client is not None:
+        futures = [workers.submit(client, _worker_run, spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs)]
+        results = (future.result() for future in futures)
+    else:
+        results = (cached_run(spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs))
+    rows = []
+    bar = tqdm(zip(grid, results), total=len(grid), desc="fine-tuning runs", unit="run")
+    for (_, task, method, s), (row, cached) in bar:
+        rows.append(row)
+        bar.write(
+            f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
+            f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}"
+        )
+    return pd.DataFrame(rows)
+
+
+def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, task, method): mean ± std of score, I1 and I2 over seeds; the difference from the uncalibrated runs
+    (method none) of the same model and task, with the p-values of Welch's t-test (`p`, which `significant` uses) and
+    of Student's (`p_student`, the paper's test); time per epoch relative to them."""
+    rows = []
+    for (model, task, method), group in runs.groupby(["model", "task", "method"], sort=False):
+        reference = runs[(runs["model"] == model) & (runs["task"] == task) & (runs["method"] == "none")]
+        has_reference = method != "none" and len(reference) > 0
+        p = welch_p(group["score"], reference["score"]) if has_reference else float("nan")
+        rows.append(
+            {
+                "model": model,
+                "task": task,
+                "metric": group["metric"].iloc[0],
+                "method": method,
+                "runs": len(group),
+                "score_mean": group["score"].mean(),
+                "score_std": group["score"].std(ddof=1),
+                "difference": group["score"].mean() - reference["score"].mean() if has_reference else float("nan"),
+                "p": p,
+                "p_student": student_p(group["score"], reference["score"]) if has_reference else float("nan"),
+                "significant": bool(p < 0.05),
+                "I1_mean": group["I1"].mean(),
+                "I1_std": group["I1"].std(ddof=1),
+                "I2_mean": group["I2"].mean(),
+                "I2_std": group["I2"].std(ddof=1),
+                "I1_context_mean": group["I1_context"].mean() if "I1_context" in group else float("nan"),
+                "I2_context_mean": group["I2_context"].mean() if "I2_context" in group else float("nan"),
+                "time_ratio": group["seconds_per_epoch"].mean() / reference["seconds_per_epoch"].mean() if len(reference) else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per model and calibration method, over tasks: mean score change, tasks where the score is undefined (NaN),
+    significant gains and drops (drops unknown where significance is), mean I1 of the output (contextual) embeddings
+    against the uncalibrated mean, mean I1 of the token-embedding matrix W (where measured), time ratio."""
+    rows = []
+    for (model, method), group in summary[summary["method"] != "none"].groupby(["model", "method"], sort=False):
+        marked = group["significant"].notna().all()
+        significant = group["significant"].fillna(False).astype(bool)
+        uncalibrated = summary[(summary["model"] == model) & (summary["method"] == "none")]
+        rows.append(
+            {
+                "model": model,
+                "method": method,
+                "tasks": len(group),
+                "mean_difference": group["difference"].mean(),
+                "undefined_scores": int(group["score_mean"].isna().sum()),
+                "significantly_better": int((significant & (group["difference"] > 0)).sum()),
+                "significantly_worse": int((significant & (group["difference"] < 0)).sum()) if marked else None,
+                "I1_output": group["I1_context_mean"].mean(),
+                "I1_output_uncalibrated": uncalibrated["I1_context_mean"].mean(),
+                "I1_W": group["I1_mean"].mean() if "I1_mean" in group else np.nan,
+                "time_ratio": group["time_ratio"].mean(),
+            }
+        )
+    return pd.DataFrame(rows)

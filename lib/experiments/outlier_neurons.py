@@ -1,0 +1,72 @@
+"""Chapter 02: the outlier neurons of a model's hidden states, found per layer and pooled: its tables, figure and
+verdict rules. (The outlier set every chapter that clips uses, detected by the same criterion, is `outlier_set`.)"""
+
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from ..core.store import declare
+from ..measure import inference
+from .outlier_set import CHAPTER, OUTLIER_COLUMNS, SOURCE_TABLE
+from .plotting import COLORS
+from .verdicts import Claim, Outcome, Tables, decide, outcome, rule
+
+
+def extreme_shares(tables: dict[str, pd.DataFrame]):
+    """Per model and layer: % of vectors whose minimum (maximum) is the most frequent such dimension."""
+    fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.5), sharex=True)
+    for ax, kind in zip(axes, ["argmin", "argmax"]):
+        for (name, t), color in zip(tables.items(), COLORS):
+            ax.plot(t["layer"], t[f"{kind}_percent"], marker="o", color=color, label=name)
+            for _, r in t.iterrows():
+                ax.annotate(
+                    str(int(r[f"{kind}_dim"])),
+                    (r["layer"], r[f"{kind}_percent"]),
+                    fontsize=8,
+                    color=color,
+                    xytext=(0, 4),
+                    textcoords="offset points",
+                    ha="center",
+                )
+        word = "minimum" if kind == "argmin" else "maximum"
+        ax.set(ylabel="% of vectors", title=f"the dimension that is most often a vector's {word} (labelled)", ylim=(0, 108))
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    axes[1].set_xlabel("layer (0 = embedding output)")
+    axes[0].legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+EXTREMES_BY_LAYER = declare(CHAPTER, "extreme_dimensions_by_layer", "layer argmin_dim argmin_percent argmax_dim argmax_percent")
+
+
+EXTREMES_POOLED = declare(CHAPTER, "extreme_dimensions_pooled", "kind dim percent n_vectors model spec")
+
+
+OUTLIER_DIMENSIONS = declare(CHAPTER, "outlier_dimensions", OUTLIER_COLUMNS)
+
+
+MEAN_VECTORS = declare(CHAPTER, SOURCE_TABLE, "layer dim mean")
+
+
+@rule
+def top_extreme_share(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    best = t.loc[t["percent"].idxmax()]
+    n = int(best["n_vectors"])
+    estimate = inference.proportion(round(float(best["percent"]) / 100 * n), n, "vectors (tokens of a sentence are not independent: too narrow)")
+    decision = decide(estimate, claim.margin / 100)
+    kind = "minimum" if best["kind"] == "argmin" else "maximum"
+    return outcome(decision, f"dim {int(best['dim'])} is the {kind} of {estimate.scaled(100).text(1, '%')}", estimate.scaled(100))
+
+
+@rule
+def model_outliers_exist(tables: Tables, model: str, claim: Claim) -> Outcome:
+    t = tables.read(model, claim.chapter, claim.table)
+    level = t[t["model_outlier"].astype(bool)]
+    estimate = inference.exact(len(level), "chapter 02's criterion on its whole sample")
+    found = ", ".join(f"{int(r.dim)} (|z| {r.max_abs_z:.0f}, {r.n_layers} layers)" for r in level.itertuples())
+    largest = f"largest |z| of a flagged dim {t['max_abs_z'].max():.1f}" if len(t) else "no dim flagged in any layer"
+    return outcome(decide(estimate, claim.margin), f"{len(level)} model-level outlier dims" + (f": {found}" if found else f"; {largest}"), estimate)

@@ -1,0 +1,99 @@
+"""Figures with one readable style: labelled axes, legible fonts, colour-blind-safe colours. A figure has no title of
+its own where the book gives it a caption (`Results.figure`): panels are titled, the figure is not."""
+
+from __future__ import annotations
+
+import textwrap
+
+import matplotlib
+import matplotlib.pyplot as plt
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+
+
+def style() -> None:
+    """Book-wide matplotlib defaults."""
+    plt.rcParams.update(
+        {
+            "figure.dpi": 110,
+            "savefig.dpi": 150,
+            "font.size": 11,
+            "axes.titlesize": 12,
+            "axes.labelsize": 11,
+            "legend.fontsize": 10,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.prop_cycle": matplotlib.cycler(color=COLORS),
+        }
+    )
+
+
+PAGE_WIDTH = 7.5  # inches: a figure this wide is shown at about the text column's width, so its fonts print at their size
+
+
+def readable(fig) -> None:
+    """Make a finished figure readable at the page's width: every text of a figure wider than `PAGE_WIDTH` scaled by
+    its width over it (so that once the page shrinks the figure to the column, labels print at the sizes of `style`),
+    the layout fitted again, titles and axis labels that outgrew their panel wrapped (`fit_labels`), then the point
+    labels of each panel moved apart (`apart`)."""
+    scale = fig.get_figwidth() / PAGE_WIDTH
+    if scale > 1:
+        for text in fig.findobj(matplotlib.text.Text):
+            text.set_fontsize(text.get_fontsize() * scale)
+        _layout(fig)
+        for _ in range(3):  # wrapping changes the layout, and the layout the room: a few rounds settle it
+            if not fit_labels(fig):
+                break
+            _layout(fig)
+    for ax in fig.axes:
+        apart([t for t in ax.texts if isinstance(t, matplotlib.text.Annotation) and t.anncoords == "offset points"])
+
+
+def _layout(fig) -> None:
+    engine = fig.get_layout_engine()
+    if engine is None or isinstance(engine, PlaceHolderLayoutEngine):  # fig.tight_layout() leaves a placeholder that does nothing
+        fig.tight_layout()
+    else:
+        engine.execute(fig)
+
+
+def fit_labels(fig) -> bool:
+    """Wrap each panel's title and x label that is wider than the panel, and its y label that is taller, onto as many
+    lines as it needs (at spaces; never below 8 characters a line), so that it does not run into the neighbouring
+    panel. True if any changed."""
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        for text, room, along in ((ax.title, box.width, "width"), (ax.xaxis.label, box.width, "width"), (ax.yaxis.label, box.height, "height")):
+            size = getattr(text.get_window_extent(renderer), along)
+            if text.get_text() and size > room > 0:
+                lines = text.get_text().split("\n")
+                words = " ".join(lines)
+                wrapped = textwrap.fill(words, max(8, int(max(map(len, lines)) * room / size)), break_long_words=False)
+                changed |= wrapped != text.get_text()
+                text.set_text(wrapped)
+    return changed
+
+
+def apart(labels: list) -> None:
+    """Move point labels (annotations placed above or below their point) further out, one step at a time, until none
+    overlaps a label placed before it."""
+    if not labels:
+        return
+    labels[0].axes.autoscale_view()  # the axis limits the labels will be drawn in (autoscaling is otherwise lazy)
+    renderer = labels[0].figure.canvas.get_renderer()
+    placed = []
+    for label in labels:
+        x, y = label.xyann
+        step = 10 if y >= 0 else -10
+        for _ in range(8):
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            y += step
+            label.xyann = (x, y)
+        placed.append(label.get_window_extent(renderer))

@@ -1,0 +1,202 @@
+"""The verdict logic every rule shares, and the `rule` decorator with which a chapter's experiment module registers the
+rules that test its claims (`claims.yaml` names them).
+
+Every rule measures the effect the claim is about, with its uncertainty from the data (an `inference.Estimate`: a paired
+test, an exact binomial interval, a t-interval over seeds or data sets), and compares it with a stated margin (the
+registry gives the margin and why it matters):
+
+- `holds`: the interval clears the margin in the claimed direction;
+- `does not hold`: the interval lies on the other side of the margin (or shows the opposite);
+- `inconclusive`: the interval contains the margin: the data cannot tell;
+- `mixed`: the claim holds in some units (layers, data sets, tasks) and does not hold in others;
+- `not testable` (the claim is outside what the book can run offline, or the model lacks what it is about) and
+  `not run` (the chapter has not written the table for this profile).
+
+A quantity measured on everything there is (a whole embedding matrix) has no interval; it is compared with the margin
+as it is. Verdicts that rest on a p-value are corrected together for multiple testing (`holm_corrected`): a verdict
+whose adjusted p-value is not below `ALPHA` becomes `inconclusive`, and the scorecard says so in its `corrected` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+
+from ..core import store
+from ..errors import require
+from ..measure import inference
+from ..measure.inference import Estimate
+from ..provenance import record
+from ..settings import results_dir
+from . import schema
+
+HOLDS, MIXED, FAILS, INCONCLUSIVE, UNTESTABLE, NOT_RUN = "holds", "mixed", "does not hold", "inconclusive", "not testable", "not run"
+VERDICTS = (HOLDS, MIXED, FAILS, INCONCLUSIVE, UNTESTABLE, NOT_RUN)
+
+
+ALPHA = 0.05  # family-wise error rate of the scorecard's p-value verdicts (Holm)
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str
+    section: str
+    claim: str
+    paper_value: str
+    chapter: str | None = None
+    table: str | None = None
+    rule: str | None = None
+    effect: str | None = None  # what the rule measures
+    margin: float | None = None  # the size of effect that matters
+    reason: str | None = None  # why that margin
+    control: str | None = None  # the control the verdict uses, if any
+    untestable: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: str
+    ours: str  # the number(s) behind the verdict, in words
+    estimate: Estimate | None = None  # the effect the verdict rests on (the weakest unit where there are several)
+    p: float | None = None  # two-sided p-value of the verdict reached (None: exact or inconclusive), before Holm
+    control: str = ""  # what the control showed
+
+
+class Tables:
+    """One profile's result tables in the results store (`core.store`), each read back through its declared schema. The
+    profile's results folder is recorded as an input of the running chapter, so the scorecard runs again when any
+    result changes."""
+
+    def __init__(self, profile: str, root: Path | None = None):
+        self.profile, self.root = profile, root
+        record("data", (root or results_dir()) / profile, f"results of the {profile} edition")
+
+    def read(self, model: str, chapter: str, table: str) -> pd.DataFrame | None:
+        """The table, checked against its schema, or None when it was not written."""
+        path = store.table_path(self.profile, model, chapter, table, self.root)
+        return schema(chapter, table).check(pd.read_csv(path)) if path.is_file() else None
+
+    def models(self, chapter: str, table: str) -> list[str]:
+        return store.models_with(self.profile, chapter, table, self.root)
+
+    def name(self, model: str, chapter: str) -> str:
+        return store.model_name(self.profile, model, chapter, self.root)
+
+
+Rule = Callable[[Tables, str, Claim], Outcome]
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str
+    p: float | None  # two-sided p-value of the verdict reached (None: exact, or inconclusive)
+
+
+def decide(estimate: Estimate, margin: float, direction: str = "above") -> Decision:
+    """An estimate against a margin. "above": the claim is effect > margin; "below": effect < margin; "within": |effect|
+    < margin (an equivalence claim). Holds when the 95% interval clears the margin on the claimed side, does not hold
+    when it clears it on the other side, inconclusive otherwise; an exact estimate is compared as it is."""
+    v, lo, hi = estimate.value, estimate.low, estimate.high
+    if direction == "within":
+        if estimate.exact:
+            return Decision(HOLDS if abs(v) <= margin else FAILS, None)
+        if -margin < lo and hi < margin:
+            return Decision(HOLDS, 2 * max(estimate.p(-margin, "above"), estimate.p(margin, "below")))
+        if lo > margin or hi < -margin:
+            return Decision(FAILS, 2 * (estimate.p(margin, "above") if lo > margin else estimate.p(-margin, "below")))
+        return Decision(INCONCLUSIVE, None)
+    require(direction in ("above", "below"), f"unknown direction {direction!r}")
+    sign = 1 if direction == "above" else -1
+    if estimate.exact:
+        return Decision(HOLDS if sign * (v - margin) >= 0 else FAILS, None)
+    if (lo > margin) if sign > 0 else (hi < margin):
+        return Decision(HOLDS, 2 * estimate.p(margin, direction))
+    if (hi < margin) if sign > 0 else (lo > margin):
+        return Decision(FAILS, 2 * estimate.p(margin, "below" if sign > 0 else "above"))
+    return Decision(INCONCLUSIVE, None)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One layer, data set, task or dimension a claim is tested in, and its decision."""
+
+    name: str
+    estimate: Estimate
+    decision: Decision
+
+
+def unit(name: str, estimate: Estimate, margin: float, direction: str = "above") -> Unit:
+    return Unit(name, estimate, decide(estimate, margin, direction))
+
+
+def _max_p(units: list[Unit]) -> float | None:
+    ps = [u.decision.p for u in units]
+    return None if all(p is None for p in ps) else max(p or 0.0 for p in ps)
+
+
+def combine(units: list[Unit], any_failure_refutes: bool = False) -> Decision:
+    """A claim tested in several units: holds (does not hold) when it holds (does not hold) in every unit; mixed when it
+    holds in some and does not in others (or, for a claim that any failing unit refutes, does not hold); else
+    inconclusive. The p-value is that of the weakest unit the verdict needs."""
+    by = {v: [u for u in units if u.decision.verdict == v] for v in (HOLDS, FAILS)}
+    if by[HOLDS] and len(by[HOLDS]) == len(units):
+        return Decision(HOLDS, _max_p(by[HOLDS]))
+    if by[FAILS] and (len(by[FAILS]) == len(units) or any_failure_refutes):
+        return Decision(FAILS, _max_p(by[FAILS]) if len(by[FAILS]) == len(units) else min((u.decision.p or 0.0) for u in by[FAILS]))
+    if by[HOLDS] and by[FAILS]:
+        strongest = [min((u.decision.p or 0.0) for u in by[v]) for v in (HOLDS, FAILS)]
+        return Decision(MIXED, max(strongest))
+    return Decision(INCONCLUSIVE, None)
+
+
+def outcome(decision: Decision, ours: str, estimate: Estimate | None = None, control: str = "") -> Outcome:
+    return Outcome(decision.verdict, ours, estimate, decision.p, control)
+
+
+def units_text(units: list[Unit], digits: int = 3, unit_label: str = "") -> str:
+    """Every unit's estimate, interval and verdict; where the units share one interval method, it is said once:
+    "95% intervals paired over 1,000 pairs: layer 1: 0.046 (0.044 to 0.047) → does not hold; layer 2: …"."""
+    methods = {u.estimate.method for u in units}
+    if len(units) == 1 or len(methods) > 1 or any(u.estimate.exact for u in units):
+        return "; ".join(f"{u.name}: {u.estimate.text(digits, unit_label)} → {u.decision.verdict}" for u in units)
+    each = (f"{u.name}: {u.estimate.text(digits, unit_label, method=False)} → {u.decision.verdict}" for u in units)
+    return f"95% intervals {methods.pop()}: " + "; ".join(each)
+
+
+def from_units(units: list[Unit], digits: int = 3, unit_label: str = "", control: str = "", refute: bool = False) -> Outcome:
+    decision = combine(units, refute)
+    weakest = min(units, key=lambda u: abs(u.estimate.value))
+    return outcome(decision, units_text(units, digits, unit_label), weakest.estimate, control)
+
+
+def contextual(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["layer"] >= 1]
+
+
+def holm_corrected(card: pd.DataFrame) -> pd.DataFrame:
+    """The card with `p_holm`, the Holm-adjusted p-value over every verdict that rests on a p-value (`tested`); such a
+    verdict whose adjusted p-value is not below ALPHA becomes inconclusive (`corrected`, with the verdict it had in
+    `before_holm`)."""
+    card = card.assign(p=card.get("p", pd.Series(np.nan, index=card.index)).astype(float))
+    card["tested"] = card["p"].notna()
+    card["p_holm"] = np.nan
+    card.loc[card["tested"], "p_holm"] = inference.holm(card.loc[card["tested"], "p"].to_numpy())
+    card["corrected"] = card["tested"] & (card["p_holm"] >= ALPHA)
+    card["before_holm"] = card["verdict"]
+    card.loc[card["corrected"], "verdict"] = INCONCLUSIVE
+    return card
+
+
+R = TypeVar("R", bound=Callable)
+
+
+def rule(function: R) -> R:
+    """Registers a function of (tables, model folder, claim) -> Outcome as a verdict rule of its module's chapter."""
+    function.is_rule = True
+    return function
