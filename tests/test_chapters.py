@@ -18,7 +18,7 @@ from lib.core.profiles import load_profile, profile_parameters
 from lib.core.sources import chapters, declared_parameters
 from lib.edition.runner import plan
 from lib.errors import BookError
-from lib.experiments import verdicts
+from lib.experiments import outlier_set, verdicts
 from lib.settings import REPO_ROOT
 
 
@@ -166,7 +166,7 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     # a notebook as a reader downloads it from the built page executes again, from another folder
     env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "again"), "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_BUILD_DIR": str(tmp_path / "build")}
     staged = subprocess.run(
-        [sys.executable, "-c", "from lib.edition.folders import Edition, stage; print(stage(Edition('quick')))"],
+        [sys.executable, "-c", "from lib.edition.folders import Edition; from lib.edition.staging import stage; print(stage(Edition('quick')))"],
         capture_output=True,
         text=True,
         env=env,
@@ -249,7 +249,7 @@ def test_a_config_is_built_from_the_parameters_cell_and_chapter_05s_models_by_al
         ch.config(PretrainConfig, {**cell, "hidden_size": 33}, position_embeddings=True, precision="none")
     assert ch.trained_spec("chapter05:nope", "quick") == "trained:quick-roberta-nope"
     assert ch.trained_spec("chapter05:pe", "default") == "trained:roberta-pe" and ch.trained_spec("minilm", "quick") == "minilm"
-    assert ch.outlier_criterion("quick").n_sentences == 400 and ch.outlier_criterion("default").z_threshold == 10.0
+    assert outlier_set.outlier_criterion("quick").n_sentences == 400 and outlier_set.outlier_criterion("default").z_threshold == 10.0
 
 
 def test_comma_separated_parameters_and_recorded_values():
