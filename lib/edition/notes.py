@@ -148,8 +148,8 @@ def parameters_dropdown(chapter: str) -> str:
     """The chapter's parameter reference, folded, for the box at the top of its page."""
     return (
         ":::{dropdown} Parameters of this chapter\n"
-        "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); an empty quick or paper cell "
-        "keeps the default.\n\n" + reference.markdown(chapter) + ":::\n"
+        "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); the quick and paper editions' "
+        "values are named where they differ from the default.\n\n" + reference.markdown(chapter) + ":::\n"
     )
 
 
