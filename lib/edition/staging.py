@@ -22,12 +22,13 @@ from . import exercises
 from .cache import Entry, digest
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
 from .folders import Edition, verified_entries, write_bytes_if_changed, write_if_changed
-from .notes import SCORECARD, all_references, chapter_note, edition_note, hide_paths, scorecard_summary, title
+from .notes import SCORECARD, all_references, chapter_note, edition_note, edition_time, hide_paths, scorecard_summary, title
 from .report import REPORT, build_report
 
 SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro.md): replaced by the edition note and verdict summary
 
 
+TIME_MARKER = "<!-- edition time -->"  # in book/rerun.md and book/teaching.md: how long this edition's chapters ran
 REFERENCE_MARKER = "<!-- parameter reference -->"  # in book/rerun.md: replaced by every chapter's parameter table
 
 
@@ -197,7 +198,7 @@ def stage(edition: Edition) -> Path:
             if relative.with_suffix("").as_posix() == root_page:  # the introduction, then this edition and its verdicts
                 summary = scorecard_summary(entries.get(SCORECARD))
                 text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{summary}")
-            text = text.replace(REFERENCE_MARKER, all_references())
+            text = text.replace(REFERENCE_MARKER, all_references()).replace(TIME_MARKER, edition_time(entries, edition.profile))
             write_if_changed(source / relative, text)
     write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
     return source
