@@ -74,6 +74,7 @@ for spec in specs:
     with PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
         extract(lm, sentences, [stats, profile_collector], desc=lm.name)
     reference = outlier_set.outliers_of(lm, spec, profile)
+    print(f"outlier set of {reference.describe()}")
     z_threshold, detected, dims, signs = reference.criterion.z_threshold, reference.detected, reference.dims, reference.signs
     view = positional.position_view(lm, z_threshold)
     ranks = positional.parameter_ranks(positional.layernorms(lm), dims, signs)

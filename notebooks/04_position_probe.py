@@ -91,7 +91,9 @@ parameters = ch.parameters("04_position_probe", globals())
 accuracy, contribution, heatmaps, found = {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    dims = outlier_set.outliers_of(lm, spec, profile).dims
+    reference = outlier_set.outliers_of(lm, spec, profile)
+    print(f"outlier set of {reference.describe()}")
+    dims = reference.dims
     tokens = {split: AllTokens() for split in splits}
     for split, sentences in splits.items():
         extract(lm, sentences, [tokens[split]], desc=f"{lm.name} {split}")

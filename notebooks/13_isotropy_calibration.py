@@ -370,7 +370,8 @@ if scales:
         ch.say(
             f"{model}, {name}: I1 of W after fine-tuning is {smallest['I1_W']:.3f} at c1/σ1 = {smallest['c1_scale']:g} against "
             f"{reference['I1_W']:.3f} uncalibrated, and the {GLUE_TASKS[sweep_task][1]} is {smallest['score_mean']:.1f} ± {smallest['score_std']:.1f} "
-            f"against {reference['score_mean']:.1f} ± {reference['score_std']:.1f} (mean ± sd over {int(reference['runs'])} seeds; Welch p = {p:.3f})."
+            f"against {reference['score_mean']:.1f} ± {reference['score_std']:.1f} (mean ± sd over {int(reference['runs'])} seeds; "
+            + (f"Welch p = {p:.3f})." if p == p else "no Welch test: it needs two seeds per side with some spread).")
         )
 
 # %% [markdown]

@@ -270,7 +270,7 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     assert first.startswith("# Tiny chapter 1\n\n::::{admonition} How this page was made")
     assert "**Quick edition**" in first and "{ref}`build report <build-01_tiny>`" in first and "Prose of chapter 1." in first
     assert "`n = 3`" not in first  # not changed from the cell's default
-    assert ":::{dropdown} Parameters of this chapter\n" in first and "| `n` | a number the chapter writes | `3` |" in first
+    assert ":::{dropdown} Parameters of this chapter\n" in first and "`n`\n: a number the chapter writes (default `3`)" in first
     assert first.count("{admonition}") == 1  # one box: provenance and parameters together
     injected = [c for c in page.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "remove-cell" in injected[0].metadata["tags"]
@@ -369,7 +369,8 @@ def test_parameter_reference_covers_every_parameter_of_every_chapter():
         for row in rows:
             assert row["default"] == declared[row["parameter"]]
             assert row["quick"] == quick.get(row["parameter"]) and row["paper"] == paper.get(row["parameter"])
-        assert reference.markdown(chapter).count("\n") == len(rows) + 2
+        text = reference.markdown(chapter)
+        assert text.count("\n: ") == len(rows) and all(f"`{r['parameter']}`\n: " in text for r in rows)
     rows = {r["parameter"]: r for r in reference.reference("13_isotropy_calibration")}
     assert rows["tasks"]["quick"] == "sst2,stsb" and rows["lr"]["paper"] == 2e-5 and rows["lr"]["quick"] is None
     assert rows["methods"]["allowed"] == "comma-separated, any of: none, cosreg, spectrum-pol, spectrum-exp, flow"

@@ -139,16 +139,15 @@ for model in ("model a", "model b"):
 """
 
 
-@pytest.fixture
-def page_book(tmp_path, monkeypatch):
-    """A one-chapter book and a repository root of its own (config, table of contents, front page), executed."""
-    book_of(tmp_path, monkeypatch, {"01_page": PAGE_CHAPTER})
+def book_with_pages(tmp_path, monkeypatch, chapter: str = PAGE_CHAPTER) -> Edition:
+    """A one-chapter book (`chapter`, as 01_page) and a repository root of its own (config, table of contents, front
+    page), executed in the quick edition."""
+    book_of(tmp_path, monkeypatch, {"01_page": chapter})
     root = tmp_path / "repo"
     shutil.copytree(staging.STATIC, root / "book" / "static")
     shutil.copy(REPO_ROOT / "_config.yml", root / "_config.yml")
     shutil.copy(REPO_ROOT / "book" / "references.bib", root / "book" / "references.bib")
     toc = {"format": "jb-book", "root": "book/intro", "parts": [{"caption": "Chapters", "numbered": True, "chapters": [{"file": "book/chapters/01_page"}]}]}
-    (root / "_toc.yml").write_text(yaml.safe_dump(toc))
     (root / "book" / "intro.md").write_text("# A tiny book\n\nIntroduction first.\n\n<!-- edition and verdicts -->\n")
     (root / "book" / "rerun.md").write_text("# How to re-run\n\nRun it.\n")
     (root / "book" / "build_report.md").write_text("# placeholder\n")
@@ -158,7 +157,12 @@ def page_book(tmp_path, monkeypatch):
         monkeypatch.setattr(module, "REPO_ROOT", root)
     monkeypatch.setattr(staging, "STATIC", root / "book" / "static")
     runner.build("quick", [("01_page", {"profile": "quick"})])
-    yield Edition("quick")
+    return Edition("quick")
+
+
+@pytest.fixture
+def page_book(tmp_path, monkeypatch):
+    yield book_with_pages(tmp_path, monkeypatch)
     sources.declared_parameters.cache_clear()
 
 
@@ -170,12 +174,14 @@ def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
     assert "Table 1.1" in page and "Table 1.2" in page and "Fig. 1.1" in page  # numbered, and the prose's {numref} resolved
     assert page.count('class="sd-tab-set') == 1 and page.count('class="sd-tab-label"') == 2  # one tab per model
     assert "Table 1.5" in page and "Fig. 1.3" in page and 'alt="model b: a line that falls."' in page  # numbered inside the tabs
-    assert page.count("<table") == 6 and "Table 1.3" in page and "outlier of the model" in page and "✓" in page  # the computed Markdown table too
+    assert page.count("<table") == 5 and "Table 1.3" in page and "outlier of the model" in page and "✓" in page  # the computed Markdown table too
     assert 'alt="A line that rises."' in page
     assert page.count("search-button-field") == 1  # one search field, in the sidebar
     assert (
         '<span class="c1"># Parameters</span>' not in page and '<span class="n">n</span> <span class="o">=</span> <span class="mi">3</span>' in page
-    )  # papermill's cell is not on the page; the chapter's is
+    )  # papermill's cell is not on the page; the chapter's is, with this run's values
+    assert '<span class="n">profile</span> <span class="o">=</span> <span class="s2">"quick"</span>' in page
+    assert '# this run; the chapter\'s default: "default"' in page
     front = pagecheck._article((html / "book" / "intro.html").read_text())
     assert front.index("Introduction first.") < front.index("The quick edition") and "notebooks.zip" in front
     assert index.is_file()

@@ -148,8 +148,8 @@ def parameters_dropdown(chapter: str) -> str:
     """The chapter's parameter reference, folded, for the box at the top of its page."""
     return (
         ":::{dropdown} Parameters of this chapter\n"
-        "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); an empty quick or paper cell "
-        "keeps the default.\n\n" + reference.markdown(chapter) + ":::\n"
+        "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); the quick and paper editions' "
+        "values are named where they differ from the default.\n\n" + reference.markdown(chapter) + ":::\n"
     )
 
 
@@ -160,3 +160,16 @@ def all_references() -> str:
 def duration(seconds: float) -> str:
     seconds = float(seconds)
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def edition_time(entries: dict[str, Entry], profile: str) -> str:
+    """How long this edition's chapters ran in their last runs, from their entries (a page states times only from the
+    build it belongs to); a line saying there is none yet otherwise."""
+    if not entries:
+        return f"The {profile} edition has no executed chapter yet, so this page cannot say how long it takes."
+    total = sum(float(e.facts["seconds"]) for e in entries.values())
+    threads = sorted({str(e.facts.get("threads", "?")) for e in entries.values()})
+    return (
+        f"In this ({profile}) edition, the {len(entries)} executed chapters ran for {duration(total)} in their last runs, "
+        f"on {' or '.join(threads)} CPU threads each (the {{doc}}`build report <build_report>` gives each chapter's time)."
+    )

@@ -90,14 +90,15 @@ def reference(chapter: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _cell(value: Any) -> str:
-    return "" if value is None else f"`{value!r}`".replace("|", "\\|")
+def _value(value: Any) -> str:
+    return f"`{value!r}`"
 
 
 def markdown(chapter: str) -> str:
-    """The reference as a Markdown table (an empty quick/paper cell: that profile keeps the default)."""
-    lines = ["| parameter | meaning | default | quick | paper | allowed values |", "|---|---|---|---|---|---|"]
+    """The reference as a definition list, one entry per parameter (it wraps in any column and on paper): its meaning,
+    its default, what the quick and paper profiles set where they change it, and the values it accepts."""
+    entries = []
     for row in reference(chapter):
-        text = [f"`{row['parameter']}`", row["meaning"].replace("|", "\\|"), _cell(row["default"]), _cell(row["quick"]), _cell(row["paper"])]
-        lines.append("| " + " | ".join(text + [row["allowed"].replace("|", "\\|")]) + " |")
-    return "\n".join(lines) + "\n"
+        values = [f"default {_value(row['default'])}"] + [f"{p} {_value(row[p])}" for p in PROFILES if row[p] is not None]
+        entries.append(f"`{row['parameter']}`\n: {row['meaning']} ({'; '.join(values)}). Allowed: {row['allowed']}.\n")
+    return "\n".join(entries)

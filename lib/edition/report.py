@@ -37,7 +37,7 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         f"# Build report: the {edition.profile} edition\n",
         "Every chapter of this edition was executed by the code of the commit named beside it; a chapter is executed "
         "again only when its source, the library code it imports, its parameters, the packages, or the data and model "
-        "files it read have changed (see *How to re-run this book*). Times are wall-clock seconds on the machine that "
+        "files it read have changed (see {doc}`How to re-run this book <rerun>`). Times are wall-clock seconds on the machine that "
         "built the edition. Each data file a chapter read links to the file at the public commit it is fetched from.\n",
         "## Chapters\n",
         "| chapter | last build | wall time | CPU threads | executed (UTC) | commit |",
@@ -78,14 +78,33 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         ]
         reads = [i for i in entry.inputs if i["kind"] in ("data", "model")]
         if reads:
-            lines += ["\n| read | what | SHA-256 |", "|---|---|---|"]
-            lines += [f"| {i['kind']} | {_what(i['label'])} | `{i['sha256'][:16]}…` |" for i in reads]
+            lines += _reads_table(reads)
         lines += [f"\nWrote {len(entry.outputs)} result files (tables and figures) under `$BOOK_RESULTS_DIR/{edition.profile}/`."]
     if entries:
         environment = next(iter(entries.values())).parts["environment"]
         lines += ["\n## Software\n", "| package | version |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in environment.items()]
     return "\n".join(lines) + "\n"
+
+
+FOLDED = 12  # a chapter that read more files than this from one folder (a corpus) lists them in a closed dropdown
+
+
+def _reads_table(reads: list[dict[str, str]]) -> list[str]:
+    """The files and models a chapter read with their checksums; the files of a folder it read many of (a corpus's
+    hundreds) folded into one dropdown under a line that counts them."""
+    folders: dict[str, list[dict[str, str]]] = {}
+    for item in reads:
+        folders.setdefault(item["label"].rsplit("/", 1)[0] if "/" in item["label"] else "", []).append(item)
+    many = {f for f, items in folders.items() if f and len(items) > FOLDED}
+    head = ["| read | what | SHA-256 |", "|---|---|---|"]
+    rows = [f"| {i['kind']} | {_what(i['label'])} | `{i['sha256'][:16]}…` |" for i in reads if i["label"].rsplit("/", 1)[0] not in many]
+    lines = ["", *head, *rows] if rows else []
+    for folder in sorted(many):
+        items = folders[folder]
+        lines += [f"\n:::{{dropdown}} {len(items)} files of `{_table_text(hide_paths(folder))}/` with their checksums", *head]
+        lines += [f"| {i['kind']} | {_what(i['label'])} | `{i['sha256'][:16]}…` |" for i in items] + [":::"]
+    return lines
 
 
 def _what(label: str) -> str:

@@ -3,10 +3,13 @@ the configuration; files are rewritten only when their content changes, so Sphin
 
 from __future__ import annotations
 
+import ast
 import base64
+import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import yaml
@@ -19,12 +22,13 @@ from . import exercises
 from .cache import Entry, digest
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
 from .folders import Edition, verified_entries, write_bytes_if_changed, write_if_changed
-from .notes import SCORECARD, all_references, chapter_note, edition_note, hide_paths, scorecard_summary, title
+from .notes import SCORECARD, all_references, chapter_note, edition_note, edition_time, hide_paths, scorecard_summary, title
 from .report import REPORT, build_report
 
 SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro.md): replaced by the edition note and verdict summary
 
 
+TIME_MARKER = "<!-- edition time -->"  # in book/rerun.md and book/teaching.md: how long this edition's chapters ran
 REFERENCE_MARKER = "<!-- parameter reference -->"  # in book/rerun.md: replaced by every chapter's parameter table
 
 
@@ -60,9 +64,12 @@ def _staged_notebook(
     if not vector:  # the pages: a model per tab; print keeps them in sequence, with vector figures
         tabs.group(nb, source / "book" / "chapters" / tabs.FOLDER, write_bytes_if_changed)
     figure_labels.number_figures(nb)
-    for cell in nb.cells:  # papermill's cell with this run's parameters: the box at the top says what changed
-        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
-            cell.metadata["tags"] = [*cell.metadata["tags"], "remove-cell"]
+    for cell in nb.cells:  # the parameters cell shows this run's values; papermill's cell that set them is left out
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "parameters" in tags:
+            cell.source = run_parameters(cell.source, entry.parts.get("parameters", {}))
+        if "injected-parameters" in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
     if downloads:
         nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(downloads), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
     note = chapter_note(chapter, entry, profile, folded_reference=not vector, student=student)
@@ -74,6 +81,28 @@ def _staged_notebook(
     else:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(note, id="page-note"))
     return hide_paths(nbformat.writes(nb))
+
+
+def _literal(value: Any) -> str:
+    """A value as the parameters cells write it (strings in double quotes)."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def run_parameters(cell: str, run: dict[str, Any]) -> str:
+    """A parameters cell as the run used it: each value the run changed (its profile, a `-p`) replaced by the run's,
+    with the chapter's default beside it, so that the cell on the page, copied, repeats this run."""
+    lines = cell.splitlines()
+    for node in reversed(ast.parse(cell).body):
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, default = node.targets[0].id, ast.literal_eval(node.value)
+        if name not in run or run[name] == default:
+            continue
+        last = lines[node.end_lineno - 1]
+        comment = last[node.end_col_offset :].strip().removeprefix("#").strip()
+        note = f"  # this run; the chapter's default: {_literal(default)}" + (f". {comment}" if comment else "")
+        lines[node.lineno - 1 : node.end_lineno] = [f"{name} = {_literal(run[name])}{note}"]
+    return "\n".join(lines)
 
 
 def _without_numbers(text: str) -> str:
@@ -127,6 +156,7 @@ def _stage_static(source: Path) -> None:
         ("mathjax/LICENSE", root / "LICENSE"),
         ("book.css", STATIC / "book.css"),
         ("editions.js", STATIC / "editions.js"),
+        ("tables.js", STATIC / "tables.js"),
         ("latex/bbm.sty", STATIC / "latex" / "bbm.sty"),
     ]
     for name, origin in files:
@@ -168,7 +198,7 @@ def stage(edition: Edition) -> Path:
             if relative.with_suffix("").as_posix() == root_page:  # the introduction, then this edition and its verdicts
                 summary = scorecard_summary(entries.get(SCORECARD))
                 text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{summary}")
-            text = text.replace(REFERENCE_MARKER, all_references())
+            text = text.replace(REFERENCE_MARKER, all_references()).replace(TIME_MARKER, edition_time(entries, edition.profile))
             write_if_changed(source / relative, text)
     write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
     return source

@@ -60,7 +60,7 @@ def spectrum_targets(curves: dict[str, dict[str, np.ndarray]]):
     for (name, lines), ax in zip(curves.items(), axes[0]):
         for (label, values), style in zip(lines.items(), ["-", "--", ":"]):
             ax.plot(np.arange(1, len(values) + 1), values, style, lw=2, label=label)
-        ax.set(xscale="log", yscale="log", xlabel="index k", ylabel="singular value σ_k", title=f"{name}: W and the spectrum priors")
+        ax.set(xscale="log", yscale="log", xlabel="index k", ylabel=r"singular value $\sigma_k$", title=f"{name}: W and the spectrum priors")
         ax.legend(frameon=False)
     fig.tight_layout()
     return fig

@@ -132,7 +132,6 @@ def outlier_criterion(profile: str) -> Criterion:
 
 
 def outliers_of(lm: LoadedModel, spec: str, profile: str) -> OutlierSet:
-    """The model's outlier set in this edition (chapter 02's results, or recomputed as chapter 02 would), announced."""
-    found = reference(lm, spec, profile, outlier_criterion(profile))
-    print(f"outlier set of {found.describe()}")
-    return found
+    """The model's outlier set in this edition (chapter 02's results, or recomputed as chapter 02 would); a chapter shows
+    it with `describe`."""
+    return reference(lm, spec, profile, outlier_criterion(profile))
