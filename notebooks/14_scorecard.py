@@ -123,7 +123,7 @@ for claim_id, rows in tested.groupby("claim_id", sort=False):
     ch.say(
         f"**{claim_id}** ({first.section}): {escape(first.claim)} *Effect*: {escape(first.effect)}; margin {first.margin:g}. "
         f"*Paper*: {escape(str(first.paper_value))}. *From*: chapter {{doc}}`{first.chapter[:2]} <{first.chapter}>`, `{first.table}.csv`.\n\n"
-        f"::::{{table}} {claim_id}: the verdict on each model\n:name: tbl-14-{claim_id.replace('/', '-').replace('_', '-')}\n:class: wrap\n"
+        f"::::{{table}} {claim_id}: the verdict on each model\n:name: {scorecard.claim_label(claim_id)}\n:class: wrap\n"
         ":widths: 16 12 50 14 8\n\n" + "\n".join(lines) + "\n::::"
     )
 

@@ -191,16 +191,20 @@ def test_bad_registry_entries_are_one_line_errors(tmp_path):
 def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     registry, root = planted
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(root))
-    assert notes.scorecard_summary(None) == ""  # before the scorecard chapter has run
+    assert notes.scorecard_summary(notes.scorecard_card(None)) == ""  # before the scorecard chapter has run
     card = scorecard.scorecard("planted", root=root, registry=registry)
     path = Results("14_scorecard", "planted", root=root).table(card, "scorecard", CHAPTER, {})
     record = {"kind": "output", "label": "planted/chapter/14_scorecard/scorecard.csv", "path": str(path), "sha256": digest(str(path))}
     entry = Entry(chapter="14_scorecard", key="k", parts={}, notebook="n", inputs=[], outputs=[record], facts={})
-    summary = notes.scorecard_summary(entry)
+    summary = notes.scorecard_summary(notes.scorecard_card(entry))
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
+    box = notes.findings_box(REGISTRY[0]["chapter"], notes.scorecard_card(entry))  # the box under a chapter's title
+    verdict = card.loc[card["claim_id"] == REGISTRY[0]["id"], "verdict"].iloc[0]
+    assert REGISTRY[0]["claim"] in box and f"**{verdict}**" in box and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in box
+    assert notes.findings_box("14_scorecard", notes.scorecard_card(entry)) == "" and notes.findings_box(REGISTRY[0]["chapter"], None) == ""
     path.write_text(path.read_text().replace("holds", "does not hold"))  # a table its run did not write: no summary
-    assert notes.scorecard_summary(entry) == ""
+    assert notes.scorecard_card(entry) is None and notes.scorecard_summary(None) == ""
 
 
 def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):

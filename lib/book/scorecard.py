@@ -48,6 +48,11 @@ def claims(path: Path = REGISTRY) -> list[Claim]:
     return out
 
 
+def claim_label(claim_id: str) -> str:
+    """The label of a claim's evidence table in chapter 14 (`tbl-14-luo2021-anisotropy`), which other pages link to."""
+    return "tbl-14-" + claim_id.replace("/", "-").replace("_", "-")
+
+
 def rule_of(claim: Claim) -> Rule:
     """The function that tests a claim: the rule its chapter's experiment module registers under the claim's `rule`."""
     return rules(claim.chapter)[claim.rule]

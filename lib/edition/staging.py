@@ -22,7 +22,18 @@ from . import exercises
 from .cache import Entry, digest
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
 from .folders import Edition, verified_entries, write_bytes_if_changed, write_if_changed
-from .notes import SCORECARD, all_references, chapter_note, edition_note, edition_time, hide_paths, scorecard_summary, title
+from .notes import (
+    SCORECARD,
+    all_references,
+    chapter_note,
+    edition_note,
+    edition_time,
+    findings_box,
+    hide_paths,
+    scorecard_card,
+    scorecard_summary,
+    title,
+)
 from .report import REPORT, build_report
 
 SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro.md): replaced by the edition note and verdict summary
@@ -52,6 +63,7 @@ def _staged_notebook(
     student: bool = False,
     downloads: list[str] | None = None,
     vector: bool = False,
+    findings: str = "",
 ) -> str:
     """The executed notebook with the note and the parameter reference after its title, its figures numbered, its result
     tables linked at the end (without the exercises' solutions in the student edition)."""
@@ -76,10 +88,10 @@ def _staged_notebook(
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
-            cell.source = f"{title}\n\n{note}\n{rest.lstrip()}"
+            cell.source = f"{title}\n\n{findings}{note}\n{rest.lstrip()}"
             break
     else:
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(note, id="page-note"))
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(findings + note, id="page-note"))
     return hide_paths(nbformat.writes(nb))
 
 
@@ -167,13 +179,15 @@ def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
     """Stage every executed chapter whose notebook is the one its entry records, with its result tables (a placeholder
     page for the others); their cache entries."""
     entries = verified_entries(edition, say=True)
+    card = scorecard_card(entries.get(SCORECARD))
     for chapter in chapters():
         staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
         entry = entries.get(chapter)
         if entry is not None:
             downloads = stage_tables(source, entry, edition.profile)
             notebook = edition.notebook(chapter)
-            write_if_changed(staged, _staged_notebook(chapter, notebook, entry, edition.profile, source, edition.student, downloads, edition.pdf))
+            page = _staged_notebook(chapter, notebook, entry, edition.profile, source, edition.student, downloads, edition.pdf, findings_box(chapter, card))
+            write_if_changed(staged, page)
             placeholder.unlink(missing_ok=True)
         else:
             write_if_changed(placeholder, _placeholder(chapter, edition.profile))
@@ -196,7 +210,7 @@ def stage(edition: Edition) -> Path:
         if page.is_file() and relative.parts[1] not in ("chapters", "static"):
             text = page.read_text(encoding="utf-8")
             if relative.with_suffix("").as_posix() == root_page:  # the introduction, then this edition and its verdicts
-                summary = scorecard_summary(entries.get(SCORECARD))
+                summary = scorecard_summary(scorecard_card(entries.get(SCORECARD)))
                 text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{summary}")
             text = text.replace(REFERENCE_MARKER, all_references()).replace(TIME_MARKER, edition_time(entries, edition.profile))
             write_if_changed(source / relative, text)
