@@ -24,11 +24,17 @@ from typing import Any
 from ..errors import require
 
 MEASURE = """<script>
-document.addEventListener("DOMContentLoaded", () => {
-  if (location.hash === "#dark") document.documentElement.dataset.theme = "dark";
-}); // the theme's colours change with a transition: measure after it
+const dark = () => {
+  if (location.hash !== "#dark") return;
+  document.documentElement.dataset.theme = "dark";
+  document.documentElement.dataset.mode = "dark";
+};
 document.addEventListener("DOMContentLoaded", () => setTimeout(() => {
   "use strict";
+  const still = document.createElement("style"); // colours are read as they end, not halfway through a transition
+  still.textContent = "*, *::before, *::after { transition: none !important; }";
+  document.head.append(still);
+  dark();
   const rgb = (s) => (s.match(/[\\d.]+/g) || []).map(Number);
   const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
