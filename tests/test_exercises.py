@@ -123,3 +123,32 @@ def test_the_teaching_guide_places_every_exercise_and_names_only_real_ones():
     named = set(re.findall(r"\{ref\}`(ex-[\w-]+)`", guide))
     labels = {e.label for chapter in sources.chapters() for e in exercises.exercises(chapter)}
     assert named == labels, (sorted(labels - named), sorted(named - labels))
+
+
+def test_an_exercise_carries_in_latex_the_label_a_reference_to_it_points_at():
+    """sphinx-exercise labels exercises `exercise:<label>` in LaTeX, a `{ref}` points at `<document>:<label>`: the PDF
+    gets both (lib/edition/latex_labels.py), so the teaching page's plan prints exercise numbers, not "??"."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.utils import new_document
+
+    from lib.edition import latex_labels
+
+    class exercise_enumerable_node(nodes.Element):  # noqa: N801 (sphinx-exercise's class name)
+        pass
+
+    document = new_document("test", get_default_settings())
+    section = nodes.section()
+    section += exercise_enumerable_node(label="ex-01-read")
+    document += section
+    app = SimpleNamespace(
+        builder=SimpleNamespace(format="latex"), env=SimpleNamespace(sphinx_exercise_registry={"ex-01-read": {"docname": "book/chapters/01_a"}})
+    )
+    latex_labels._label_exercises(app, document, "book")
+    assert section[0].astext() == "\\phantomsection\\label{\\detokenize{book/chapters/01_a:ex-01-read}}" and section[0]["format"] == "latex"
+    html = SimpleNamespace(builder=SimpleNamespace(format="html"), env=app.env)
+    before = len(section)
+    latex_labels._label_exercises(html, document, "book")
+    assert len(section) == before  # the web pages are unchanged
