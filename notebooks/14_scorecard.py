@@ -79,10 +79,8 @@ tested = card[card["on_model"]]  # claims tested on a model (a model may still l
 
 # %%
 marks = {verdicts.HOLDS: "✓", verdicts.MIXED: "◐", verdicts.FAILS: "✗", verdicts.INCONCLUSIVE: "?", verdicts.UNTESTABLE: "n/t", verdicts.NOT_RUN: "–"}
-glance = tested.assign(mark=tested["verdict"].map(marks)).pivot_table(index="claim_id", columns="model", values="mark", aggfunc="first", sort=False)
-ch.show(
-    glance.fillna("–").reset_index(),
-    f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, – not run)",
+ch.say(
+    scorecard.glance(card, marks, f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, – not run)")
 )
 counts = (
     card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(verdicts.VERDICTS), fill_value=0).rename(index=paper.name)

@@ -16,6 +16,7 @@ from ..errors import require
 from ..experiments import rules, schema
 from ..experiments.verdicts import NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
 from ..provenance import record
+from .tables import escape
 
 REGISTRY = Path(__file__).with_name("claims.yaml")
 TABLE = "scorecard"  # the table chapter 14 writes (`store.CHAPTER`'s, not a model's)
@@ -93,3 +94,18 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
                 }
             )
     return holm_corrected(pd.DataFrame(rows))
+
+
+def glance(card: pd.DataFrame, marks: dict[str, str], caption: str) -> str:
+    """The verdicts at a glance as a MyST table: one row per claim tested on a model (the claim's text, linked to its
+    evidence table), one column per model with the verdict's mark."""
+    tested = card[card["on_model"]]
+    models = list(dict.fromkeys(tested["model"]))
+    lines = ["| claim | " + " | ".join(escape(m) for m in models) + " |", "|:---" + "|:---:" * len(models) + "|"]
+    for claim_id, rows in tested.groupby("claim_id", sort=False):
+        verdict = dict(zip(rows["model"], rows["verdict"]))
+        link = f"{{numref}}`Table %s <{claim_label(claim_id)}>`"
+        cells = [marks.get(verdict[m], "–") if m in verdict else "–" for m in models]
+        lines.append(f"| {escape(rows['claim'].iloc[0])} ({link}) | " + " | ".join(cells) + " |")
+    widths = " ".join(["40"] + [str(max(1, 60 // max(1, len(models))))] * len(models))
+    return f":::{{table}} {caption}\n:name: tbl-14-glance\n:widths: {widths}\n\n" + "\n".join(lines) + "\n:::"
