@@ -199,6 +199,12 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     summary = notes.scorecard_summary(notes.scorecard_card(entry))
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
+    glance = scorecard.glance(card, {"holds": "✓", "does not hold": "✗"}, "At a glance")  # chapter 14's first table
+    assert (
+        REGISTRY[0]["claim"] in glance
+        and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in glance
+        and REGISTRY[0]["id"] not in glance.replace(scorecard.claim_label(REGISTRY[0]["id"]), "")
+    )
     box = notes.findings_box(REGISTRY[0]["chapter"], notes.scorecard_card(entry))  # the box under a chapter's title
     verdict = card.loc[card["claim_id"] == REGISTRY[0]["id"], "verdict"].iloc[0]
     assert REGISTRY[0]["claim"] in box and f"**{verdict}**" in box and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in box
