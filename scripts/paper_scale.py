@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModel, BertConfig, DistilBertConfig, RobertaConfig
 
-from lib.book.chapter import chapter_parameters
+from lib.core.profiles import chapter_parameters
 from lib.datasets.tasks import glue
 from lib.experiments.pretraining import pretraining_runs
 from lib.train import pretrain

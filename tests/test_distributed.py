@@ -59,7 +59,7 @@ def test_a_checkpoint_written_by_two_processes_resumes_in_one(tmp_path, single):
 def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
     """`torchrun -m lib.edition.pretraining` (2 processes) saves the quick profile's runs where chapter 05 finds them; a
     second launch trains nothing."""
-    from lib.book.chapter import chapter_parameters
+    from lib.core.profiles import chapter_parameters
     from lib.experiments.pretraining import pretraining_runs
     from lib.train import pretrain
 

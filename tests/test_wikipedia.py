@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub.hf_api import BlobLfsInfo, RepoSibling
 
-from lib.book.chapter import chapter_parameters
+from lib.core.profiles import chapter_parameters
 from lib.datasets import cli, wikipedia
 from lib.edition import pretraining as launcher
 from lib.errors import BookError

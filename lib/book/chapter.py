@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 from IPython.display import Markdown, display
 
-from ..core.profiles import chapter_parameters, config  # noqa: F401  (`ch.config`, `ch.chapter_parameters` in the chapters)
+from ..core.profiles import chapter_parameters, config  # noqa: F401  (config: `ch.config` in the chapters)
 from ..core.sources import comma_list, declared_parameters
 from ..datasets.tasks import sample_sentences
 from ..encode.models import check_available

@@ -29,8 +29,7 @@ from typing import Any
 
 import torch
 
-from ..codehash import code_digest
-from ..codehash import without_docstrings as _without_docstrings
+from ..codehash import code_digest, without_docstrings
 from ..core.sources import chapters, source_file
 from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT, models_dir, results_dir
@@ -65,6 +64,12 @@ def _module_file(name: str, root: Path) -> Path | None:
     return None
 
 
+def _source(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module a `from … import` reads, relative imports resolved against package."""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _imported(tree: ast.AST, package: str) -> set[str]:
     """Module names a parsed file imports (absolute and relative), with `from X import y` also giving X.y."""
     names: set[str] = set()
@@ -72,11 +77,7 @@ def _imported(tree: ast.AST, package: str) -> set[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
+            module = _source(node, package)
             names.add(module)
             names.update(f"{module}.{alias.name}" for alias in node.names)
     return names
@@ -96,8 +97,7 @@ def lib_dependencies(source: str, root: Path = REPO_ROOT, package: str = "", ski
                 path = _module_file(".".join(parts[:i]), root)
                 if path is not None and path not in found and path not in skip:
                     found.add(path)
-                    module = ".".join(parts[:i])
-                    todo.append((path.read_text(encoding="utf-8"), module if path.name == "__init__.py" else module.rsplit(".", 1)[0]))
+                    todo.append((path.read_text(encoding="utf-8"), _package(path, root)))
     return sorted(found)
 
 
@@ -141,10 +141,8 @@ def _top_level(path: Path, root: Path) -> tuple[dict[str, ast.AST], dict[str, tu
             for alias in node.names:
                 imports[alias.asname or alias.name.split(".")[0]] = (alias.name if alias.asname else alias.name.split(".")[0], None)
         elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            source = ".".join(base + ([node.module] if node.module else []))
             for alias in node.names:
-                imports[alias.asname or alias.name] = (source, alias.name)
+                imports[alias.asname or alias.name] = (_source(node, package), alias.name)
     return defs, imports
 
 
@@ -198,7 +196,7 @@ def rules_digest(root: Path = REPO_ROOT) -> dict[str, str]:
     for path, nodes in used.items():
         if path not in whole:
             names = sorted(set(nodes))
-            code = "".join(ast.dump(_without_docstrings(nodes[n])) for n in names)
+            code = "".join(ast.dump(without_docstrings(nodes[n])) for n in names)
             out[f"{path.relative_to(root)}:{','.join(names)}"] = hashlib.sha256(code.encode()).hexdigest()
     return out
 
