@@ -64,7 +64,7 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.book import paper, tables
 from lib.datasets.tasks import sample_sentences
 from lib.encode.collectors import AllTokens
 from lib.encode.extraction import extract
@@ -156,7 +156,10 @@ if with_dims:
         "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer.",
     )
 for name, frame in paper_probe.items():
-    ch.show(frame, f"{name}: mean contribution by layer (test tokens, the paper's probe)", precision=3, tab=name)
+    shown = frame[["layer", "mean_all", "top_dim"]].assign(**{"largest other neuron (its dimension)": tables.annotated(frame["top_other"], frame["top_other_dim"])})
+    for d in found[name]["dims"]:
+        shown[f"dim {d} (rank)"] = tables.annotated(frame[f"dim {d}"], frame[f"dim {d} rank"])
+    ch.show(shown, f"{name}: mean contribution by layer (test tokens, the paper's probe; rank among all neurons, 1 = largest)", precision=3, tab=name)
 ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appendix B.1 (paper; read off figures)")
 
 # %% [markdown]
@@ -176,8 +179,17 @@ ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appe
 # %%
 for name, frame in contribution.items():
     dims = found[name]["dims"]
-    ranks = frame.pivot(index="layer", columns="probe", values=[f"dim {d} rank" for d in dims] or ["top_dim"])
-    ranks.columns = [f"{a.removesuffix(' rank')}, {b} probe" if dims.size else f"top neuron, {b} probe" for a, b in ranks.columns]
+    columns = [f"dim {d} rank" for d in dims] or ["top_dim"]
+    wide = frame.pivot(index="layer", columns="probe", values=columns)
+    probes = ["centred", "paper", "shuffled"]
+    ranks = pd.DataFrame(
+        {
+            f"{c.removesuffix(' rank') + ', rank' if dims.size else 'top neuron, dimension'}: {' · '.join(probes)}": wide[c][probes].apply(
+                lambda row: " · ".join("–" if pd.isna(v) else str(int(v)) for v in row), axis=1
+            )
+            for c in columns
+        }
+    )
     acc = accuracy[name].set_index("layer")[["test_accuracy", "centred_test_accuracy", "shuffled_test_accuracy"]]
     ch.show(
         acc.join(ranks).reset_index(),

@@ -90,7 +90,7 @@ from lib.book.results import Results
 from lib.core.store import CHAPTER
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import figure_kinds, outlier_set, plotting, pretraining
+from lib.experiments import figure_kinds, outlier_set, plotting, positional_origin, pretraining
 from lib.measure import outliers, positional
 from lib.settings import models_dir
 from lib.train import pretrain
@@ -250,10 +250,15 @@ summary = pretraining.PRETRAIN_SUMMARY.frame(
 )
 results.table(summary, pretraining.PRETRAIN_SUMMARY, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
 ch.show(
-    summary.drop(columns=["unigram_perplexity"]),
+    summary[["model", "seed", "position_embeddings", "parameters_millions", "n_layers", "width", "steps", "tokens_seen_millions", "training_minutes", "valid_perplexity"]].rename(columns={"n_layers": "layers"}),
     f"Every run: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine, "
-    f"final validation perplexity (unigram: {unigram:.1f}), and on SST-2 the most frequent extreme dimension's share of all vectors "
-    "(the paper's statistic) and the number of model-level outliers (chapter 02's robust z)",
+    f"final validation perplexity (unigram: {unigram:.1f})",
+    precision=2,
+)
+ch.show(
+    summary[["model", "top_extreme_kind", "top_extreme_dim", "top_extreme_percent", "model_outliers"]],
+    "Every run on SST-2: the most frequent extreme dimension's share of all vectors (the paper's statistic) and the number of "
+    "model-level outliers (chapter 02's robust z)",
     precision=2,
 )
 
@@ -293,7 +298,7 @@ model_dims = reports[pe_name].model_outliers
 ranks = positional.parameter_ranks(positional.layernorms(lm), model_dims["dim"].to_numpy(), model_dims["sign"].tolist())
 del lm
 results.table(view.summary, "embedding_tables", f"trained:{pe_name}", parameters=parameters)
-ch.show(view.summary, f"{pe_name}: embedding tables — rows with a flagged dimension, most frequent maximum/minimum dimension (% of rows)", precision=1)
+ch.show(positional_origin.embedding_tables_view(view.summary), f"{pe_name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension")
 chosen = view.example_rows()
 matrix = view.matrix(chosen)
 results.figure(

@@ -141,18 +141,23 @@ ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".
 # %% [markdown]
 # ## Best layer per data set
 #
-# Spearman × 100, with the best layer in parentheses, as in the paper's tables. The paper rows
-# (labelled) are BERT-base and RoBERTa-base; the offline models are not those models, so compare
-# the direction of the changes (raw → clipped → whitened), not the levels.
+# Spearman × 100, with the best layer in parentheses, as in the paper's tables; one row per data
+# set, one column per variant. The paper's table (labelled) has BERT-base and RoBERTa-base; the
+# offline models are not those models, so compare the direction of the changes (raw → clipped →
+# whitened), not the levels.
 
 # %%
 order = [STS_LABELS[n] for n in names]
 cells = best.assign(cell=lambda t: t["spearman_x100"].map("{:.2f}".format) + " (" + t["layer"].astype(str) + ")")
-wide = cells.pivot_table(index=["model", "variant"], columns="dataset", values="cell", aggfunc="first", sort=False)[order].reset_index()
-glove_row = pd.DataFrame(
-    [{"model": "avg. GloVe 6B 50-d", "variant": "baseline", **baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format).to_dict()}]
-)
-ch.show(pd.concat([glove_row, wide], ignore_index=True), "Ours: best Spearman × 100 (layer) per data set, over the contextual layers")
+glove = baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format)
+for model, of_model in cells.groupby("model", sort=False):
+    wide = of_model.pivot_table(index="dataset", columns="variant", values="cell", aggfunc="first", sort=False).reindex(order)
+    wide.insert(0, "avg. GloVe 6B 50-d", glove.reindex(order))
+    ch.show(
+        wide.rename_axis(index="data set", columns=None).reset_index(),
+        f"Ours, {model}: best Spearman × 100 (layer) per data set and variant, over the contextual layers; first column: averaged GloVe vectors",
+        tab=model,
+    )
 layer0 = best.pivot_table(index=["model", "variant"], columns="dataset", values="embedding_output_spearman_x100", aggfunc="first", sort=False)[order]
 ch.show(layer0.reset_index(), "The embedding output (layer 0), not searched above: Spearman × 100 per data set", precision=2)
 years = best[(best["variant"] == "raw") & best["dataset"].str.startswith("STS-1")]
@@ -165,10 +170,12 @@ if len(years):
     )
 paper_sts = paper.table("luo2021", "sts")
 paper_sts["cell"] = paper_sts["paper_spearman_x100"].map("{:.2f}".format) + paper_sts["paper_layer"].map(lambda v: "" if pd.isna(v) else f" ({int(v)})")
-paper_wide = paper_sts.pivot_table(index=["model", "paper_variant", "paper_source"], columns="paper_dataset", values="cell", aggfunc="first", sort=False)
+paper_sts["column"] = paper_sts["model"].replace({"avg-glove": "avg. GloVe 300-d"}) + paper_sts["paper_variant"].map(lambda v: "" if v == "baseline" else f" {v}")
+paper_wide = paper_sts.pivot_table(index="paper_dataset", columns="column", values="cell", aggfunc="first", sort=False)
 ch.show(
-    paper_wide[[c for c in order if c in paper_wide.columns]].reset_index(),
-    "Luo et al. (2021) Table 2 and Luo's thesis Table 4.2 (paper): BERT-base, RoBERTa-base, avg. GloVe 300-d",
+    paper_wide.reindex([c for c in order if c in paper_wide.index]).rename_axis(index="data set", columns=None).reset_index(),
+    "Luo et al. (2021) Table 2 (paper): Spearman × 100 (layer) of BERT-base and RoBERTa-base, raw and clipped, and averaged GloVe 300-d; "
+    "whitened: Luo's thesis, Table 4.2 (paper)",
 )
 
 # %%

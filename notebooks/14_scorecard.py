@@ -166,7 +166,7 @@ ch.say(
 
 # %%
 split = tested.groupby("claim_id")["verdict"].nunique()
-disagree = tested[tested["claim_id"].isin(split[split > 1].index)][["claim_id", "model", "verdict", "ours"]]
+disagree = tested[tested["claim_id"].isin(split[split > 1].index)][["claim", "model", "verdict", "ours"]]
 ch.show(
     disagree if len(disagree) else pd.DataFrame({"result": ["all models agree on every tested claim"]}),
     "Claims with different verdicts across models (this edition)",

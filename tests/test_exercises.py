@@ -152,3 +152,9 @@ def test_an_exercise_carries_in_latex_the_label_a_reference_to_it_points_at():
     before = len(section)
     latex_labels._label_exercises(html, document, "book")
     assert len(section) == before  # the web pages are unchanged
+
+
+def test_the_pdf_numbers_exercises_by_chapter_as_the_web_does():
+    from lib.edition.latex_labels import chapter_numbers
+
+    assert chapter_numbers({"b": (2, 3, 2), "a": (2, 3, 1), "c": (2, 4, 1)}) == {"a": (2, 1), "b": (2, 2), "c": (2, 3)}

@@ -24,7 +24,7 @@ from tests.books import book_of
 def test_headers_are_words_with_units():
     assert tables.header("mean_cosine") == "mean cosine"
     assert tables.header("spearman_x100_words_only") == "spearman × 100 words only"
-    assert tables.header("argmax_percent") == "argmax (%)"
+    assert tables.header("argmax_percent") == "argmax (%)" and tables.header("tokens_seen_millions") == "tokens seen (millions)"
     assert tables.header("ci95_low") == "95% CI low"
     assert tables.header("max_abs_z") == "max |z|"
 
@@ -34,7 +34,11 @@ def test_cells_print_numbers_marks_and_gaps():
     assert tables.cell_text(float("nan"), 2) == "–" and tables.cell_text(None, 2) == "–"
     assert tables.cell_text(0.123456, 3) == "0.123" and tables.cell_text(12345.678, 1) == "12,345.7"
     assert tables.cell_text(np.int64(7), 3) == "7" and tables.cell_text(120000, 3) == "120,000"
-    assert tables.cell_text("91.44 ± 0.52", 2) == "91.44\u00a0±\u00a00.52"  # a short cell does not break
+    assert tables.cell_text("91.44 ± 0.52", 2) == "91.44 ±\u00a00.52"  # a short cell breaks only before ±
+    assert tables.cell_text("58.61 (3)", 2) == "58.61\u00a0(3)" and tables.cell_text("does not hold", 2) == "does not hold"
+    assert list(tables.plus_minus(pd.Series([91.444, np.nan, 1.0]), pd.Series([0.5, 1.0, np.nan]))) == ["91.44 ± 0.50", "–", "1.00 ± –"]
+    assert list(tables.annotated(pd.Series([0.0501, np.nan]), pd.Series([204, 3]))) == ["0.050 (204)", "–"]
+    assert list(tables.annotated(pd.Series([267]), pd.Series([7.94]), unit="%")) == ["267 (7.9%)"]
     long = "a claim of many words that may wrap over lines"
     assert tables.cell_text(long, 2) == long
 

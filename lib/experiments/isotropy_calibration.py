@@ -42,9 +42,11 @@ def calibration_summary(summary: pd.DataFrame, methods: list[str]):
     positions = np.arange(len(methods))
     axes[1].scatter(positions, by_method["I1_mean"], s=80, color=COLORS[: len(methods)], zorder=3)
     for x, value in zip(positions, by_method["I1_mean"]):
-        axes[1].annotate(f"{value:.3f}", (x, value), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=9)
-    low = float(np.nanmin(by_method["I1_mean"]))
-    axes[1].set(ylabel="I1 of W (1 = isotropic)", title="Isotropy after fine-tuning", ylim=(max(0.0, low - 0.1), 1.02))
+        axes[1].annotate(f"{value:.3f}", (x, value), textcoords="offset points", xytext=(0, 8), ha="center", va="bottom", rotation=90, fontsize=8)
+    low, high = float(np.nanmin(by_method["I1_mean"])), float(np.nanmax(by_method["I1_mean"]))
+    bottom = max(0.0, low - 0.1)
+    top = max(1.02, high + 0.35 * (1.02 - bottom))  # room for the upright labels
+    axes[1].set(ylabel="I1 of W (1 = isotropic)", title="Isotropy after fine-tuning", ylim=(bottom, top))
     axes[2].bar(positions, by_method["time_ratio"], color=COLORS[: len(methods)])
     axes[2].axhline(1, color="grey", lw=0.8)
     axes[2].set(ylabel="× time per epoch of no calibration", title="Cost")

@@ -15,23 +15,29 @@ from .verdicts import Claim, Outcome, Tables, decide, outcome, rule
 
 
 def extreme_shares(tables: dict[str, pd.DataFrame]):
-    """Per model and layer: % of vectors whose minimum (maximum) is the most frequent such dimension."""
+    """Per model and layer: % of vectors whose minimum (maximum) is the most frequent such dimension, labelled with
+    that dimension where it changes from the layer before (each model's labels on their own side of its line)."""
     fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.5), sharex=True)
     for ax, kind in zip(axes, ["argmin", "argmax"]):
-        for (name, t), color in zip(tables.items(), COLORS):
+        for i, ((name, t), color) in enumerate(zip(tables.items(), COLORS)):
             ax.plot(t["layer"], t[f"{kind}_percent"], marker="o", color=color, label=name)
-            for _, r in t.iterrows():
+            dims = t[f"{kind}_dim"].astype(int).to_numpy()
+            for j, (layer, percent) in enumerate(zip(t["layer"], t[f"{kind}_percent"])):
+                if j and dims[j] == dims[j - 1]:
+                    continue
+                above = i % 2 == 0
                 ax.annotate(
-                    str(int(r[f"{kind}_dim"])),
-                    (r["layer"], r[f"{kind}_percent"]),
+                    str(dims[j]),
+                    (layer, percent),
                     fontsize=8,
                     color=color,
-                    xytext=(0, 4),
+                    xytext=(0, 5 if above else -6),
                     textcoords="offset points",
                     ha="center",
+                    va="bottom" if above else "top",
                 )
         word = "minimum" if kind == "argmin" else "maximum"
-        ax.set(ylabel="% of vectors", title=f"the dimension that is most often a vector's {word} (labelled)", ylim=(0, 108))
+        ax.set(ylabel="% of vectors", title=f"the dimension that is most often a vector's {word} (labelled where it changes)", ylim=(-9, 108))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[1].set_xlabel("layer (0 = embedding output)")
     axes[0].legend(frameon=False)

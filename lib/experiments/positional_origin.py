@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from ..core.store import declare
 from ..encode.collectors import INPUT_STAGE, layer_stage
@@ -42,6 +43,22 @@ EMBEDDING_TABLES = declare(
     "embedding_tables",
     "table n_rows argmax_dim argmax_percent argmin_dim argmin_percent rows_with_flagged_dim rows_with_flagged_dim_percent",
 )
+
+
+def embedding_tables_view(summary: pd.DataFrame) -> pd.DataFrame:
+    """The embedding-table summary as a page prints it: each most frequent dimension with its share of the rows."""
+    def share(dims: pd.Series, percents: pd.Series) -> list[str]:
+        return ["–" if pd.isna(d) else f"{int(d):,} ({p:.1f}%)" for d, p in zip(dims, percents)]
+
+    return pd.DataFrame(
+        {
+            "table": summary["table"],
+            "rows": summary["n_rows"],
+            "most often the maximum: dim (% of rows)": share(summary["argmax_dim"], summary["argmax_percent"]),
+            "most often the minimum: dim (% of rows)": share(summary["argmin_dim"], summary["argmin_percent"]),
+            "rows with a flagged dimension": share(summary["rows_with_flagged_dim"], summary["rows_with_flagged_dim_percent"]),
+        }
+    )
 
 
 PROPAGATION = declare("03_positional_origin", "propagation", "stage dim positions positions_flagged median_z max_abs_z positions_flagged_percent")

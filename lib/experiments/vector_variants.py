@@ -128,7 +128,8 @@ def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], label
         for ax, metric, label in zip(row, metrics, labels):
             for variant, part in t.groupby("variant", sort=False):
                 style, color = VARIANT_STYLE.get(variant, ("-", None))
-                ax.plot(part["layer"], part[metric], style, color=color, ms=4, label=variant)
+                raw = variant == RAW  # hollow, larger and on top: visible where a variant changes nothing
+                ax.plot(part["layer"], part[metric], style, color=color, ms=7 if raw else 4, mfc="none" if raw else color, zorder=3 if raw else 2, label=variant)
             ax.axhline(0, color="grey", lw=0.8)
             ax.set(xlabel="layer (0 = embedding output)", ylabel=label, title=f"{name}: {label}")
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
@@ -137,4 +138,10 @@ def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], label
     return fig
 
 
-VARIANT_STYLE = {RAW: ("-o", COLORS[0]), CLIPPED: ("--s", COLORS[1]), WHITENED: (":^", COLORS[2])}
+VARIANT_STYLE = {
+    RAW: ("-o", COLORS[0]),
+    CLIPPED: ("--s", COLORS[1]),
+    CLIPPED_RANDOM: ("-.x", COLORS[3]),
+    WHITENED: (":^", COLORS[2]),
+    WHITENED_SENTENCES: ("-.v", COLORS[4]),
+}
