@@ -166,14 +166,19 @@ ch.say(
 
 # %%
 split = tested.groupby("claim_id")["verdict"].nunique()
-disagree = tested[tested["claim_id"].isin(split[split > 1].index)][["claim", "model", "verdict", "ours"]]
+disagree = pd.DataFrame(
+    [
+        {"claim": rows["claim"].iloc[0], "verdicts": "; ".join(f"{m}: {v}" for m, v in zip(rows["model"], rows["verdict"]))}
+        for _, rows in tested[tested["claim_id"].isin(split[split > 1].index)].groupby("claim_id", sort=False)
+    ]
+)
 ch.show(
     disagree if len(disagree) else pd.DataFrame({"result": ["all models agree on every tested claim"]}),
-    "Claims with different verdicts across models (this edition)",
+    "Claims with different verdicts across models (this edition); each claim's evidence table above gives the numbers behind them",
 )
 
 # %% [markdown]
-# Compare the `ours` column of the split claims with the chapter that measured them: a claim
+# Compare the `ours` column of the split claims' evidence tables with the chapter that measured them: a claim
 # about position embeddings that holds for one model and not another points at how differently
 # their position tables were trained ({doc}`chapter 03 <03_positional_origin>` shows each model's table), one about outlier
 # dimensions at whether the model has them at all ({doc}`chapter 02 <02_outlier_neurons>`).
@@ -203,7 +208,7 @@ for model in tables.models(claim.chapter, claim.table):
     for margin in (claim.margin, 40.0):
         outcome = scorecard.rule_of(claim)(tables, model, replace(claim, margin=margin))
         rows.append({"model": tables.name(model, claim.chapter), "margin": margin, "verdict": outcome.verdict, "ours": outcome.ours})
-ch.show(pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["chapter 02 has not run in this edition"]}), "luo2021/extreme-dimension at two margins")
+ch.show(pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["chapter 02 has not run in this edition"]}), "luo2021/extreme-dimension at two margins", precision=1)
 
 # %% [markdown]
 # A verdict that flips between 40% and 50% rests on a share whose interval reaches across both

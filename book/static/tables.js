@@ -1,5 +1,12 @@
-// Tables that are still wider than the text column get a visible cue (book.css: a shadow and a "scroll" line), and
-// every figure opens at full size when tapped, so a multi-panel figure can be read on a phone.
+// A short cell ("STS-12", "bert-base") stays on one line; tables that are still wider than the text column get a
+// visible cue (book.css: a shadow and a "scroll" line), and every figure opens at full size when tapped, so a
+// multi-panel figure can be read on a phone.
+function keepShortCellsWhole() {
+  "use strict";
+  document.querySelectorAll("table.table td, table.table th").forEach((cell) => {
+    if (cell.textContent.trim().length <= 10) cell.style.whiteSpace = "nowrap";
+  });
+}
 function markWideTables() {
   "use strict";
   document.querySelectorAll(".pst-scrollable-table-container").forEach((box) => {
@@ -19,6 +26,7 @@ function zoomableFigures() {
   });
 }
 document.addEventListener("DOMContentLoaded", () => {
+  keepShortCellsWhole();
   markWideTables();
   zoomableFigures();
 });
