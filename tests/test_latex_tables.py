@@ -1,0 +1,50 @@
+"""Long tables in the PDF (lib/edition/latex_tables.py): a table of many rows, or of much text, becomes a longtable
+(which breaks across pages) with wrapped columns as wide as their content asks; a short table and the web are left alone."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from docutils import nodes
+
+from lib.edition import latex_tables
+
+
+def _table(rows: list[list[str]]) -> nodes.table:
+    table, group = nodes.table(), nodes.tgroup(cols=len(rows[0]))
+    group += [nodes.colspec(colwidth=1) for _ in rows[0]]
+    body = nodes.tbody()
+    for cells in rows:
+        row = nodes.row()
+        row += [nodes.entry("", nodes.paragraph(text=text)) for text in cells]
+        body += row
+    group += body
+    table += group
+    return table
+
+
+def _document(*tables: nodes.table) -> nodes.document:
+    from docutils.frontend import get_default_settings
+    from docutils.utils import new_document
+
+    document = new_document("test", get_default_settings())
+    for table in tables:
+        document += table
+    return document
+
+
+def test_column_widths_follow_the_content_within_bounds():
+    rows = [["layer", "a claim " * 20, "0.5"], ["12", "short", "0.25"]]
+    assert latex_tables.column_widths(rows) == [8, latex_tables.WIDEST, 7]
+
+
+def test_a_long_table_breaks_across_pages_and_a_short_one_stays():
+    long = _table([["claim " * 30, "holds"]] * 20)  # 20 rows of ~180 characters: more than a page of text
+    short = _table([["1", "2"]] * 5)
+    document = _document(long, short)
+    latex_tables._wrap_long_tables(SimpleNamespace(builder=SimpleNamespace(format="html")), document, "x")
+    assert "longtable" not in long["classes"]  # the web pages are unchanged
+    latex_tables._wrap_long_tables(SimpleNamespace(builder=SimpleNamespace(format="latex")), document, "x")
+    assert {"longtable", "colwidths-given"} <= set(long["classes"])
+    assert [spec["colwidth"] for spec in long.findall(nodes.colspec)] == [latex_tables.WIDEST, 8]
+    assert "longtable" not in short["classes"]
