@@ -148,7 +148,11 @@ for name, f in found.items():
 
 # %%
 for name, f in found.items():
-    ch.show(positional_origin.embedding_tables_view(f["summary"]), f"{name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension", tab=name)
+    ch.show(
+        positional_origin.embedding_tables_view(f["summary"]),
+        f"{name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension",
+        tab=name,
+    )
 ours = pd.concat([f["summary"].assign(model=name, spec=f["spec"]) for name, f in found.items()], ignore_index=True)
 paper_argmax = paper.table("luo2021", "position_argmax").rename(columns={"paper_table": "table"})
 compare = paper.beside(ours[ours["table"] == positional.AFTER_FIRST], paper_argmax[["model", "table", "paper_dim", "paper_percent"]], on=["table"])

@@ -156,7 +156,9 @@ if with_dims:
         "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer.",
     )
 for name, frame in paper_probe.items():
-    shown = frame[["layer", "mean_all", "top_dim"]].assign(**{"largest other neuron (its dimension)": tables.annotated(frame["top_other"], frame["top_other_dim"])})
+    shown = frame[["layer", "mean_all", "top_dim"]].assign(
+        **{"largest other neuron (its dimension)": tables.annotated(frame["top_other"], frame["top_other_dim"])}
+    )
     for d in found[name]["dims"]:
         shown[f"dim {d} (rank)"] = tables.annotated(frame[f"dim {d}"], frame[f"dim {d} rank"])
     ch.show(shown, f"{name}: mean contribution by layer (test tokens, the paper's probe; rank among all neurons, 1 = largest)", precision=3, tab=name)

@@ -250,7 +250,20 @@ summary = pretraining.PRETRAIN_SUMMARY.frame(
 )
 results.table(summary, pretraining.PRETRAIN_SUMMARY, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
 ch.show(
-    summary[["model", "seed", "position_embeddings", "parameters_millions", "n_layers", "width", "steps", "tokens_seen_millions", "training_minutes", "valid_perplexity"]].rename(columns={"n_layers": "layers"}),
+    summary[
+        [
+            "model",
+            "seed",
+            "position_embeddings",
+            "parameters_millions",
+            "n_layers",
+            "width",
+            "steps",
+            "tokens_seen_millions",
+            "training_minutes",
+            "valid_perplexity",
+        ]
+    ].rename(columns={"n_layers": "layers"}),
     f"Every run: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine, "
     f"final validation perplexity (unigram: {unigram:.1f})",
     precision=2,
@@ -298,7 +311,10 @@ model_dims = reports[pe_name].model_outliers
 ranks = positional.parameter_ranks(positional.layernorms(lm), model_dims["dim"].to_numpy(), model_dims["sign"].tolist())
 del lm
 results.table(view.summary, "embedding_tables", f"trained:{pe_name}", parameters=parameters)
-ch.show(positional_origin.embedding_tables_view(view.summary), f"{pe_name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension")
+ch.show(
+    positional_origin.embedding_tables_view(view.summary),
+    f"{pe_name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension",
+)
 chosen = view.example_rows()
 matrix = view.matrix(chosen)
 results.figure(

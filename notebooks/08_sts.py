@@ -170,7 +170,9 @@ if len(years):
     )
 paper_sts = paper.table("luo2021", "sts")
 paper_sts["cell"] = paper_sts["paper_spearman_x100"].map("{:.2f}".format) + paper_sts["paper_layer"].map(lambda v: "" if pd.isna(v) else f" ({int(v)})")
-paper_sts["column"] = paper_sts["model"].replace({"avg-glove": "avg. GloVe 300-d"}) + paper_sts["paper_variant"].map(lambda v: "" if v == "baseline" else f" {v}")
+paper_sts["column"] = paper_sts["model"].replace({"avg-glove": "avg. GloVe 300-d"}) + paper_sts["paper_variant"].map(
+    lambda v: "" if v == "baseline" else f" {v}"
+)
 paper_wide = paper_sts.pivot_table(index="paper_dataset", columns="column", values="cell", aggfunc="first", sort=False)
 ch.show(
     paper_wide.reindex([c for c in order if c in paper_wide.index]).rename_axis(index="data set", columns=None).reset_index(),

@@ -208,7 +208,11 @@ for model in tables.models(claim.chapter, claim.table):
     for margin in (claim.margin, 40.0):
         outcome = scorecard.rule_of(claim)(tables, model, replace(claim, margin=margin))
         rows.append({"model": tables.name(model, claim.chapter), "margin": margin, "verdict": outcome.verdict, "ours": outcome.ours})
-ch.show(pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["chapter 02 has not run in this edition"]}), "luo2021/extreme-dimension at two margins", precision=1)
+ch.show(
+    pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["chapter 02 has not run in this edition"]}),
+    "luo2021/extreme-dimension at two margins",
+    precision=1,
+)
 
 # %% [markdown]
 # A verdict that flips between 40% and 50% rests on a share whose interval reaches across both

@@ -94,15 +94,19 @@ def cell_text(value: object, precision: int) -> str:
 def annotated(values: pd.Series, notes: pd.Series, precision: int = 3, unit: str = "") -> pd.Series:
     """Cells "value (note)", e.g. a contribution with its rank, "0.050 (204)", or a dimension with its share, "267 (7.9%)"
     (`unit` follows the note); a missing value prints "–"."""
+
     def one(v: object, n: object) -> str:
         return "–" if pd.isna(v) else f"{cell_text(v, precision)} ({cell_text(n, 1)}{unit})"
+
     return pd.Series([one(v, n) for v, n in zip(values, notes)], index=values.index)
 
 
 def plus_minus(mean: pd.Series, std: pd.Series, precision: int = 2) -> pd.Series:
     """Cells "mean ± std" (a narrow column breaks them before ±); "–" for a missing mean or spread."""
+
     def one(m: float, s: float) -> str:
         return "–" if pd.isna(m) else f"{m:.{precision}f} ± " + ("–" if pd.isna(s) else f"{s:.{precision}f}")
+
     return pd.Series([one(m, s) for m, s in zip(mean, std)], index=mean.index)
 
 

@@ -20,7 +20,7 @@ from sphinx.application import Sphinx
 
 
 def author_year(entry: Entry) -> str:
-    """"Luo, 2021", "Reimers & Gurevych, 2019", "Luo et al., 2021": last names as printed (LaTeX accents resolved)."""
+    """ "Luo, 2021", "Reimers & Gurevych, 2019", "Luo et al., 2021": last names as printed (LaTeX accents resolved)."""
     people = entry.persons.get("author") or entry.persons.get("editor") or []
     names = [Text.from_latex(" ".join(p.prelast_names + p.last_names)).render_as("text") for p in people]
     who = names[0] if len(names) == 1 else " & ".join(names) if len(names) == 2 else f"{names[0]} et al." if names else entry.key

@@ -47,6 +47,7 @@ EMBEDDING_TABLES = declare(
 
 def embedding_tables_view(summary: pd.DataFrame) -> pd.DataFrame:
     """The embedding-table summary as a page prints it: each most frequent dimension with its share of the rows."""
+
     def share(dims: pd.Series, percents: pd.Series) -> list[str]:
         return ["–" if pd.isna(d) else f"{int(d):,} ({p:.1f}%)" for d, p in zip(dims, percents)]
 

@@ -129,7 +129,9 @@ def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], label
             for variant, part in t.groupby("variant", sort=False):
                 style, color = VARIANT_STYLE.get(variant, ("-", None))
                 raw = variant == RAW  # hollow, larger and on top: visible where a variant changes nothing
-                ax.plot(part["layer"], part[metric], style, color=color, ms=7 if raw else 4, mfc="none" if raw else color, zorder=3 if raw else 2, label=variant)
+                ax.plot(
+                    part["layer"], part[metric], style, color=color, ms=7 if raw else 4, mfc="none" if raw else color, zorder=3 if raw else 2, label=variant
+                )
             ax.axhline(0, color="grey", lw=0.8)
             ax.set(xlabel="layer (0 = embedding output)", ylabel=label, title=f"{name}: {label}")
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
