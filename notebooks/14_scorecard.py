@@ -42,8 +42,12 @@
 # A quantity measured on everything there is (the whole embedding matrix, every row of a position
 # table) has no sampling interval; it is compared with the margin as it is. The scorecard draws
 # many verdicts, so a few would "hold" by chance alone: the verdicts that rest on a p-value are
-# corrected together (Holm's method, family-wise error 5%), and one whose corrected p-value is not
-# below 0.05 is reported as inconclusive.
+# corrected together within each paper (Holm's method, family-wise error 5% per paper, so that a
+# model or a claim added for one paper changes no other paper's verdicts), and one whose corrected
+# p-value is not below 0.05 is reported as inconclusive. Each p-value comes from the distribution
+# its interval comes from (an exact binomial test, t with the interval's degrees of freedom, or
+# the normal); a verdict resting on the best of several units (layers, dimensions) has its
+# p-value multiplied by their number first.
 #
 # The models are the book's, not the papers': two sentence-transformers and small models the
 # book trained itself (the `paper` profile adds BERT-base and RoBERTa-base for readers who can
@@ -106,7 +110,7 @@ def _p(value: float) -> str:
 
 def corrected(r) -> str:
     """What a verdict was before Holm's correction made it inconclusive."""
-    return f" ({r.before_holm} before Holm's correction over {with_p} verdicts)" if r.corrected else ""
+    return f" ({r.before_holm} before Holm's correction over the {r.family} verdicts of its paper)" if r.corrected else ""
 
 
 with_p = int(card["tested"].sum())
@@ -141,7 +145,9 @@ ch.say(
     f"**In this edition**: {len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
     + ", ".join(f"{summary.get(v, 0)} {v}" for v in (verdicts.HOLDS, verdicts.MIXED, verdicts.FAILS, verdicts.INCONCLUSIVE))
     + f" and {summary.get(verdicts.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about)"
-    + f". {with_p} of them rest on a p-value and were corrected together (Holm); "
+    + f". {with_p} of them rest on a p-value and were corrected within their paper's family (Holm; "
+    + ", ".join(f"{paper.name(key)}: {n}" for key, n in card[card["tested"]].groupby("paper", sort=False).size().items())
+    + "); "
     + f"{int(card['corrected'].sum())} became inconclusive by the correction. "
     + f"Besides these verdicts on models, {len(rest)} claims have none "
     + f"({int((rest['verdict'] == verdicts.NOT_RUN).sum())} because their chapter has not run in this edition, "

@@ -52,6 +52,31 @@ def test_p_value_is_read_off_the_interval():
     assert inference.exact(3.0, "whole").p(1.0, "above") is None
 
 
+def test_p_values_come_from_the_intervals_own_distribution():
+    """A t-interval's p-value is the t-test's, a binomial share's the exact binomial test's (issue: a normal reading
+    of them was badly anti-conservative for few seeds or few units)."""
+    seeds = [1.2, 3.5, 2.0]
+    est = inference.mean_t(seeds, "seeds")
+    assert est.p(0.5, "above") == pytest.approx(stats.ttest_1samp(seeds, 0.5, alternative="greater").pvalue)
+    assert est.p(4.0, "below") == pytest.approx(stats.ttest_1samp(seeds, 4.0, alternative="less").pvalue)
+    share = inference.proportion(6, 6, "layers")
+    assert share.p(0.5, "above") == pytest.approx(0.5**6)  # 0.016, not ~1e-5
+    assert share.scaled(100).p(50.0, "above") == pytest.approx(0.5**6)  # the same in percent
+    assert inference.proportion(3, 10, "items").p(0.5, "below") == pytest.approx(stats.binomtest(3, 10, 0.5, alternative="less").pvalue)
+    a, b = np.array([3.0, 3.2, 2.9, 3.1]), np.array([1.0, 1.4, 1.1])
+    w = inference.welch(a.mean(), a.std(ddof=1), 4, b.mean(), b.std(ddof=1), 3, "seeds")
+    assert w.p(0.0, "above") == pytest.approx(stats.ttest_ind(a, b, equal_var=False, alternative="greater").pvalue)
+
+
+def test_a_ratio_of_seeds_is_tested_on_the_log_scale():
+    """Chapter 05's verdict: the geometric mean ratio over three seeds against 1.5, as a t-test of the log ratios."""
+    ratios = np.array([3.96, 3.74, 4.03])
+    est = inference.mean_t(np.log(ratios), "seeds").back_transformed("log", "t over 3 seeds (log ratio)")
+    assert est.value == pytest.approx(np.exp(np.log(ratios).mean()))
+    assert est.p(1.5, "above") == pytest.approx(stats.ttest_1samp(np.log(ratios), math.log(1.5), alternative="greater").pvalue)
+    assert 1e-5 < est.p(1.5, "above") < 1e-2  # not the 1e-88 a normal reading of the interval gave
+
+
 def test_holm_matches_the_step_down_rule():
     adjusted = inference.holm([0.01, 0.04, 0.03, 0.005])
     assert adjusted.tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from scipy import stats
 
 from lib.book import scorecard
 from lib.book.results import Results
@@ -14,6 +15,7 @@ from lib.edition import notes
 from lib.edition.cache import Entry, digest
 from lib.errors import BookError
 from lib.experiments import MODULES, rules, schemas, verdicts
+from lib.measure import inference
 
 SCHEMAS = {(s.chapter, s.name): s for chapter in MODULES for s in schemas(chapter).values()}
 RULES = {name: f for chapter in MODULES for name, f in rules(chapter).items()}
@@ -170,12 +172,42 @@ def test_wic_verdict_is_paired_over_the_same_development_pairs(tmp_path):
 def test_holm_turns_weak_verdicts_inconclusive():
     """Twenty verdicts at p = 0.04 each would all hold one by one; corrected together, none does. One at p = 0.001
     survives."""
-    card = pd.DataFrame({"verdict": ["holds"] * 20 + ["does not hold", "holds"], "ours": "x", "p": [0.04] * 20 + [0.001, np.nan]})
+    card = pd.DataFrame({"paper": "a", "verdict": ["holds"] * 20 + ["does not hold", "holds"], "ours": "x", "p": [0.04] * 20 + [0.001, np.nan]})
     out = verdicts.holm_corrected(card)
     assert (out["verdict"].iloc[:20] == "inconclusive").all() and out["corrected"].iloc[:20].all() and (out["before_holm"].iloc[:20] == "holds").all()
     assert out["tested"].sum() == 21 and not out["corrected"].iloc[20:].any() and (out["ours"] == "x").all()  # no prose added
     assert out["verdict"].iloc[20] == "does not hold" and out["p_holm"].iloc[20] == pytest.approx(0.021)
     assert out["verdict"].iloc[21] == "holds" and np.isnan(out["p_holm"].iloc[21])  # an exact verdict has no p-value
+    assert (out["family"].iloc[:21] == 21).all()
+
+
+def test_holm_corrects_within_each_papers_family():
+    """Verdicts of another paper (a model or claim added for it) leave a paper's corrected p-values as they were."""
+    one = pd.DataFrame({"paper": "a", "verdict": "holds", "ours": "x", "p": [0.01, 0.02]})
+    more = pd.concat([one, pd.DataFrame({"paper": "b", "verdict": "holds", "ours": "y", "p": [0.001] * 30})], ignore_index=True)
+    alone, together = verdicts.holm_corrected(one), verdicts.holm_corrected(more)
+    assert together["p_holm"].iloc[:2].tolist() == pytest.approx(alone["p_holm"].tolist())
+    assert alone["p_holm"].tolist() == pytest.approx([0.02, 0.02])
+    assert together["family"].tolist() == [2, 2] + [30] * 30
+
+
+def test_an_exact_unit_never_enters_holm_as_p_zero():
+    """A verdict resting on exact units (whole matrices, every row of a table) has no p-value, also when it is mixed."""
+    exact = [verdicts.unit(f"layer {i}", inference.exact(v, "whole"), 0.5) for i, v in enumerate([0.9, 0.1, 0.8])]
+    decision = verdicts.combine(exact)
+    assert decision.verdict == "mixed" and decision.p is None
+    sampled = [verdicts.unit("a", inference.mean_t([0.9, 1.0, 0.95], "seeds"), 0.5), verdicts.unit("b", inference.mean_t([0.1, 0.0, 0.05], "seeds"), 0.5)]
+    mixed = verdicts.combine(sampled)
+    assert mixed.verdict == "mixed" and 0 < mixed.p == pytest.approx(max(2 * u.estimate.p(0.5, s) for u, s in zip(sampled, ["above", "below"])))
+    card = verdicts.holm_corrected(pd.DataFrame({"paper": "a", "verdict": ["mixed", "mixed"], "ours": "x", "p": [decision.p, mixed.p]}))
+    assert card["tested"].tolist() == [False, True]
+
+
+def test_a_verdict_resting_on_the_best_unit_pays_for_the_choice():
+    units = [verdicts.unit(f"dim {d}", inference.proportion(k, 100, "vectors"), 0.5) for d, k in [(1, 65), (2, 40), (3, 30)]]
+    best, decision = verdicts.best_of(units, key=lambda u: u.estimate.value)
+    assert best.name == "dim 1" and decision.verdict == "holds"
+    assert decision.p == pytest.approx(3 * best.decision.p) and decision.p == pytest.approx(3 * 2 * stats.binomtest(65, 100, 0.5, alternative="greater").pvalue)
 
 
 def test_bad_registry_entries_are_one_line_errors(tmp_path):

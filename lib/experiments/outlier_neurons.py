@@ -11,7 +11,7 @@ from ..core.store import declare
 from ..measure import inference
 from .outlier_set import CHAPTER, OUTLIER_COLUMNS, SOURCE_TABLE
 from .plotting import COLORS
-from .verdicts import Claim, Outcome, Tables, decide, outcome, rule
+from .verdicts import Claim, Outcome, Tables, best_of, decide, outcome, rule, unit
 
 
 def extreme_shares(tables: dict[str, pd.DataFrame]):
@@ -57,15 +57,23 @@ OUTLIER_DIMENSIONS = declare(CHAPTER, "outlier_dimensions", OUTLIER_COLUMNS)
 MEAN_VECTORS = declare(CHAPTER, SOURCE_TABLE, "layer dim mean")
 
 
+CLUSTERED = "vectors (tokens of a sentence are not independent: too narrow)"
+
+
 @rule
 def top_extreme_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
-    best = t.loc[t["percent"].idxmax()]
-    n = int(best["n_vectors"])
-    estimate = inference.proportion(round(float(best["percent"]) / 100 * n), n, "vectors (tokens of a sentence are not independent: too narrow)")
-    decision = decide(estimate, claim.margin / 100)
-    kind = "minimum" if best["kind"] == "argmin" else "maximum"
-    return outcome(decision, f"dim {int(best['dim'])} is the {kind} of {estimate.scaled(100).text(1, '%')}", estimate.scaled(100))
+    units = [
+        unit(
+            f"dim {int(r.dim)} ({'minimum' if r.kind == 'argmin' else 'maximum'})",
+            inference.proportion(round(float(r.percent) / 100 * int(r.n_vectors)), int(r.n_vectors), CLUSTERED),
+            claim.margin / 100,
+        )
+        for r in t.itertuples()
+    ]
+    best, decision = best_of(units, key=lambda u: u.estimate.value)  # the most frequent of the extreme dimensions: p × their number
+    dim, kind = best.name.split(" (")
+    return outcome(decision, f"{dim} is the {kind.rstrip(')')} of {best.estimate.scaled(100).text(1, '%')}", best.estimate.scaled(100))
 
 
 @rule

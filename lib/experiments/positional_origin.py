@@ -12,7 +12,7 @@ from ..encode.collectors import INPUT_STAGE, layer_stage
 from ..measure import inference
 from ..measure.positional import AFTER_FIRST
 from .plotting import COLORS, PAGE_WIDTH
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit, units_text
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, best_of, decide, from_units, outcome, rule, unit, units_text
 
 
 def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
@@ -88,8 +88,8 @@ def propagates_after_first_layernorm(tables: Tables, model: str, claim: Claim) -
         unit(f"dim {dim}", inference.exact(stage.loc[dim, layer_stage(0)], f"all {int(t['positions'].iloc[0])} positions"), claim.margin) for dim in stage.index
     ]
     control = "; ".join(f"dim {dim}: flagged at {stage.loc[dim, 'input']:.0f}% of positions before the LayerNorm" for dim in stage.index)
-    best = max(units, key=lambda u: u.estimate.value)
-    return outcome(best.decision, f"after the first LayerNorm: {units_text(units, 0, '%')}", best.estimate, control)
+    best, decision = best_of(units, key=lambda u: u.estimate.value)
+    return outcome(decision, f"after the first LayerNorm: {units_text(units, 0, '%')}", best.estimate, control)
 
 
 @rule

@@ -4,7 +4,6 @@ perplexity, the paper's extreme-dimension share and chapter 02's model-level out
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +19,6 @@ from ..core.sources import comma_list
 from ..core.store import declare
 from ..errors import require
 from ..measure import inference, metrics
-from ..measure.inference import Estimate
 from ..measure.outliers import OutlierReport
 from ..measure.positional import AFTER_FIRST
 from ..settings import autocast_precision, models_dir, pick_device
@@ -271,7 +269,7 @@ def pe_lowers_perplexity(tables: Tables, model: str, claim: Claim) -> Outcome:
     if len(t) < 2:
         return Outcome(UNTESTABLE, f"{len(t)} seed: a verdict over seeds needs at least two")
     log_ratio = inference.mean_t(np.log(t["ratio_without_over_with"]), "seeds")
-    estimate = Estimate(*(math.exp(x) for x in (log_ratio.value, log_ratio.low, log_ratio.high)), method=log_ratio.method + " (log ratio)")
+    estimate = log_ratio.back_transformed("log", log_ratio.method + " (log ratio)")
     per_seed = ", ".join(f"{r:.2f}×" for r in t["ratio_without_over_with"])
     return outcome(
         decide(estimate, claim.margin), f"perplexity without / with position embeddings per seed {per_seed}; geometric mean {estimate.text(2, '×')}", estimate

@@ -13,8 +13,9 @@ registry gives the margin and why it matters):
   `not run` (the chapter has not written the table for this profile).
 
 A quantity measured on everything there is (a whole embedding matrix) has no interval; it is compared with the margin
-as it is. Verdicts that rest on a p-value are corrected together for multiple testing (`holm_corrected`): a verdict
-whose adjusted p-value is not below `ALPHA` becomes `inconclusive`, and the scorecard says so in its `corrected` column.
+as it is. p-values come from the estimate's own distribution (`inference`). Verdicts that rest on a p-value are
+corrected for multiple testing within each paper's family (`holm_corrected`): a verdict whose adjusted p-value is not
+below `ALPHA` becomes `inconclusive`, and the scorecard says so in its `corrected` column.
 """
 
 from __future__ import annotations
@@ -135,24 +136,44 @@ def unit(name: str, estimate: Estimate, margin: float, direction: str = "above")
     return Unit(name, estimate, decide(estimate, margin, direction))
 
 
-def _max_p(units: list[Unit]) -> float | None:
-    ps = [u.decision.p for u in units]
-    return None if all(p is None for p in ps) else max(p or 0.0 for p in ps)
+def _all_of(ps: list[float | None]) -> float | None:
+    """The p-value of a verdict that needs every one of these units (an exact unit, None, is certain): the largest;
+    None when every unit is exact, so that an exact verdict never enters Holm's family as p = 0."""
+    tested = [p for p in ps if p is not None]
+    return max(tested) if tested else None
+
+
+def _one_of(ps: list[float | None]) -> float | None:
+    """The p-value of a verdict that needs any one of these units: None (certain) if one is exact, else the smallest
+    adjusted for having had len(ps) chances (Bonferroni)."""
+    if not ps or any(p is None for p in ps):
+        return None
+    return min(1.0, min(ps) * len(ps))
 
 
 def combine(units: list[Unit], any_failure_refutes: bool = False) -> Decision:
     """A claim tested in several units: holds (does not hold) when it holds (does not hold) in every unit; mixed when it
     holds in some and does not in others (or, for a claim that any failing unit refutes, does not hold); else
-    inconclusive. The p-value is that of the weakest unit the verdict needs."""
+    inconclusive. The p-value is that of the weakest unit the verdict needs; where it needs one unit of several (a
+    refuting unit, one unit each way for "mixed"), the strongest, adjusted for their number."""
     by = {v: [u for u in units if u.decision.verdict == v] for v in (HOLDS, FAILS)}
     if by[HOLDS] and len(by[HOLDS]) == len(units):
-        return Decision(HOLDS, _max_p(by[HOLDS]))
-    if by[FAILS] and (len(by[FAILS]) == len(units) or any_failure_refutes):
-        return Decision(FAILS, _max_p(by[FAILS]) if len(by[FAILS]) == len(units) else min((u.decision.p or 0.0) for u in by[FAILS]))
+        return Decision(HOLDS, _all_of([u.decision.p for u in by[HOLDS]]))
+    if by[FAILS] and len(by[FAILS]) == len(units):
+        return Decision(FAILS, _all_of([u.decision.p for u in by[FAILS]]))
+    if by[FAILS] and any_failure_refutes:
+        return Decision(FAILS, _one_of([u.decision.p for u in by[FAILS]]))
     if by[HOLDS] and by[FAILS]:
-        strongest = [min((u.decision.p or 0.0) for u in by[v]) for v in (HOLDS, FAILS)]
-        return Decision(MIXED, max(strongest))
+        return Decision(MIXED, _all_of([_one_of([u.decision.p for u in by[v]]) for v in (HOLDS, FAILS)]))
     return Decision(INCONCLUSIVE, None)
+
+
+def best_of(units: list[Unit], key: Callable[[Unit], float]) -> tuple[Unit, Decision]:
+    """The unit a claim about "some unit" rests on (the largest by `key`), and its decision with the p-value adjusted for
+    having picked it among len(units) (Bonferroni)."""
+    best = max(units, key=key)
+    p = best.decision.p
+    return best, Decision(best.decision.verdict, None if p is None else min(1.0, p * len(units)))
 
 
 def outcome(decision: Decision, ours: str, estimate: Estimate | None = None, control: str = "") -> Outcome:
@@ -180,13 +201,16 @@ def contextual(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def holm_corrected(card: pd.DataFrame) -> pd.DataFrame:
-    """The card with `p_holm`, the Holm-adjusted p-value over every verdict that rests on a p-value (`tested`); such a
-    verdict whose adjusted p-value is not below ALPHA becomes inconclusive (`corrected`, with the verdict it had in
-    `before_holm`)."""
+    """The card with `p_holm`, the Holm-adjusted p-value within each paper's family (`paper`) of the verdicts that
+    rest on a p-value (`tested`; an exact verdict has none), so that a model or a claim added for one paper changes no
+    other paper's verdicts; such a verdict whose adjusted p-value is not below ALPHA becomes inconclusive
+    (`corrected`, with the verdict it had in `before_holm`). `family` counts the verdicts each was corrected with."""
     card = card.assign(p=card.get("p", pd.Series(np.nan, index=card.index)).astype(float))
     card["tested"] = card["p"].notna()
-    card["p_holm"] = np.nan
-    card.loc[card["tested"], "p_holm"] = inference.holm(card.loc[card["tested"], "p"].to_numpy())
+    card["p_holm"], card["family"] = np.nan, 0
+    for _, rows in card[card["tested"]].groupby("paper", sort=False):
+        card.loc[rows.index, "p_holm"] = inference.holm(rows["p"].to_numpy())
+        card.loc[rows.index, "family"] = len(rows)
     card["corrected"] = card["tested"] & (card["p_holm"] >= ALPHA)
     card["before_holm"] = card["verdict"]
     card.loc[card["corrected"], "verdict"] = INCONCLUSIVE

@@ -1,15 +1,18 @@
 """Effect sizes with their 95% intervals, for the designs the book's claims are tested in (paired items, replicates
 over seeds or data sets, shares, two independent groups), and the decision of an interval against a margin.
 
-Every function returns an `Estimate`; scipy does the distributions. An `exact` estimate is a quantity measured on
-everything there is (a whole embedding matrix): its interval is the value itself.
+Every function returns an `Estimate`, which carries the distribution its interval comes from (t with its degrees of
+freedom, an exact binomial, a normal approximation), so that its p-values come from that same distribution: a
+p-value below 0.025 exactly when the 95% interval clears the bound. scipy does the distributions. An `exact` estimate
+is a quantity measured on everything there is (a whole embedding matrix): its interval is the value itself, and it has
+no p-value.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -20,6 +23,16 @@ LEVEL = 0.95
 Z = float(stats.norm.ppf(0.5 + LEVEL / 2))
 
 
+NORMAL, T, BINOMIAL, EXACT = "normal", "t", "binomial", "exact"
+
+
+def _atanh(r: float) -> float:
+    return math.atanh(max(min(r, 1 - 1e-12), -1 + 1e-12))  # a correlation of ±1 stays finite
+
+
+TRANSFORMS = {"log": (math.log, math.exp), "atanh": (_atanh, math.tanh)}  # scales on which an interval is symmetric
+
+
 @dataclass(frozen=True)
 class Estimate:
     value: float
@@ -27,6 +40,12 @@ class Estimate:
     high: float
     method: str
     exact: bool = False
+    distribution: str = NORMAL  # NORMAL, T (with `df`), BINOMIAL (`k` of `n`, value = k / n × `scale`) or EXACT
+    df: float | None = None
+    k: int | None = None
+    n: int | None = None
+    scale: float = 1.0
+    transform: str | None = None  # "log", "atanh": the interval is symmetric on that scale
 
     def text(self, digits: int = 2, unit: str = "", method: bool = True) -> str:
         """ "0.41 (95% interval 0.30 to 0.52; t over 6 layers)", or "0.41 (exact: whole matrix)"; without the method
@@ -40,27 +59,52 @@ class Estimate:
 
     def scaled(self, factor: float, method: str | None = None) -> Estimate:
         """The same estimate in other units (e.g. a share as percentage points)."""
-        return Estimate(self.value * factor, self.low * factor, self.high * factor, method or self.method, self.exact)
+        require(self.transform is None, f"an estimate on a {self.transform} scale cannot be rescaled linearly")
+        return replace(self, value=self.value * factor, low=self.low * factor, high=self.high * factor, method=method or self.method, scale=self.scale * factor)
 
     def p(self, bound: float, side: str) -> float | None:
-        """One-sided p-value that the effect lies beyond `bound` on `side` ("above": effect > bound), read off the
-        interval as a normal interval (so p < 0.025 exactly when the 95% interval clears the bound); None if exact."""
+        """One-sided p-value against "the effect is `bound`" in favour of `side` ("above": effect > bound), from the
+        estimate's own distribution: an exact binomial test for a binomial share, t with the interval's degrees of
+        freedom for a t-interval, the normal for a normal interval (on its symmetric scale). None if exact."""
         if self.exact:
             return None
-        se = (self.high - self.low) / (2 * Z)
+        if self.distribution == BINOMIAL:
+            return _binomial_p(self.k, self.n, bound / self.scale, side)
+        forward = TRANSFORMS[self.transform][0] if self.transform else (lambda x: x)
+        low, high = forward(self.low), forward(self.high)
+        centre = (low + high) / 2
+        quantile = float(stats.t.ppf(0.5 + LEVEL / 2, self.df)) if self.distribution == T else Z
+        se = (high - low) / (2 * quantile)
+        beyond = centre > forward(bound) if side == "above" else centre < forward(bound)
         if se <= 0:
-            return 0.0 if (self.value > bound if side == "above" else self.value < bound) else 1.0
-        distance = (self.value - bound) if side == "above" else (bound - self.value)
-        return float(stats.norm.sf(distance / se))
+            return 0.0 if beyond else 1.0
+        distance = (centre - forward(bound)) if side == "above" else (forward(bound) - centre)
+        return float(stats.t.sf(distance / se, self.df) if self.distribution == T else stats.norm.sf(distance / se))
+
+    def back_transformed(self, transform: str, method: str) -> Estimate:
+        """An estimate made on a transformed scale (e.g. the mean of log ratios) reported on the original one (the
+        geometric mean ratio); its p-values are still computed on the transformed scale."""
+        inverse = TRANSFORMS[transform][1]
+        return replace(self, value=inverse(self.value), low=inverse(self.low), high=inverse(self.high), method=method, transform=transform)
+
+
+def _binomial_p(k: int, n: int, share: float, side: str) -> float:
+    """One-sided exact binomial p-value of k of n against the share `share`."""
+    if share <= 0:
+        return 0.0 if side == "above" and k > 0 else 1.0
+    if share >= 1:
+        return 0.0 if side == "below" and k < n else 1.0
+    return float(stats.binomtest(int(k), int(n), share, alternative="greater" if side == "above" else "less").pvalue)
 
 
 def exact(value: float, method: str) -> Estimate:
     """A quantity measured on everything there is: its interval is the value itself."""
-    return Estimate(float(value), float(value), float(value), method, exact=True)
+    return Estimate(float(value), float(value), float(value), method, exact=True, distribution=EXACT)
 
 
 def from_interval(value: float, low: float, high: float, method: str) -> Estimate:
-    """An estimate whose interval a chapter computed (and wrote into its table)."""
+    """An estimate whose interval a chapter computed (and wrote into its table, e.g. a bootstrap interval); its
+    p-values read it as a normal interval."""
     return Estimate(float(value), float(low), float(high), method)
 
 
@@ -70,7 +114,7 @@ def mean_t(values: Sequence[float], over: str) -> Estimate:
     x = x[np.isfinite(x)]
     require(len(x) >= 2, f"a t-interval over {over} needs at least two values, got {len(x)}")
     half = float(stats.t.ppf(0.5 + LEVEL / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return Estimate(float(x.mean()), float(x.mean()) - half, float(x.mean()) + half, f"t over {len(x)} {over}")
+    return Estimate(float(x.mean()), float(x.mean()) - half, float(x.mean()) + half, f"t over {len(x)} {over}", distribution=T, df=len(x) - 1)
 
 
 def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, over: str) -> Estimate:
@@ -79,17 +123,17 @@ def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b:
     va, vb = sd_a**2 / n_a, sd_b**2 / n_b
     diff, se = mean_a - mean_b, math.sqrt(va + vb)
     if se == 0:
-        return Estimate(diff, diff, diff, f"Welch over {n_a} and {n_b} {over}, no spread")
+        return Estimate(diff, diff, diff, f"Welch over {n_a} and {n_b} {over}, no spread", distribution=T, df=n_a + n_b - 2)
     df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
-    return Estimate(diff, diff - half, diff + half, f"Welch over {n_a} and {n_b} {over}")
+    return Estimate(diff, diff - half, diff + half, f"Welch over {n_a} and {n_b} {over}", distribution=T, df=df)
 
 
 def proportion(k: int, n: int, of: str) -> Estimate:
     """A share k/n with its exact (Clopper-Pearson) interval."""
     require(n > 0 and 0 <= k <= n, f"a proportion needs 0 <= k <= n and n > 0, got {k}/{n}")
     ci = stats.binomtest(int(k), int(n)).proportion_ci(LEVEL, method="exact")
-    return Estimate(k / n, float(ci.low), float(ci.high), f"exact binomial over {n:,} {of}")
+    return Estimate(k / n, float(ci.low), float(ci.high), f"exact binomial over {n:,} {of}", distribution=BINOMIAL, k=int(k), n=int(n))
 
 
 def paired_proportions(only_a: int, only_b: int, n: int, of: str) -> Estimate:
@@ -116,7 +160,7 @@ def spearman(x: Sequence[float], y: Sequence[float], of: str) -> Estimate:
     rho = float(stats.spearmanr(x, y).statistic)
     z, half = math.atanh(max(min(rho, 0.99), -0.99)), Z * 1.06 / math.sqrt(n - 3)  # |ρ| = 1 capped: the transform is infinite there
     low, high = math.tanh(z - half), math.tanh(z + half)
-    return Estimate(rho, min(low, rho), max(high, rho), f"Spearman over {n} {of}, Fisher z")
+    return Estimate(rho, min(low, rho), max(high, rho), f"Spearman over {n} {of}, Fisher z", transform="atanh")
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
