@@ -281,3 +281,9 @@ def test_a_constant_dimension_without_position_information_is_not_ranked_first()
     assert ranks["shuffled"] == 1  # the control: first with no position to predict
     accuracy = run.accuracy.iloc[0]
     assert accuracy["centred_test_accuracy"] > 0.5 and accuracy["shuffled_test_accuracy"] < 0.2  # 16 positions: chance 1/16
+
+
+def test_the_papers_lowest_layers_are_a_share_of_the_depth():
+    from lib.experiments.position_probe import lowest_layers
+
+    assert [lowest_layers(n) for n in (2, 6, 12, 24)] == [1, 2, 3, 6]  # layers 1-3 of 12, as the paper

@@ -10,6 +10,7 @@ still contributes most does so by its size)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import matplotlib
@@ -163,10 +164,19 @@ PROBE_ACCURACY = declare(
 PROBE_CONTRIBUTION = declare("04_position_probe", "contribution_by_layer", "layer probe mean_all top_dim top_other_dim top_other", r"dim \d+( rank)?")
 
 
+PAPER_LOW_LAYERS = 3 / 12  # "the lowest three layers" of the paper's 12-layer base models: the lowest quarter of the depth
+
+
+def lowest_layers(n_layers: int, share: float = PAPER_LOW_LAYERS) -> int:
+    """How many of a model's lowest contextual layers correspond to the paper's share of its depth (at least one):
+    3 of 12, 2 of 6, 1 of 2."""
+    return max(1, math.ceil(n_layers * share - 1e-9))
+
+
 @rule
 def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
-    low = t[t["layer"].between(1, 3)]
+    low = t[t["layer"].between(1, lowest_layers(int(t["layer"].max())))]
     if (low["shuffled_test_accuracy"] >= claim.margin).any():
         return Outcome(UNTESTABLE, "the shuffled-position control reaches the margin: the probe would score without position information")
     units = [
