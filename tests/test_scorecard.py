@@ -254,3 +254,13 @@ def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):
     tables = verdicts.Tables("planted", root=root)
     assert tables.name("delta", "12_isotropy_word_similarity") == "Delta model"  # its own chapter recorded no name
     assert tables.name("alpha", "12_isotropy_word_similarity") == "Alpha" and tables.name("nobody", "01_anisotropy") == "nobody"
+
+
+def test_the_weakest_unit_is_the_one_closest_to_failing_in_the_claims_direction():
+    """For a claim that an effect is small ("below"), the weakest unit is the largest effect, not the smallest."""
+    below = [verdicts.unit(f"layer {i}", inference.exact(v, "whole"), 0.5, "below") for i, v in enumerate([0.1, 0.4, 0.2])]
+    assert verdicts.from_units(below).estimate.value == 0.4
+    above = [verdicts.unit(f"layer {i}", inference.exact(v, "whole"), 0.5) for i, v in enumerate([0.9, 0.6, 0.7])]
+    assert verdicts.from_units(above).estimate.value == 0.6
+    within = [verdicts.unit(f"set {i}", inference.exact(v, "whole"), 1.0, "within") for i, v in enumerate([0.1, -0.8, 0.3])]
+    assert verdicts.from_units(within).estimate.value == -0.8

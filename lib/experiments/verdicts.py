@@ -130,10 +130,18 @@ class Unit:
     name: str
     estimate: Estimate
     decision: Decision
+    margin: float = 0.0
+    direction: str = "above"
+
+    @property
+    def clearance(self) -> float:
+        """How far the effect lies beyond the margin on the claimed side (negative: on the other side)."""
+        v = self.estimate.value
+        return {"above": v - self.margin, "below": self.margin - v, "within": self.margin - abs(v)}[self.direction]
 
 
 def unit(name: str, estimate: Estimate, margin: float, direction: str = "above") -> Unit:
-    return Unit(name, estimate, decide(estimate, margin, direction))
+    return Unit(name, estimate, decide(estimate, margin, direction), margin, direction)
 
 
 def _all_of(ps: list[float | None]) -> float | None:
@@ -192,7 +200,7 @@ def units_text(units: list[Unit], digits: int = 3, unit_label: str = "") -> str:
 
 def from_units(units: list[Unit], digits: int = 3, unit_label: str = "", control: str = "", refute: bool = False) -> Outcome:
     decision = combine(units, refute)
-    weakest = min(units, key=lambda u: abs(u.estimate.value))
+    weakest = min(units, key=lambda u: u.clearance)  # the unit closest to failing the claim, whatever its direction
     return outcome(decision, units_text(units, digits, unit_label), weakest.estimate, control)
 
 
