@@ -140,6 +140,9 @@ def scorecard_summary(card: pd.DataFrame | None) -> str:
         f"The {{doc}}`scorecard <chapters/14_scorecard>` lists {card['claim_id'].nunique()} claims of the papers and tests those it can on "
         "the models of this edition, from the chapters' result tables. Verdicts per paper, one per claim and model "
         "(a claim the book cannot test offline, or has not run, counts once):\n\n" + "\n".join(lines) + "\n\n"
+        "The models are the book's, not the papers' (the scorecard names them): a claim that does not hold for a "
+        "sentence-transformer or a small model trained here is not thereby refuted for the BERT-base and RoBERTa-base "
+        "the papers studied, and one that holds is not confirmed for them.\n\n"
     )
 
 
