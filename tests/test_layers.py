@@ -105,7 +105,7 @@ def _executed_after(root: Path, file: str, old: str, new: str) -> list[str]:
 
 def test_editing_a_figure_executes_its_chapter_only(tree):
     assert _executed_after(tree, "lib/experiments/pretraining.py", "figsize=(11, 4.2)", "figsize=(11, 4.4)") == ["05_pretraining"]
-    assert _executed_after(tree, "lib/experiments/outlier_neurons.py", "ylim=(0, 108)", "ylim=(0, 110)") == ["02_outlier_neurons"]
+    assert _executed_after(tree, "lib/experiments/outlier_neurons.py", "ylim=(-9, 108)", "ylim=(-9, 110)") == ["02_outlier_neurons"]
 
 
 def test_editing_a_rule_executes_its_chapter_and_the_scorecard(tree):
