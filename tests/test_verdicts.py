@@ -86,9 +86,9 @@ def gap(ratios: list[float]):
     return {("05_pretraining", "perplexity_gap"): pd.DataFrame({"seed": range(len(ratios)), "ratio_without_over_with": ratios})}
 
 
-def pretrain_shares(with_pe: list[float], without_pe: list[float]):
+def pretrain_shares(with_pe: list[float], without_pe: list[float], formed: bool = True):
     rows = [
-        {"model": f"r{pe}{s}", "seed": s, "position_embeddings": pe, "top_extreme_dim": 3, "top_extreme_percent": p, "model_outliers": int(pe)}
+        {"model": f"r{pe}{s}", "seed": s, "position_embeddings": pe, "top_extreme_dim": 3, "top_extreme_percent": p, "model_outliers": int(pe and formed)}
         for pe, shares in ((True, with_pe), (False, without_pe))
         for s, p in enumerate(shares)
     ]
@@ -279,6 +279,7 @@ CASES = [
     ("outliers_only_with_pe", pretrain_shares([80, 82, 85], [20, 25, 22]), H),
     ("outliers_only_with_pe", pretrain_shares([50, 52, 51], [48, 49, 50]), F),
     ("outliers_only_with_pe", pretrain_shares([80, 30, 60], [20, 28, 25]), INC),
+    ("outliers_only_with_pe", pretrain_shares([80, 82, 85], [20, 25, 22], formed=False), U),  # no outlier formed: outside the claim's conditions
     ("clipping_lowers_cosine", geometry([-0.3, -0.4]), H),
     ("clipping_lowers_cosine", geometry([-0.01, -0.02]), F),
     ("clipping_lowers_cosine", geometry([-0.3, -0.01]), M),

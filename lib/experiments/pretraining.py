@@ -283,15 +283,23 @@ def outliers_only_with_pe(tables: Tables, model: str, claim: Claim) -> Outcome:
     seeds = pe.index.intersection(nope.index)
     if len(seeds) < 2:
         return Outcome(UNTESTABLE, f"{len(seeds)} seed: a verdict over seeds needs at least two")
+    control = "model-level outliers (robust z), with / without PE per seed: " + ", ".join(
+        f"{pe.loc[s, 'model_outliers']}/{nope.loc[s, 'model_outliers']}" for s in seeds
+    )
+    if (pe.loc[seeds, "model_outliers"] == 0).all():  # manipulation check: the claim is about an outlier that forms with PE
+        return Outcome(
+            UNTESTABLE,
+            f"not testable at this scale: none of the {len(seeds)} runs with position embeddings formed a model-level outlier, so there is "
+            "no outlier whose presence could depend on them (the paper trained RoBERTa-base for 200k steps of 256 sequences; a longer run, "
+            "as the paper profile's, would test it)",
+            control=control,
+        )
     gap = pe.loc[seeds, "top_extreme_percent"] - nope.loc[seeds, "top_extreme_percent"]
     estimate = inference.mean_t(gap, "seeds")
     shares = "; ".join(
         f"seed {s}: dim {pe.loc[s, 'top_extreme_dim']} {pe.loc[s, 'top_extreme_percent']:.0f}% with PE, dim {nope.loc[s, 'top_extreme_dim']} "
         f"{nope.loc[s, 'top_extreme_percent']:.0f}% without"
         for s in seeds
-    )
-    control = "model-level outliers (robust z), with / without PE per seed: " + ", ".join(
-        f"{pe.loc[s, 'model_outliers']}/{nope.loc[s, 'model_outliers']}" for s in seeds
     )
     return outcome(
         decide(estimate, claim.margin),
