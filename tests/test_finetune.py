@@ -234,6 +234,9 @@ def test_summary_statistics_by_hand():
     summary = CALIBRATION_SUMMARY.check(isotropy_calibration.summarise(runs)).set_index(["task", "method"])  # the columns the scorecard reads
     none, cos = summary.loc[("A", "none")], summary.loc[("A", "cosreg")]
     assert none["runs"] == 3 and none["score_mean"] == pytest.approx(80.0) and none["score_std"] == pytest.approx(1.0)
+    assert none["scored_runs"] == 3
+    undefined = runs.assign(score=runs["score"].where(runs.index != 3))  # one cosreg run predicted a constant: no score
+    assert isotropy_calibration.summarise(undefined).set_index(["task", "method"]).loc[("A", "cosreg"), ["runs", "scored_runs"]].tolist() == [3, 2]
     assert np.isnan(none["p"]) and not none["significant"] and np.isnan(none["difference"]) and none["time_ratio"] == pytest.approx(1.0)
     assert cos["difference"] == pytest.approx(70.1666667 - 80.0) and cos["p"] == pytest.approx(welch_p([70.0, 71.0, 69.5], [80.0, 81.0, 79.0]))
     assert cos["p_student"] == pytest.approx(student_p([70.0, 71.0, 69.5], [80.0, 81.0, 79.0]))

@@ -77,6 +77,22 @@ def test_a_ratio_of_seeds_is_tested_on_the_log_scale():
     assert 1e-5 < est.p(1.5, "above") < 1e-2  # not the 1e-88 a normal reading of the interval gave
 
 
+def test_a_mean_of_welch_differences_combines_standard_errors_not_half_widths():
+    """Averaging tasks' Welch intervals: the standard errors add in quadrature and one t quantile (Welch-Satterthwaite
+    degrees of freedom) widens the result, not each task's own wide quantile (about 1.5 times too wide with few seeds)."""
+    a, b = np.array([3.0, 3.2, 2.9]), np.array([1.0, 1.4, 1.1])
+    c, d = np.array([0.5, 0.9, 0.7]), np.array([0.2, 0.1, 0.6])
+    tasks = [inference.welch(x.mean(), x.std(ddof=1), 3, y.mean(), y.std(ddof=1), 3, "seeds") for x, y in ((a, b), (c, d))]
+    mean = inference.mean_of(tasks, "tasks")
+    v = [x.var(ddof=1) / 3 + y.var(ddof=1) / 3 for x, y in ((a, b), (c, d))]
+    se = math.sqrt(sum(v)) / 2
+    df = sum(v) ** 2 / sum(vi**2 / t.df for vi, t in zip(v, tasks))
+    assert mean.value == pytest.approx((tasks[0].value + tasks[1].value) / 2)
+    assert (mean.high - mean.low) / 2 == pytest.approx(stats.t.ppf(0.975, df) * se)
+    quadrature = math.sqrt(sum(((t.high - t.low) / 2) ** 2 for t in tasks)) / 2  # the old combination
+    assert (mean.high - mean.low) / 2 < quadrature
+
+
 def test_holm_matches_the_step_down_rule():
     adjusted = inference.holm([0.01, 0.04, 0.03, 0.005])
     assert adjusted.tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])

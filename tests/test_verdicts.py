@@ -214,7 +214,8 @@ def calibration(cells: dict[tuple[str, str], tuple[float, float, float, float]],
     rows = []
     for task in dict.fromkeys(t for t, _ in cells):
         rows.append(
-            {"task": task, "method": "none", "runs": runs, "score_mean": 80.0, "score_std": base_sd, "I1_mean": 0.5, "I1_std": 0.001, "time_ratio": 1.0}
+            {"task": task, "method": "none", "runs": runs, "scored_runs": runs, "score_mean": 80.0, "score_std": base_sd}
+            | {"I1_mean": 0.5, "I1_std": 0.001, "time_ratio": 1.0}
         )
     for (task, method), (d, sd, di, isd) in cells.items():
         rows.append(
@@ -222,6 +223,7 @@ def calibration(cells: dict[tuple[str, str], tuple[float, float, float, float]],
                 "task": task,
                 "method": method,
                 "runs": runs,
+                "scored_runs": runs,
                 "score_mean": 80.0 + d,
                 "score_std": sd,
                 "difference": d,

@@ -3,7 +3,6 @@ figures and verdict rules."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import Any
 
@@ -71,20 +70,22 @@ def spectrum_targets(curves: dict[str, dict[str, np.ndarray]]):
 CALIBRATION_SUMMARY = declare(
     "13_isotropy_calibration",
     "summary",
-    "model task metric method runs score_mean score_std difference p p_student significant I1_mean I1_std I2_mean I2_std I1_context_mean "
+    "model task metric method runs scored_runs score_mean score_std difference p p_student significant I1_mean I1_std I2_mean I2_std I1_context_mean "
     "I2_context_mean time_ratio",
 )
 
 
-def _calibration_cells(tables: Tables, model: str, claim: Claim, value: str, spread: str) -> dict[tuple[str, str], Estimate]:
-    """Per (task, method) the Welch difference method − uncalibrated of one measured column over seeds."""
+def _calibration_cells(tables: Tables, model: str, claim: Claim, value: str, spread: str, runs: str = "runs") -> dict[tuple[str, str], Estimate]:
+    """Per (task, method) the Welch difference method − uncalibrated of one measured column over seeds (`runs`: the
+    column counting the seeds that measured it; a score undefined in a run is not counted)."""
     t = tables.read(model, claim.chapter, claim.table)
     base = t[t["method"] == "none"].set_index("task")
     cells = {}
     for r in t[t["method"] != "none"].itertuples():
         b = base.loc[r.task]
-        if int(r.runs) >= 2 and int(b["runs"]) >= 2:
-            cells[(r.task, r.method)] = inference.welch(getattr(r, value), getattr(r, spread), int(r.runs), b[value], b[spread], int(b["runs"]), "seeds")
+        n, n_base = int(getattr(r, runs)), int(b[runs])
+        if n >= 2 and n_base >= 2:
+            cells[(r.task, r.method)] = inference.welch(getattr(r, value), getattr(r, spread), n, b[value], b[spread], n_base, "seeds")
     return cells
 
 
@@ -123,15 +124,13 @@ def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: f
 
 @rule
 def no_consistent_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
-    cells = _calibration_cells(tables, model, claim, "score_mean", "score_std")
+    cells = _calibration_cells(tables, model, claim, "score_mean", "score_std", runs="scored_runs")
     if not cells:
-        return Outcome(UNTESTABLE, "fewer than two seeds per method: no spread to test against")
+        return Outcome(UNTESTABLE, "fewer than two seeds with a defined score per method: no spread to test against")
     units = []
     for method in dict.fromkeys(m for _, m in cells):
         diffs = [e for (_, m), e in cells.items() if m == method]
-        mean = float(np.mean([e.value for e in diffs]))
-        half = math.sqrt(sum(((e.high - e.low) / 2) ** 2 for e in diffs)) / len(diffs)  # the tasks' intervals, averaged
-        units.append(unit(method, Estimate(mean, mean - half, mean + half, f"mean over {len(diffs)} tasks of Welch differences"), claim.margin, "below"))
+        units.append(unit(method, inference.mean_of(diffs, "tasks of Welch differences"), claim.margin, "below"))
     detectable = max((u.estimate.high - u.estimate.low) / 2 for u in units)
     return from_units(units, 2, " points", f"smallest average gain these seeds could detect: about {detectable:.1f} points", refute=True)
 
@@ -227,6 +226,7 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                 "metric": group["metric"].iloc[0],
                 "method": method,
                 "runs": len(group),
+                "scored_runs": int(group["score"].notna().sum()),  # runs whose score is defined (the n of the score's mean and tests)
                 "score_mean": group["score"].mean(),
                 "score_std": group["score"].std(ddof=1),
                 "difference": group["score"].mean() - reference["score"].mean() if has_reference else float("nan"),

@@ -129,6 +129,23 @@ def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b:
     return Estimate(diff, diff - half, diff + half, f"Welch over {n_a} and {n_b} {over}", distribution=T, df=df)
 
 
+def mean_of(estimates: Sequence[Estimate], over: str) -> Estimate:
+    """The mean of independent estimates (one Welch difference per task, say): its standard error from theirs (each
+    read off its interval with its own quantile), t with Welch-Satterthwaite degrees of freedom (normal when every
+    estimate is)."""
+    require(len(estimates) > 0 and not any(e.exact or e.transform for e in estimates), "a mean of estimates needs sampled estimates on their own scale")
+    ses = [(e.high - e.low) / (2 * (float(stats.t.ppf(0.5 + LEVEL / 2, e.df)) if e.distribution == T else Z)) for e in estimates]
+    k, variance = len(estimates), sum(se**2 for se in ses)
+    mean, se = sum(e.value for e in estimates) / k, math.sqrt(variance) / k
+    spread = sum(s**4 / e.df for s, e in zip(ses, estimates) if e.distribution == T)
+    method = f"mean over {k} {over}"
+    if spread == 0:
+        return Estimate(mean, mean - Z * se, mean + Z * se, method)
+    df = variance**2 / spread
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, df)) * se
+    return Estimate(mean, mean - half, mean + half, method, distribution=T, df=df)
+
+
 def proportion(k: int, n: int, of: str) -> Estimate:
     """A share k/n with its exact (Clopper-Pearson) interval."""
     require(n > 0 and 0 <= k <= n, f"a proportion needs 0 <= k <= n and n > 0, got {k}/{n}")
