@@ -141,7 +141,7 @@ for spec, of_model in runs.groupby("spec", sort=False):
 for model, frame in summary.groupby("model", sort=False):
     scores = frame.assign(score=tables.plus_minus(frame["score_mean"], frame["score_std"]))
     ch.show(
-        scores[["task", "metric", "method", "runs", "score", "difference", "p", "p_student", "significant"]],
+        scores[["task", "metric", "method", "runs", "scored_runs", "score", "difference", "p", "p_student", "significant"]],
         f"{model}: GLUE dev score × 100 (mean ± std over seeds) and its difference from no calibration",
         precision=3,
         tab=model,
