@@ -77,7 +77,9 @@ for spec in specs:
     print(f"outlier set of {reference.describe()}")
     z_threshold, detected, dims, signs = reference.criterion.z_threshold, reference.detected, reference.dims, reference.signs
     view = positional.position_view(lm, z_threshold)
-    ranks = positional.parameter_ranks(positional.layernorms(lm), dims, signs)
+    norms = positional.layernorms(lm)
+    ranks = positional.parameter_ranks(norms, dims, signs)
+    criteria = positional_origin.layernorm_criteria(norms, dims, signs)
     means = profile_collector.means()
     spread = positional.propagation(means, profile_collector.stages, dims, counts=profile_collector.counts, z_threshold=z_threshold)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": stats.count, "position_offset": view.tables.position_offset}
@@ -85,6 +87,7 @@ for spec in specs:
         (positional_origin.EMBEDDING_TABLES, view.summary),
         ("position_embedding_rows", view.rows),
         (positional_origin.LAYERNORM_RANKS, ranks),
+        (positional_origin.LAYERNORM_CRITERIA, criteria),
         (positional_origin.PROPAGATION, spread),
     ]:
         results.table(frame, name, spec, parameters=parameters, model_info=info)
@@ -97,6 +100,7 @@ for spec in specs:
         summary=view.summary,
         rows=view.rows,
         ranks=ranks,
+        criteria=criteria,
         spread=spread,
         z=np.stack([outliers.robust_z(m) for m in means]),
         stages=profile_collector.stages,
@@ -191,6 +195,27 @@ for name, f in found.items():
     wide.columns = [f"{'γ' if p == 'gamma' else 'β'} rank, dim {d}" for p, d in wide.columns]
     ch.show(wide.reset_index(), f"{name}: rank of each outlier dimension among {f['info']['width']} LayerNorm parameters (1 = top)", precision=0, tab=name)
 ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (paper): LayerNorm parameters of BERT-base and RoBERTa-base")
+
+# %% [markdown]
+# The paper's two bars are about **each layer's first LayerNorm** (after attention): γ among the
+# six largest for the first ten of twelve layers (BERT-base), or β among the two
+# most extreme in all layers (RoBERTa-base). The table counts, for each outlier dimension, in how
+# many of those layers it clears each bar (the first 10/12 of a model's depth for γ), and, as the
+# control, how many of the dimensions that were never flagged clear one of the bars in every layer:
+# a bar that many ordinary dimensions clear says little about the outliers.
+
+# %%
+for name, f in found.items():
+    c = f["criteria"]
+    if c.empty or not c["flagged"].any():
+        continue
+    shown = c[c["flagged"]].drop(columns="flagged")
+    ch.show(
+        shown,
+        f"{name}: outlier dimensions against the paper's bars in each layer's first LayerNorm; "
+        f"{int(c.loc[~c['flagged'], 'meets'].sum())} of {int((~c['flagged']).sum())} never-flagged dimensions clear one in every layer",
+        tab=name,
+    )
 
 # %% [markdown]
 # ## From some positions to every position

@@ -287,3 +287,25 @@ def test_the_papers_lowest_layers_are_a_share_of_the_depth():
     from lib.experiments.position_probe import lowest_layers
 
     assert [lowest_layers(n) for n in (2, 6, 12, 24)] == [1, 2, 3, 6]  # layers 1-3 of 12, as the paper
+
+
+def test_layernorm_criteria_count_the_layers_each_bar_is_cleared_in():
+    """The paper's bars in each layer's first LayerNorm: γ among the 6 largest in the first 10/12 of the layers, β among
+    the 2 most extreme (in the outlier's direction) in all; every dimension counted, so the never-flagged ones are the
+    control."""
+    from lib.experiments.positional_origin import layernorm_criteria
+    from lib.measure.positional import LayerNormParameters
+
+    width, rng = 40, np.random.default_rng(0)
+    norms = [LayerNormParameters(0, "embedding", "emb", rng.normal(size=width), rng.normal(size=width))]
+    for layer in range(1, 13):
+        gamma, beta = rng.normal(size=width), rng.normal(size=width)
+        gamma[7] = 10.0 if layer <= 10 else -10.0  # dim 7: the largest gain in layers 1-10 only (the paper's BERT bar)
+        beta[9] = -10.0  # dim 9, a negative outlier: the most negative bias in every layer (the RoBERTa bar)
+        beta[5] = -10.0 if layer < 12 else 10.0  # dim 5, flagged positive: extreme the other way, then right in the last layer only
+        norms += [LayerNormParameters(layer, "first", f"l{layer}.a", gamma, beta), LayerNormParameters(layer, "second", f"l{layer}.b", gamma * 0, beta * 0)]
+    c = layernorm_criteria(norms, np.array([7, 9, 5]), ["+", "-", "+"]).set_index("dim")
+    assert c.loc[7, "gamma_layers"] == 10 and c.loc[7, "gamma_met"] == 10 and c.loc[7, "meets"]
+    assert c.loc[9, "beta_layers"] == 12 and c.loc[9, "beta_met"] == 12 and c.loc[9, "meets"]
+    assert c.loc[5, "beta_met"] == 1 and not c.loc[5, "meets"]  # the wrong direction does not count for an outlier
+    assert c["flagged"].sum() == 3 and len(c) == width

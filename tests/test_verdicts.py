@@ -56,14 +56,19 @@ def propagation(after: list[float]):
     return {("03_positional_origin", "propagation"): pd.DataFrame(rows, columns=["stage", "dim", "positions", "positions_flagged_percent"])}
 
 
-def layernorm(ranks: list[int]):
+def layernorm(met: list[tuple[int, int]], others_meet: int = 0):
+    """met: per outlier dimension, in how many of 10 layers its γ and of 12 its β clear the paper's bars; 20 ordinary
+    dimensions beside them, `others_meet` of which clear one in every layer."""
     rows = [
-        {"layer": 0, "layernorm": "embedding", "param": p, "dim": d, "rank": r if p == "gamma" else 300, "width": 384}
-        for d, r in enumerate(ranks)
-        for p in ("gamma", "beta")
+        {"dim": d, "flagged": True, "gamma_layers": 10, "gamma_met": g, "beta_layers": 12, "beta_met": b, "meets": g == 10 or b == 12}
+        for d, (g, b) in enumerate(met)
     ]
-    rows += [{"layer": 1, "layernorm": "output", "param": "gamma", "dim": d, "rank": 1, "width": 384} for d in range(len(ranks))]
-    return {("03_positional_origin", "layernorm_ranks"): pd.DataFrame(rows)}
+    rows += [
+        {"dim": 100 + i, "flagged": False, "gamma_layers": 10, "gamma_met": 10 * (i < others_meet), "beta_layers": 12, "beta_met": 0, "meets": i < others_meet}
+        for i in range(20)
+    ]
+    ranks = pd.DataFrame([{"layer": 0, "layernorm": "embedding", "param": "gamma", "dim": d, "rank": 3, "width": 384} for d in range(len(met))])
+    return {("03_positional_origin", "layernorm_criteria"): pd.DataFrame(rows), ("03_positional_origin", "layernorm_ranks"): ranks}
 
 
 def probe(accuracy: list[float], n: int, shuffled: float = 0.05):
@@ -260,9 +265,11 @@ CASES = [
     ("propagates_after_first_layernorm", propagation([100.0, 0.0]), H),
     ("propagates_after_first_layernorm", propagation([10.0, 0.0]), F),
     ("propagates_after_first_layernorm", propagation([]), U),
-    ("layernorm_top_rank", layernorm([2]), H),
-    ("layernorm_top_rank", layernorm([50]), F),
-    ("layernorm_top_rank", layernorm([2, 50]), M),
+    ("layernorm_top_rank", layernorm([(10, 3)]), H),  # γ clears the bar in all of the first ten layers
+    ("layernorm_top_rank", layernorm([(2, 12)]), H),  # β in every layer
+    ("layernorm_top_rank", layernorm([(9, 11)]), F),  # one layer short of each bar: the paper's "always" does not hold
+    ("layernorm_top_rank", layernorm([(9, 11), (10, 0)]), H),  # one outlier dimension suffices
+    ("layernorm_top_rank", layernorm([]), U),
     ("probe_low_layers", probe([1.0, 0.98, 0.97, 0.96, 0.5], 5000), H),
     ("probe_low_layers", probe([1.0, 0.5, 0.4, 0.3, 0.2], 5000), F),
     ("probe_low_layers", probe([1.0, 0.91, 0.91, 0.91, 0.5], 100), INC),

@@ -3,6 +3,8 @@ figure and verdict rules."""
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -10,9 +12,10 @@ import pandas as pd
 from ..core.store import declare
 from ..encode.collectors import INPUT_STAGE, layer_stage
 from ..measure import inference
-from ..measure.positional import AFTER_FIRST
+from ..measure.outliers import descending_ranks
+from ..measure.positional import AFTER_FIRST, LayerNormParameters
 from .plotting import COLORS, PAGE_WIDTH
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, best_of, decide, from_units, outcome, rule, unit, units_text
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, best_of, decide, outcome, rule, unit, units_text
 
 
 def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
@@ -68,6 +71,35 @@ PROPAGATION = declare("03_positional_origin", "propagation", "stage dim position
 LAYERNORM_RANKS = declare("03_positional_origin", "layernorm_ranks", "layer layernorm module param dim sign value rank rank_abs width")
 
 
+GAMMA_BAR, GAMMA_SHARE = 6, 10 / 12  # BERT-base: γ[557] "among the top-6 largest values for the first ten layers' first LN" (of 12)
+BETA_BAR = 2  # RoBERTa-base: β[588] of the first LN "among the top-2 largest values for all layers"
+
+
+def layernorm_criteria(norms: list[LayerNormParameters], dims: np.ndarray, signs: list[str]) -> pd.DataFrame:
+    """Every dimension of the width against the paper's two bars in each layer's first (post-attention) LayerNorm: in
+    how many of the first GAMMA_SHARE of the layers its γ is among the GAMMA_BAR largest, and in how many of all layers
+    its β is among the BETA_BAR most extreme (in the outlier's direction for a model-level outlier, in either for the
+    others); `meets`: one of the two in every layer it covers. `flagged` marks the model's outlier dimensions."""
+    first = [ln for ln in norms if ln.which == "first"]
+    columns = "dim flagged gamma_layers gamma_met beta_layers beta_met meets".split()
+    if not first:
+        return pd.DataFrame(columns=columns)
+    width, covered = len(first[0].gamma), max(1, math.ceil(len(first) * GAMMA_SHARE - 1e-9))
+    every = np.arange(width)
+    gamma_met = sum(descending_ranks(ln.gamma, every) <= GAMMA_BAR for ln in first[:covered])
+    largest = sum(descending_ranks(ln.beta, every) <= BETA_BAR for ln in first)
+    smallest = sum(descending_ranks(-ln.beta, every) <= BETA_BAR for ln in first)
+    direction = dict(zip((int(d) for d in dims), signs))
+    either = np.maximum(largest, smallest)
+    beta_met = np.array([largest[d] if direction.get(d) == "+" else smallest[d] if direction.get(d) == "-" else either[d] for d in every])
+    frame = pd.DataFrame({"dim": every, "flagged": np.isin(every, list(direction)), "gamma_layers": covered, "gamma_met": gamma_met})
+    frame = frame.assign(beta_layers=len(first), beta_met=beta_met)
+    return frame.assign(meets=(frame["gamma_met"] == covered) | (frame["beta_met"] == len(first)))[columns]
+
+
+LAYERNORM_CRITERIA = declare("03_positional_origin", "layernorm_criteria", "dim flagged gamma_layers gamma_met beta_layers beta_met meets")
+
+
 @rule
 def position_argmax_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
@@ -95,17 +127,21 @@ def propagates_after_first_layernorm(tables: Tables, model: str, claim: Claim) -
 @rule
 def layernorm_top_rank(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
-    first = t[t["layernorm"] == "embedding"]
-    if first.empty:
-        return Outcome(UNTESTABLE, "no model-level outlier dimension to rank, or no embedding LayerNorm")
+    flagged, others = t[t["flagged"].astype(bool)], t[~t["flagged"].astype(bool)]
+    if flagged.empty:
+        return Outcome(UNTESTABLE, "no model-level outlier dimension, or no LayerNorm after attention in the layers")
     units = []
-    for dim, part in first.groupby("dim"):
-        best = part.loc[part["rank"].idxmin()]
-        units.append(
-            unit(
-                f"dim {dim} ({'γ' if best['param'] == 'gamma' else 'β'})", inference.exact(best["rank"], f"rank of {int(best['width'])}"), claim.margin, "below"
-            )
+    for r in flagged.itertuples():
+        gamma, beta = 100 * r.gamma_met / r.gamma_layers, 100 * r.beta_met / r.beta_layers
+        by_gamma = f"γ top {GAMMA_BAR} in {r.gamma_met} of the first {r.gamma_layers} layers"
+        better = by_gamma if gamma >= beta else f"β top {BETA_BAR} in {r.beta_met} of {r.beta_layers} layers"
+        units.append(unit(f"dim {r.dim} ({better})", inference.exact(max(gamma, beta), "of the layers; whole parameter vectors"), claim.margin))
+    best, decision = best_of(units, key=lambda u: u.estimate.value)
+    control = f"{int(others['meets'].sum())} of {len(others)} never-flagged dimensions clear the same bar in every layer"
+    embedding = tables.read(model, claim.chapter, LAYERNORM_RANKS.name)
+    first = embedding[embedding["layernorm"] == "embedding"] if embedding is not None else embedding
+    if first is not None and len(first):
+        control += "; the embedding LayerNorm (a second row, not scored): " + ", ".join(
+            f"dim {r.dim} {'γ' if r.param == 'gamma' else 'β'} rank {r.rank}" for r in first.sort_values("rank").drop_duplicates("dim").itertuples()
         )
-    width = int(first["width"].iloc[0])
-    control = f"a random dimension ranks in the top {claim.margin:g} of γ or β with probability {2 * claim.margin / width:.1%}"
-    return from_units(units, 0, control=control)
+    return outcome(decision, f"each layer's first LayerNorm: {units_text(units, 0, '%')}", best.estimate, control)
