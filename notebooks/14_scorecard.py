@@ -97,8 +97,11 @@ ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; unte
 # Per claim: the effect it is about and the margin it is compared with, the paper's own number, and
 # the table it comes from (in the results folder of this edition,
 # `results/<profile>/<model>/<chapter>/`); then per model the verdict, the effect with its 95%
-# interval in every layer, data set or task it was tested in, what the control showed, and the
-# p-value after Holm's correction where the verdict rests on one.
+# interval in every layer, data set or task it was tested in, what the control showed, the
+# verdicts the same rule gives at a smaller and a larger margin (half the margin's distance from
+# "no effect", and twice it, or at most halfway to the bound of a share; before Holm's correction; "the
+# margin decides" where they differ from the verdict, so that it rests on where the margin was put
+# as much as on the data), and the p-value after Holm's correction where the verdict rests on one.
 
 # %% tags=["hide-input"]
 from lib.book.tables import escape
@@ -113,20 +116,27 @@ def corrected(r) -> str:
     return f" ({r.before_holm} before Holm's correction over the {r.family} verdicts of its paper)" if r.corrected else ""
 
 
+def sensitivity(r) -> str:
+    """The verdicts at a smaller and a larger margin, flagged where the margin alone decides."""
+    if not isinstance(r.at_smaller, str):
+        return "– (a claim about a sign)"
+    return f"{r.at_smaller} at {r.smaller_margin:g} · {r.at_larger} at {r.larger_margin:g}" + (" (**the margin decides**)" if r.margin_decides else "")
+
+
 with_p = int(card["tested"].sum())
 for claim_id, rows in tested.groupby("claim_id", sort=False):
     first = rows.iloc[0]
-    lines = ["| model | verdict | ours | control | p (Holm) |", "|:---|:---|:---|:---|---:|"]
+    lines = ["| model | verdict | ours | control | at a smaller · larger margin | p (Holm) |", "|:---|:---|:---|:---|:---|---:|"]
     lines += [
         f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{corrected(r)} | "
-        f"{escape(r.control) if isinstance(r.control, str) else '–'} | {_p(r.p_holm)} |"
+        f"{escape(r.control) if isinstance(r.control, str) else '–'} | {sensitivity(r)} | {_p(r.p_holm)} |"
         for r in rows.itertuples()
     ]
     ch.say(
         f"**{claim_id}** ({first.section}): {escape(first.claim)} *Effect*: {escape(first.effect)}; margin {first.margin:g}. "
         f"*Paper*: {escape(str(first.paper_value))}. *From*: chapter {{doc}}`{first.chapter[:2]} <{first.chapter}>`, `{first.table}.csv`.\n\n"
         f"::::{{table}} {claim_id}: the verdict on each model\n:name: {scorecard.claim_label(claim_id)}\n:class: wrap\n"
-        ":widths: 16 12 50 14 8\n\n" + "\n".join(lines) + "\n::::"
+        ":widths: 14 11 41 13 13 8\n\n" + "\n".join(lines) + "\n::::"
     )
 
 # %% [markdown]
@@ -149,6 +159,7 @@ ch.say(
     + ", ".join(f"{paper.name(key)}: {n}" for key, n in card[card["tested"]].groupby("paper", sort=False).size().items())
     + "); "
     + f"{int(card['corrected'].sum())} became inconclusive by the correction. "
+    + f"At a smaller or a larger margin, {int(tested['margin_decides'].sum())} of the {len(tested)} verdicts would differ (the margin decides them). "
     + f"Besides these verdicts on models, {len(rest)} claims have none "
     + f"({int((rest['verdict'] == verdicts.NOT_RUN).sum())} because their chapter has not run in this edition, "
     + f"{int((rest['verdict'] == verdicts.UNTESTABLE).sum())} because the book cannot test them offline at all)."

@@ -150,6 +150,32 @@ def test_mixed_and_thresholds(planted):
     assert flow_row["verdict"] == "inconclusive" and flow_row["ours"].startswith("1.60× (95% interval 0.33 to 2.87×; t over 2 tasks)")
 
 
+def test_each_verdict_carries_its_verdicts_at_a_smaller_and_a_larger_margin(planted):
+    """A layer at 0.13 against the margin 0.1: it holds at 0.05 and does not at 0.2, so the margin decides the verdict;
+    layers far above every margin leave it alone."""
+    registry, root = planted
+    _plant(root, "close", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.12, 0.13], 0.002))
+    _plant(root, "clear", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.6, 0.7], 0.002))
+    card = scorecard.scorecard("planted", root=root, registry=registry).set_index(["claim_id", "model"])
+    close, clear = card.loc[("luo2021/anisotropy", "close")], card.loc[("luo2021/anisotropy", "clear")]
+    assert (close["verdict"], close["at_smaller"], close["at_larger"], close["margin_decides"]) == ("holds", "holds", "does not hold", True)
+    assert (close["smaller_margin"], close["larger_margin"]) == (0.05, 0.2)
+    assert (clear["verdict"], clear["at_smaller"], clear["at_larger"], clear["margin_decides"]) == ("holds", "holds", "holds", False)
+
+
+def test_the_margins_around_a_claim_scale_its_distance_from_no_effect():
+    from lib.experiments.verdicts import Claim
+
+    def claim(**kw):
+        return Claim("x/y", "x", "§1", "c", "v", **kw)
+
+    assert claim(margin=0.1).margins_around() == (0.05, 0.2)
+    assert claim(margin=1.5, no_effect=1.0).margins_around() == (1.25, 2.0)  # a ratio: its distance from 1
+    assert claim(margin=90.0, bound=100.0).margins_around() == (45.0, 95.0)  # a share: at most halfway to 100%
+    assert claim(margin=0.1, bound=1.0).margins_around() == (0.05, 0.2)
+    assert claim(margin=0.0).margins_around() is None  # a claim about a sign
+
+
 def test_wic_verdict_is_paired_over_the_same_development_pairs(tmp_path):
     """A 2-point gain on 638 pairs: as two independent accuracies its interval (about ±5.4 points) would contain 0; paired
     over the same pairs, where the variants disagree on only 17 of them (15 to 2), it holds."""

@@ -4,7 +4,7 @@ verdict means, and Holm's correction over the whole card)."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +61,9 @@ def rule_of(claim: Claim) -> Rule:
 
 def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY) -> pd.DataFrame:
     """One row per (claim, model): verdict, the effect with its interval and margin, our number in words, the control,
-    the paper's number and where ours comes from. Verdicts that rest on a p-value are Holm-corrected together."""
+    the paper's number and where ours comes from, and the verdicts the same rule gives at a smaller and a larger margin
+    (`Claim.margins_around`, before Holm; `margin_decides` where they differ). Verdicts that rest on a p-value are
+    Holm-corrected within each paper."""
     tables, rows = Tables(profile, root), []
     for claim in claims(registry):
         base = {"claim_id": claim.id, "paper": claim.paper, "section": claim.section, "claim": claim.claim, "paper_value": claim.paper_value}
@@ -75,7 +77,10 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
             rows.append({**base, "model": NO_MODEL, "on_model": False, "verdict": NOT_RUN, "ours": missing, **where, "source": ""})
             continue
         for model in models:
-            outcome = rule_of(claim)(tables, model, claim)
+            rule = rule_of(claim)
+            outcome = rule(tables, model, claim)
+            around = claim.margins_around()
+            smaller, larger = (rule(tables, model, replace(claim, margin=m)).verdict for m in around) if around else (None, None)
             e = outcome.estimate
             rows.append(
                 {
@@ -90,6 +95,11 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
                     "high": e.high if e else np.nan,
                     "p": outcome.p,
                     "control": outcome.control,
+                    "smaller_margin": around[0] if around else np.nan,
+                    "at_smaller": smaller,
+                    "larger_margin": around[1] if around else np.nan,
+                    "at_larger": larger,
+                    "margin_decides": smaller is not None and len({smaller, outcome.verdict, larger}) > 1,
                     "source": f"{profile}/{model}/{claim.chapter}/{claim.table}.csv",
                 }
             )

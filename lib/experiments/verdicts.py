@@ -58,6 +58,20 @@ class Claim:
     reason: str | None = None  # why that margin
     control: str | None = None  # the control the verdict uses, if any
     untestable: str | None = None
+    no_effect: float = 0.0  # the effect's value where there is none (1 for a ratio): the margin's distance is measured from it
+    bound: float | None = None  # the most the effect can be (100 for a share in %), if bounded
+
+    def margins_around(self) -> tuple[float, float] | None:
+        """A smaller and a larger margin for the sensitivity of a verdict: half the margin's distance from no effect,
+        and twice it (for a bounded effect at most halfway from the margin to the bound); None where the margin is no
+        effect (a claim about a sign has no distance to scale)."""
+        if self.margin is None or self.margin == self.no_effect:
+            return None
+        distance = self.margin - self.no_effect
+        larger = self.no_effect + 2 * distance
+        if self.bound is not None:
+            larger = min(larger, self.margin + (self.bound - self.margin) / 2)
+        return self.no_effect + distance / 2, larger
 
 
 @dataclass(frozen=True)
