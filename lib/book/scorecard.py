@@ -76,10 +76,9 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
             missing = f"{claim.chapter} has not written {claim.table} for this profile"
             rows.append({**base, "model": NO_MODEL, "on_model": False, "verdict": NOT_RUN, "ours": missing, **where, "source": ""})
             continue
+        rule, around = rule_of(claim), claim.margins_around()
         for model in models:
-            rule = rule_of(claim)
             outcome = rule(tables, model, claim)
-            around = claim.margins_around()
             smaller, larger = (rule(tables, model, replace(claim, margin=m)).verdict for m in around) if around else (None, None)
             e = outcome.estimate
             rows.append(

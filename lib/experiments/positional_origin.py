@@ -71,8 +71,8 @@ PROPAGATION = declare("03_positional_origin", "propagation", "stage dim position
 LAYERNORM_RANKS = declare("03_positional_origin", "layernorm_ranks", "layer layernorm module param dim sign value rank rank_abs width")
 
 
-GAMMA_BAR, GAMMA_SHARE = 6, 10 / 12  # BERT-base: γ[557] "among the top-6 largest values for the first ten layers' first LN" (of 12)
-BETA_BAR = 2  # RoBERTa-base: β[588] of the first LN "among the top-2 largest values for all layers"
+GAMMA_BAR, GAMMA_SHARE = 6, 10 / 12  # BERT-base: its outlier's γ "among the top-6 largest values for the first ten layers' first LN" (of 12)
+BETA_BAR = 2  # RoBERTa-base: its outlier's β in the first LN "among the top-2 largest values for all layers"
 
 
 def layernorm_criteria(norms: list[LayerNormParameters], dims: np.ndarray, signs: list[str]) -> pd.DataFrame:
