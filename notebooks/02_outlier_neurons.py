@@ -57,6 +57,7 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper
+from lib.encode.collectors import SentenceExtremes
 from lib.encode.models import load_model
 from lib.experiments import figure_kinds, outlier_neurons, outlier_set
 from lib.measure import outliers
@@ -71,13 +72,15 @@ parameters = ch.parameters("02_outlier_neurons", globals())
 stats, reports, facts = {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
-    st = outlier_set.statistics(lm, sentences)
+    per_sentence = SentenceExtremes()
+    st = outlier_set.statistics(lm, sentences, also=[per_sentence])
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
     report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
     report.pooled = report.pooled.assign(model=lm.name, spec=spec)
     for schema, frame in [
         (outlier_neurons.EXTREMES_BY_LAYER, report.extremes),
         (outlier_neurons.EXTREMES_POOLED, report.pooled),
+        (outlier_neurons.EXTREMES_BY_SENTENCE, outlier_neurons.by_sentence(report.pooled, per_sentence)),  # the unit the scorecard resamples
         (outlier_neurons.OUTLIER_DIMENSIONS, report.detected),
         (outlier_neurons.MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
     ]:

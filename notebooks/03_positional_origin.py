@@ -70,7 +70,7 @@ found = {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     stats = LayerStats(covariance=False)
-    layers = tuple(range(min(2, lm.n_layers) + 1))  # embedding output, layers 1 and 2
+    layers = tuple(range(lm.n_layers + 1))  # the embedding output and every layer: the paper's "every layer" is tested in all
     with PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
         extract(lm, sentences, [stats, profile_collector], desc=lm.name)
     reference = outlier_set.outliers_of(lm, spec, profile)
@@ -223,15 +223,23 @@ for name, f in found.items():
 # The paper's argument in one figure per model: for each outlier dimension, how far it stands
 # out (robust z) in the average vector of each sequence position, at the LayerNorm's input
 # (token + position (+ segment) embeddings), after the embedding LayerNorm (layer 0), and after
-# layers 1 and 2. The grey band is where a dimension is *not* flagged.
+# layers 1 and 2. The grey band is where a dimension is *not* flagged. The table below it follows each dimension
+# through every layer: the paper says the outlier "is subsequently observed in every layer and token after the first LN
+# is applied", and the scorecard asks that of every layer.
 
 # %%
 for name, f in found.items():
     if len(f["dims"]):
-        fig = positional_origin.propagation(f["z"], f["stages"], list(f["dims"]), threshold=z_threshold)
+        shown = positional_origin.FIGURE_STAGES  # the LayerNorm's input, its output and the first layers; the table has every layer
+        fig = positional_origin.propagation(f["z"][:shown], f["stages"][:shown], list(f["dims"]), threshold=z_threshold)
         caption = f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers)."
         results.figure(fig, f"propagation_{name}", caption, tab=name)
-        ch.show(f["spread"], f"{name}: positions at which each outlier dimension is flagged, by stage", precision=1, tab=name)
+        ch.show(
+            positional_origin.propagation_view(f["spread"]),
+            f"{name}: % of positions at which each outlier dimension is flagged (|robust z| ≥ {z_threshold:g}), by stage",
+            precision=1,
+            tab=name,
+        )
 
 
 # %% tags=["hide-input"]
@@ -249,6 +257,7 @@ def top_layernorm(ranks: pd.DataFrame, top: int = 5) -> str:
 def dim_sentence(f: dict, d: int) -> str:
     """Where dimension d ranks among the LayerNorm parameters, and its median z over positions at each stage."""
     z = f["spread"][f["spread"]["dim"] == d].set_index("stage")["median_z"]
+    z = z.iloc[[*range(min(3, len(z) - 1)), len(z) - 1]]  # the LayerNorm's input and output, layer 1 and the last layer
     text = f" Dim {d} is {top_layernorm(f['ranks'][f['ranks']['dim'] == d])}; its median z over positions is " + ", ".join(
         f"{v:+.1f} ({stage})" for stage, v in z.items()
     )

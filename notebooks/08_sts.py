@@ -131,6 +131,7 @@ for spec in specs:
     run = sts.run(lm, pairs, STS_LABELS, fit_sentences=fit_sentences, outlier_set=sets[lm.name], wanted=wanted, pool_special=pool_special, protocol=clip)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
     results.table(run.table, sts.STS_BY_LAYER, spec, parameters=parameters, model_info=info)
+    results.table(run.differences, sts.STS_DIFFERENCES, spec, parameters=parameters, model_info=info)
     best.append(sts.best_layers(run.table, lm.name, spec))
     results.table(best[-1], sts.STS_BEST, spec, parameters=parameters, model_info=info)
     scores[spec] = (lm.name, run.table)

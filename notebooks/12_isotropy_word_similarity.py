@@ -79,6 +79,7 @@ for spec in specs:
     sim.append(scores)
     results.table(iso[-1], word_geometry.ISOTROPY, spec, parameters=parameters)
     results.table(sim[-1], word_geometry.WORD_SIMILARITY, spec, parameters=parameters)
+    results.table(word_geometry.paired_differences(matrices, pair_ids, lm.name), word_geometry.WORD_DIFFERENCES, spec, parameters=parameters)
     del lm
 iso, sim = pd.concat(iso, ignore_index=True), pd.concat(sim, ignore_index=True)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib.encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir, token_keys
+from lib.encode.collectors import LayerStats, SentenceExtremes, SentenceTokenSampler, TokenReservoir, token_keys
 from lib.encode.extraction import encode, extract
 from lib.errors import BookError
 
@@ -143,3 +143,18 @@ def test_empty_and_invalid_collectors():
         _ = LayerStats().mean
     with pytest.raises(BookError, match="positive"):
         TokenReservoir(k=0, seed=0)
+
+
+def test_sentence_extremes_add_up_to_the_layer_counts(tiny):
+    """Per-sentence extreme counts over the contextual layers sum to LayerStats' counts for those layers, each sentence's
+    vectors are its tokens × contextual layers, and batching changes nothing."""
+    stats, by_sentence, small_batches = LayerStats(), SentenceExtremes(), SentenceExtremes()
+    extract(tiny, SENTENCES, [stats, by_sentence], progress=False)
+    extract(tiny, SENTENCES, [small_batches], max_sentences=2, progress=False)
+    lengths = encode(tiny, SENTENCES).lengths
+    for kind, counts in (("argmin", stats.argmin_counts), ("argmax", stats.argmax_counts)):
+        dim = int(counts[1:].sum(axis=0).argmax())
+        hits, vectors = by_sentence.counts(kind, dim)
+        assert hits.sum() == counts[1:, dim].sum()
+        np.testing.assert_array_equal(vectors, np.asarray(lengths) * (stats.n_layers - 1))
+        np.testing.assert_array_equal(small_batches.counts(kind, dim)[0], hits)

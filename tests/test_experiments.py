@@ -234,3 +234,35 @@ def test_chapter_11_and_12_tables_have_their_declared_columns():
     scores, kept = word_geometry.word_similarity(lm, matrices, bench)
     assert len(scores) == len(matrices) and (scores["pairs"] == 4).all() and len(kept["Toy"][0]) == scores["pairs_kept"].iloc[0]
     assert list(scores.columns) == list(word_geometry.WORD_SIMILARITY.columns)
+
+
+def test_sts_differences_are_paired_over_pairs_and_shrink_with_them():
+    """The clipped-minus-raw difference is computed at each variant's best layer, its bootstrap standard error is
+    that of a difference of two correlations on the same resampled pairs (zero when the variants score alike), and it
+    shrinks about as 1/sqrt(pairs)."""
+    rng = np.random.default_rng(4)
+
+    def encoded(n: int) -> sts.Encoded:
+        gold = rng.uniform(0, 5, size=n)
+        base, away = rng.normal(size=(n, WIDTH)), rng.normal(size=(n, WIDTH))
+        vectors = np.zeros((2 * n, LAYERS, WIDTH))
+        for layer in range(LAYERS):
+            vectors[:n, layer] = base
+            vectors[n:, layer] = base + (5 - gold)[:, None] * away / np.linalg.norm(away, axis=1, keepdims=True) + 2.0 * rng.normal(size=(n, WIDTH))
+        return sts.Encoded(vectors, {"toy": (np.arange(n), np.arange(n, 2 * n), gold, np.array(["a"] * n))})
+
+    variants = vector_variants.fit(["raw", "clipped"], planted_set())
+    ses = []
+    for n in (100, 1600):
+        data = encoded(n)
+        table = sts.spearman_table(variants, data, {"toy": "Toy"})
+        diff = sts.paired_differences(variants, data, {"toy": "Toy"}, table).set_index(["variant", "baseline"]).loc[("clipped", "raw")]
+        best = table[table["layer"] >= 1].groupby("variant")["spearman_x100"].max()
+        assert diff["difference"] == pytest.approx(best["clipped"] - best["raw"])
+        assert diff["se"] > 0 and diff["n_pairs"] == n
+        ses.append(diff["se"])
+    assert 2 < ses[0] / ses[1] < 8  # 16× the pairs: about a quarter of the error
+    same = vector_variants.fit(["raw", "clipped"], planted_set(dims=()))  # nothing to clip: the two variants are one
+    data = encoded(100)
+    table = sts.spearman_table(same, data, {"toy": "Toy"})
+    assert sts.paired_differences(same, data, {"toy": "Toy"}, table)["se"].iloc[0] == pytest.approx(0, abs=1e-9)

@@ -112,3 +112,24 @@ def test_spearman_interval_contains_the_estimate_and_narrows_with_n():
 def test_seed_pairs_keep_the_first_seeds_names():
     pairs = pretraining.seed_pairs(["pe", "nope"], 0, 3)
     assert pairs == {0: ("pe", "nope"), 1: ("pe-seed1", "nope-seed1"), 2: ("pe-seed2", "nope-seed2")}
+
+
+def test_a_cluster_bootstrap_is_wider_than_the_item_binomial_on_clustered_data():
+    """Sentences whose tokens go together (all or nothing): the bootstrap over sentences is several times wider than the
+    binomial that counts tokens as independent, it contains the share, and its p-values are the resamples beyond the
+    bound (never 0)."""
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(5, 40, size=300)
+    hits = np.where(rng.random(300) < 0.6, sizes, 0)  # each sentence: every vector or none
+    boot = inference.cluster_share(hits, sizes, "sentences")
+    binomial = inference.proportion(int(hits.sum()), int(sizes.sum()), "vectors")
+    assert boot.value == pytest.approx(binomial.value)
+    assert boot.low <= boot.value <= boot.high
+    assert (boot.high - boot.low) > 3 * (binomial.high - binomial.low)
+    assert boot.p(0.0, "above") == pytest.approx(1 / (1 + inference.DRAWS))  # no resample at or below 0: the smallest p a bootstrap gives
+    assert boot.p(boot.low, "above") == pytest.approx(0.025, abs=0.003)  # the interval's own bound: p at the 2.5% level
+    assert inference.cluster_share(hits, sizes, "sentences").replicates == boot.replicates  # seeded
+    scaled = boot.scaled(100)
+    assert scaled.p(100 * boot.low, "above") == pytest.approx(boot.p(boot.low, "above"))
+    independent = inference.cluster_share(rng.binomial(sizes, 0.6), sizes, "sentences")  # no clustering: about the binomial's width
+    assert (independent.high - independent.low) == pytest.approx(binomial.high - binomial.low, rel=0.25)

@@ -224,6 +224,45 @@ class SentenceTokenSampler:
         return sid[order], tid[order], pos[order], vec[order]
 
 
+class SentenceExtremes:
+    """Per sentence and dimension, how many of the sentence's vectors in the contextual layers (1 … L) have their
+    minimum (maximum) there: the counts a share of extreme vectors is resampled from, sentence by sentence (a
+    sentence's tokens are not independent draws)."""
+
+    def __init__(self) -> None:
+        self._lo: np.ndarray | None = None  # (sentences, width) int32
+        self._hi: np.ndarray | None = None
+        self._vectors = np.zeros(0, dtype=np.int64)  # contextual vectors per sentence
+
+    def _grow(self, sentences: int, width: int) -> None:
+        if self._lo is None:
+            self._lo, self._hi = np.zeros((0, width), dtype=np.int32), np.zeros((0, width), dtype=np.int32)
+        if sentences > len(self._vectors):
+            extra = sentences - len(self._vectors)
+            self._lo = np.vstack([self._lo, np.zeros((extra, width), dtype=np.int32)])
+            self._hi = np.vstack([self._hi, np.zeros((extra, width), dtype=np.int32)])
+            self._vectors = np.concatenate([self._vectors, np.zeros(extra, dtype=np.int64)])
+
+    def update(self, batch: TokenBatch) -> None:
+        h = batch.hidden[1:]
+        layers, n, width = h.shape
+        if n == 0 or layers == 0:
+            return
+        self._grow(int(batch.sentence_ids.max()) + 1, width)
+        lo, hi = (h.argmin(dim=2).cpu().numpy(), h.argmax(dim=2).cpu().numpy()) if h.device.type != "cpu" else (h.numpy().argmin(2), h.numpy().argmax(2))
+        cells = np.broadcast_to(batch.sentence_ids.astype(np.int64) * width, (layers, n))
+        for counts, idx in ((self._lo, lo), (self._hi, hi)):
+            np.add.at(counts.reshape(-1), (cells + idx).ravel(), 1)
+        np.add.at(self._vectors, batch.sentence_ids, layers)
+
+    def counts(self, kind: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per sentence: how many of its contextual vectors have their `kind` ("argmin" or "argmax") in `dim`, and how
+        many contextual vectors it has."""
+        require(self._lo is not None, "no tokens were collected: the sample is empty")
+        require(kind in ("argmin", "argmax"), f"kind must be 'argmin' or 'argmax', got {kind!r}")
+        return (self._lo if kind == "argmin" else self._hi)[:, dim].astype(np.int64), self._vectors.copy()
+
+
 class AllTokens:
     """Every token's vector in every layer, stored compactly (float16 by default) for models trained
     on the vectors, such as probes. Arrays are ordered by (sentence, position), whatever the batching."""
@@ -346,7 +385,7 @@ class PositionProfile:
         require(all(0 <= layer <= lm.n_layers for layer in layers), f"layers must be within 0..{lm.n_layers} for {lm.name}")
         self.layers, self.max_positions, self.include_special = tuple(layers), max_positions, include_special
         self.stages = [INPUT_STAGE] + [layer_stage(layer) for layer in layers]
-        self.sums = np.zeros((len(self.stages), max_positions, lm.width))
+        self._sums = torch.zeros((len(self.stages), max_positions, lm.width), dtype=torch.float64, device=lm.device)
         self.counts = np.zeros(max_positions, dtype=np.int64)
         self._input: torch.Tensor | None = None
         self._handle = embedding_layernorm(lm).register_forward_pre_hook(self._capture)
@@ -361,11 +400,17 @@ class PositionProfile:
             keep &= ~batch.special
         pos, rows = batch.positions[keep], batch.rows[keep]
         idx = torch.from_numpy(np.flatnonzero(keep)).to(batch.hidden.device)
+        at = torch.from_numpy(pos).to(self._sums.device)
         stacks = [self._input[torch.from_numpy(rows).to(self._input.device), torch.from_numpy(pos).to(self._input.device)].float()]
         stacks += [batch.hidden[layer].index_select(0, idx) for layer in self.layers]
-        for s, values in enumerate(stacks):
-            np.add.at(self.sums[s], pos, values.double().cpu().numpy())
+        for s, values in enumerate(stacks):  # summed where they are (on the GPU there), read once at the end
+            self._sums[s].index_add_(0, at, values.to(self._sums.device, torch.float64))
         self.counts += np.bincount(pos, minlength=self.max_positions)
+
+    @property
+    def sums(self) -> np.ndarray:
+        """(stages, max_positions, width) float64 sums of the vectors at each position."""
+        return self._sums.cpu().numpy()
 
     def means(self, min_count: int = 20) -> np.ndarray:
         """(stages, positions, width): average vector per stage for positions 0, 1, ... up to the last

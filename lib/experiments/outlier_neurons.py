@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from ..core.store import declare
+from ..encode.collectors import SentenceExtremes
 from ..measure import inference
 from .outlier_set import CHAPTER, OUTLIER_COLUMNS, SOURCE_TABLE
 from .plotting import COLORS
@@ -51,26 +53,34 @@ EXTREMES_BY_LAYER = declare(CHAPTER, "extreme_dimensions_by_layer", "layer argmi
 EXTREMES_POOLED = declare(CHAPTER, "extreme_dimensions_pooled", "kind dim percent n_vectors model spec")
 
 
+EXTREMES_BY_SENTENCE = declare(CHAPTER, "extreme_dimensions_by_sentence", "kind dim sentence hits vectors")
+
+
+def by_sentence(pooled: pd.DataFrame, extremes: SentenceExtremes) -> pd.DataFrame:
+    """For each pooled extreme dimension (the most frequent minimum and maximum): per sentence, how many of its
+    contextual vectors have their extreme there (`hits`) of how many (`vectors`): the unit the share is resampled by."""
+    frames = []
+    for r in pooled.itertuples():
+        hits, vectors = extremes.counts(r.kind, int(r.dim))
+        frames.append(pd.DataFrame({"kind": r.kind, "dim": int(r.dim), "sentence": np.arange(len(hits)), "hits": hits, "vectors": vectors}))
+    return EXTREMES_BY_SENTENCE.check(pd.concat(frames, ignore_index=True))
+
+
 OUTLIER_DIMENSIONS = declare(CHAPTER, "outlier_dimensions", OUTLIER_COLUMNS)
 
 
 MEAN_VECTORS = declare(CHAPTER, SOURCE_TABLE, "layer dim mean")
 
 
-CLUSTERED = "vectors (tokens of a sentence are not independent: too narrow)"
-
-
 @rule
 def top_extreme_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
-    units = [
-        unit(
-            f"dim {int(r.dim)} ({'minimum' if r.kind == 'argmin' else 'maximum'})",
-            inference.proportion(round(float(r.percent) / 100 * int(r.n_vectors)), int(r.n_vectors), CLUSTERED),
-            claim.margin / 100,
-        )
-        for r in t.itertuples()
-    ]
+    sentences = tables.read(model, claim.chapter, EXTREMES_BY_SENTENCE.name)
+    units = []
+    for r in t.itertuples():
+        own = sentences[(sentences["kind"] == r.kind) & (sentences["dim"] == r.dim)]
+        estimate = inference.cluster_share(own["hits"], own["vectors"], "sentences (each with its tokens' vectors in every contextual layer)")
+        units.append(unit(f"dim {int(r.dim)} ({'minimum' if r.kind == 'argmin' else 'maximum'})", estimate, claim.margin / 100))
     best, decision = best_of(units, key=lambda u: u.estimate.value)  # the most frequent of the extreme dimensions: p × their number
     dim, kind = best.name.split(" (")
     return outcome(decision, f"{dim} is the {kind.rstrip(')')} of {best.estimate.scaled(100).text(1, '%')}", best.estimate.scaled(100))

@@ -8,6 +8,7 @@ recomputes them with the same pass, sample and criterion.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -81,10 +82,11 @@ class OutlierSet:
         return f"{self.model}: dims {dims} ({self.source}; {self.criterion.describe()})"
 
 
-def statistics(lm: LoadedModel, sentences: list[str], covariance: bool = False) -> LayerStats:
-    """Chapter 02's pass: per layer the mean of every token vector (special tokens included) and the extreme counts."""
+def statistics(lm: LoadedModel, sentences: list[str], covariance: bool = False, also: Sequence = ()) -> LayerStats:
+    """Chapter 02's pass: per layer the mean of every token vector (special tokens included) and the extreme counts;
+    `also`: further collectors fed in the same pass."""
     stats = LayerStats(covariance=covariance)
-    extract(lm, sentences, [stats], desc=f"{lm.name} outlier statistics")
+    extract(lm, sentences, [stats, *also], desc=f"{lm.name} outlier statistics")
     return stats
 
 

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 
 from ..core.store import declare
-from ..encode.collectors import INPUT_STAGE, layer_stage
+from ..encode.collectors import INPUT_STAGE
 from ..measure import inference
 from ..measure.outliers import descending_ranks
 from ..measure.positional import AFTER_FIRST, LayerNormParameters
 from .plotting import COLORS, PAGE_WIDTH
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, best_of, decide, outcome, rule, unit, units_text
+from .verdicts import HOLDS, UNTESTABLE, Claim, Decision, Outcome, Tables, best_of, combine, decide, outcome, rule, unit, units_text
 
 
 def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
@@ -110,18 +110,41 @@ def position_argmax_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decide(estimate, claim.margin), f"dim {int(row['argmax_dim'].iloc[0])} is the maximum of {estimate.value:.1f}% of positions", estimate)
 
 
+FIGURE_STAGES = 4  # stages drawn in the propagation figure: the LayerNorm's input, layer 0 (its output), layers 1 and 2
+
+
+def propagation_view(spread: pd.DataFrame) -> pd.DataFrame:
+    """The propagation table as the page shows it: one row per stage (in order), one column per outlier dimension, the
+    % of positions at which it is flagged."""
+    order = list(dict.fromkeys(spread["stage"]))
+    view = spread.pivot(index="stage", columns="dim", values="positions_flagged_percent").reindex(order)
+    return view.rename(columns=lambda d: f"dim {d}").rename_axis(columns=None).reset_index()
+
+
 @rule
 def propagates_after_first_layernorm(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     if t.empty:
         return Outcome(UNTESTABLE, "no model-level outlier dimension to follow")
     stage = t.pivot(index="dim", columns="stage", values="positions_flagged_percent")
-    units = [
-        unit(f"dim {dim}", inference.exact(stage.loc[dim, layer_stage(0)], f"all {int(t['positions'].iloc[0])} positions"), claim.margin) for dim in stage.index
-    ]
+    layers = [c for c in dict.fromkeys(t["stage"]) if c != "input"]  # layer 0 (after the embedding LayerNorm) and every layer after it
+    positions = int(t["positions"].iloc[0])
+    per_dim = {
+        dim: [unit(layer, inference.exact(stage.loc[dim, layer], f"all {positions} positions"), claim.margin) for layer in layers] for dim in stage.index
+    }
+    best = max(per_dim, key=lambda d: (sum(u.decision.verdict == HOLDS for u in per_dim[d]), min(u.estimate.value for u in per_dim[d])))
+    units, decision = per_dim[best], combine(per_dim[best])
+    weakest = min(units, key=lambda u: u.estimate.value)
+    met = sum(u.decision.verdict == HOLDS for u in units)
+    text = (
+        f"dim {best}: flagged at ≥ {claim.margin:g}% of the {positions} positions in {met} of {len(units)} layers (0 = after the embedding LayerNorm); "
+        f"lowest {weakest.estimate.value:.0f}% ({weakest.name})"
+    )
+    others = [f"dim {d}: {sum(u.decision.verdict == HOLDS for u in us)} of {len(us)}" for d, us in per_dim.items() if d != best]
+    if others:
+        text += "; " + ", ".join(others)
     control = "; ".join(f"dim {dim}: flagged at {stage.loc[dim, 'input']:.0f}% of positions before the LayerNorm" for dim in stage.index)
-    best, decision = best_of(units, key=lambda u: u.estimate.value)
-    return outcome(decision, f"after the first LayerNorm: {units_text(units, 0, '%')}", best.estimate, control)
+    return outcome(Decision(decision.verdict, None), text, weakest.estimate, control)
 
 
 @rule

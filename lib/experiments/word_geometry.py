@@ -14,7 +14,7 @@ from ..core.store import declare
 from ..encode.models import LoadedModel
 from ..measure import inference, isotropy, metrics, transforms, vocabulary
 from .plotting import COLORS
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome, rule
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
 
 RAW, CENTERED, CENTERED_SCALED, POST_PROCESSED = "raw", "centered", "centered-scaled", "post-processed"  # W's variants
 
@@ -94,6 +94,63 @@ ISOTROPY = declare("12_isotropy_word_similarity", "isotropy", "model variant I1 
 WORD_SIMILARITY = declare("12_isotropy_word_similarity", "word_similarity", "model benchmark variant pairs pairs_kept pearson_cosine pearson_inner_product")
 
 
+WORD_DIFFERENCES = declare("12_isotropy_word_similarity", "paired_differences", "model benchmark contrast difference se pairs_kept draws")
+DRAWS = 1000  # bootstrap resamples of a benchmark's pairs
+
+
+def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson correlation × 100 of each row of x with the same row of y."""
+    x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+    return 100 * (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+
+
+def contrasts(names: list[str]) -> dict[str, tuple[tuple[str, str, str], ...]]:
+    """The claims' comparisons among W's variants `names`, each a signed sum of (variant, similarity) scores: a label
+    → ((sign, variant, "cosine" | "inner product"), …)."""
+    post = next((v for v in names if v.startswith(POST_PROCESSED)), None)
+    out = {f"{CENTERED} − {RAW}": (("+", CENTERED, "cosine"), ("-", RAW, "cosine"))}
+    if CENTERED_SCALED in names:
+        out[f"{CENTERED_SCALED} − {CENTERED}"] = (("+", CENTERED_SCALED, "cosine"), ("-", CENTERED, "cosine"))
+    if post:
+        out[f"{post} − {RAW}"] = (("+", post, "cosine"), ("-", RAW, "cosine"))
+        gain = (("+", post, "inner product"), ("-", RAW, "inner product"), ("-", post, "cosine"), ("+", RAW, "cosine"))
+        out[f"{post} − {RAW}: inner product gain − cosine gain"] = gain
+    return out
+
+
+def paired_differences(matrices: dict[str, np.ndarray], kept: dict[str, tuple], model: str, seed: int = 0) -> pd.DataFrame:
+    """Per benchmark and contrast (`contrasts`): the difference of Pearson × 100 and its standard error from a bootstrap
+    over the benchmark's kept pairs (the same resampled pairs for every variant: the pairs are what was sampled)."""
+    rows, rng = [], np.random.default_rng(seed)
+    for label, (a, b, gold) in kept.items():
+        if len(gold) < 3:
+            continue
+        scores = {}
+        for variant, m in matrices.items():
+            inner = np.einsum("nd,nd->n", m[a], m[b])
+            scores[(variant, "inner product")] = inner
+            scores[(variant, "cosine")] = inner / (np.linalg.norm(m[a], axis=1) * np.linalg.norm(m[b], axis=1))
+        picked = rng.integers(0, len(gold), size=(DRAWS, len(gold)))
+        full = {k: metrics.pearson_x100(v, gold) for k, v in scores.items()}
+        reps = {k: _pearson_rows(v[picked], gold[picked]) for k, v in scores.items()}
+        for name, terms in contrasts(list(matrices)).items():
+            sign = [1.0 if s == "+" else -1.0 for s, _, _ in terms]
+            value = sum(w * full[(v, m)] for w, (_, v, m) in zip(sign, terms))
+            spread = sum(w * reps[(v, m)] for w, (_, v, m) in zip(sign, terms))
+            rows.append(
+                {
+                    "model": model,
+                    "benchmark": label,
+                    "contrast": name,
+                    "difference": value,
+                    "se": float(np.std(spread, ddof=1)),
+                    "pairs_kept": len(gold),
+                    "draws": DRAWS,
+                }
+            )
+    return WORD_DIFFERENCES.frame(rows)
+
+
 def _isotropy(tables: Tables, model: str, claim: Claim) -> pd.Series:
     return tables.read(model, claim.chapter, claim.table).set_index("variant")["I1"]
 
@@ -105,38 +162,40 @@ def centering_raises_isotropy(tables: Tables, model: str, claim: Claim) -> Outco
     return outcome(decide(estimate, claim.margin), f"I(W) {i1[RAW]:.3f} raw, {i1[CENTERED]:.3f} centred: {estimate.text(3)}", estimate)
 
 
-def _word_gain(tables: Tables, model: str, claim: Claim, variant: str, baseline: str, column: str = "pearson_cosine") -> Outcome:
-    t = tables.read(model, claim.chapter, claim.table)
-    variants = [v for v in t["variant"].unique() if v.startswith(variant)]
-    wide = t.pivot(index="benchmark", columns="variant", values=column).dropna()
-    if not variants or len(wide) < 2:
+def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool = False) -> Outcome:
+    """Per benchmark, the contrast whose label starts with `start` (with `inner`: the inner-product-minus-cosine one),
+    a difference of Pearson × 100 with its bootstrap standard error over the benchmark's pairs: one verdict per
+    benchmark, combined."""
+    t = tables.read(model, claim.chapter, WORD_DIFFERENCES.name)
+    t = t[t["contrast"].str.startswith(start) & (t["contrast"].str.contains("inner product") == inner) & t["se"].notna()]
+    if len(t) < 2:
         return Outcome(UNTESTABLE, "too few word-similarity benchmarks with pairs in the vocabulary")
-    estimate = inference.mean_t(wide[variants[0]] - wide[baseline], "benchmarks")
-    return outcome(decide(estimate, claim.margin), f"{variants[0]} minus {baseline}, Pearson × 100: {estimate.text(2, ' points')}", estimate)
+    units = [
+        unit(
+            r.benchmark,
+            inference.Estimate(r.difference, r.difference - inference.Z * r.se, r.difference + inference.Z * r.se, f"bootstrap over {r.pairs_kept} pairs"),
+            claim.margin,
+        )
+        for r in t.itertuples()
+    ]
+    return from_units(units, 2, " points")
 
 
 @rule
 def postprocessing_helps(tables: Tables, model: str, claim: Claim) -> Outcome:
-    return _word_gain(tables, model, claim, POST_PROCESSED, RAW)
+    return _word_gain(tables, model, claim, POST_PROCESSED)
 
 
 @rule
 def centering_helps_words(tables: Tables, model: str, claim: Claim) -> Outcome:
-    return _word_gain(tables, model, claim, CENTERED, RAW)
+    return _word_gain(tables, model, claim, f"{CENTERED} − {RAW}")
 
 
 @rule
 def scaled_beats_centering(tables: Tables, model: str, claim: Claim) -> Outcome:
-    return _word_gain(tables, model, claim, CENTERED_SCALED, CENTERED)
+    return _word_gain(tables, model, claim, f"{CENTERED_SCALED} − {CENTERED}")
 
 
 @rule
 def inner_product_gains_more(tables: Tables, model: str, claim: Claim) -> Outcome:
-    t = tables.read(model, claim.chapter, claim.table)
-    post = next((v for v in t["variant"].unique() if v.startswith(POST_PROCESSED)), None)
-    gains = {c: t.pivot(index="benchmark", columns="variant", values=c).dropna() for c in ("pearson_inner_product", "pearson_cosine")}
-    if post is None or len(gains["pearson_cosine"]) < 2:
-        return Outcome(UNTESTABLE, "too few word-similarity benchmarks with pairs in the vocabulary")
-    delta = {c: g[post] - g[RAW] for c, g in gains.items()}
-    estimate = inference.mean_t(delta["pearson_inner_product"] - delta["pearson_cosine"], "benchmarks")
-    return outcome(decide(estimate, claim.margin), f"gain from {post} with inner product minus gain with cosine: {estimate.text(2, ' points')}", estimate)
+    return _word_gain(tables, model, claim, POST_PROCESSED, inner=True)

@@ -2,7 +2,7 @@
 over seeds or data sets, shares, two independent groups), and the decision of an interval against a margin.
 
 Every function returns an `Estimate`, which carries the distribution its interval comes from (t with its degrees of
-freedom, an exact binomial, a normal approximation), so that its p-values come from that same distribution: a
+freedom, an exact binomial, a bootstrap over clusters, a normal approximation), so that its p-values come from that same distribution: a
 p-value below 0.025 exactly when the 95% interval clears the bound. scipy does the distributions. An `exact` estimate
 is a quantity measured on everything there is (a whole embedding matrix): its interval is the value itself, and it has
 no p-value.
@@ -23,7 +23,8 @@ LEVEL = 0.95
 Z = float(stats.norm.ppf(0.5 + LEVEL / 2))
 
 
-NORMAL, T, BINOMIAL, EXACT = "normal", "t", "binomial", "exact"
+NORMAL, T, BINOMIAL, BOOTSTRAP, EXACT = "normal", "t", "binomial", "bootstrap", "exact"
+DRAWS = 2000  # bootstrap resamples
 
 
 def _atanh(r: float) -> float:
@@ -40,12 +41,13 @@ class Estimate:
     high: float
     method: str
     exact: bool = False
-    distribution: str = NORMAL  # NORMAL, T (with `df`), BINOMIAL (`k` of `n`, value = k / n × `scale`) or EXACT
+    distribution: str = NORMAL  # NORMAL, T (with `df`), BINOMIAL (`k` of `n`, value = k / n × `scale`), BOOTSTRAP (`replicates` × `scale`) or EXACT
     df: float | None = None
     k: int | None = None
     n: int | None = None
     scale: float = 1.0
     transform: str | None = None  # "log", "atanh": the interval is symmetric on that scale
+    replicates: tuple[float, ...] = ()  # the bootstrap distribution (BOOTSTRAP), in the estimate's units before `scale`
 
     def text(self, digits: int = 2, unit: str = "", method: bool = True) -> str:
         """ "0.41 (95% interval 0.30 to 0.52; t over 6 layers)", or "0.41 (exact: whole matrix)"; without the method
@@ -70,6 +72,10 @@ class Estimate:
             return None
         if self.distribution == BINOMIAL:
             return _binomial_p(self.k, self.n, bound / self.scale, side)
+        if self.distribution == BOOTSTRAP:  # the share of resamples on the other side of the bound (+1: never 0)
+            reps = np.asarray(self.replicates)
+            against = reps <= bound / self.scale if side == "above" else reps >= bound / self.scale
+            return float((1 + against.sum()) / (1 + len(reps)))
         forward = TRANSFORMS[self.transform][0] if self.transform else (lambda x: x)
         low, high = forward(self.low), forward(self.high)
         centre = (low + high) / 2
@@ -106,6 +112,23 @@ def from_interval(value: float, low: float, high: float, method: str) -> Estimat
     """An estimate whose interval a chapter computed (and wrote into its table, e.g. a bootstrap interval); its
     p-values read it as a normal interval."""
     return Estimate(float(value), float(low), float(high), method)
+
+
+def cluster_share(hits: Sequence[int], sizes: Sequence[int], of: str, seed: int = 0, draws: int = DRAWS) -> Estimate:
+    """A share sum(hits) / sum(sizes) of items that come in clusters (the tokens of a sentence, a sentence's vectors in
+    every layer): clusters resampled with replacement (`draws` times, seeded), percentile interval; its p-values are
+    the share of resamples beyond the bound. Wider than a binomial over items wherever items of a cluster go together."""
+    h, m = np.asarray(hits, dtype=float), np.asarray(sizes, dtype=float)
+    require(len(h) == len(m) and len(h) >= 2 and m.sum() > 0, f"a cluster bootstrap needs at least two clusters with items, got {len(h)}")
+    rng = np.random.default_rng(seed)
+    reps = np.empty(draws)
+    for start in range(0, draws, 200):  # 200 resamples at a time: bounded memory for 10,000s of clusters
+        picked = rng.integers(0, len(h), size=(min(200, draws - start), len(h)))
+        reps[start : start + len(picked)] = h[picked].sum(axis=1) / m[picked].sum(axis=1)
+    low, high = np.quantile(reps, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    value = float(h.sum() / m.sum())
+    method = f"bootstrap over {len(h):,} {of}"
+    return Estimate(value, min(float(low), value), max(float(high), value), method, distribution=BOOTSTRAP, replicates=tuple(reps.tolist()), n=len(h))
 
 
 def mean_t(values: Sequence[float], over: str) -> Estimate:
