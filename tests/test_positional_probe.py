@@ -139,19 +139,17 @@ def test_probe_learns_positions_on_a_toy_set_and_is_deterministic():
     assert probe.accuracy(chance.weight, xt, yt) < 0.2  # shuffled labels: nothing to learn
 
 
-def test_probe_is_a_map_of_the_raw_vectors_and_says_whether_it_converged():
-    """Training on rescaled dimensions changes the optimiser's path, not the kind of model: the returned weights score
-    the raw vectors, and a probe stopped while its development accuracy still rises says so."""
+def test_a_probe_says_whether_it_converged():
+    """A probe stopped while its development accuracy still rises says so; one that levelled off (or peaked earlier)
+    does not; and flushing denormals while training leaves the global setting as it was."""
     x, y = _toy(3000, 0)
     xd, yd = _toy(500, 1)
-    x[:, 0] *= 100  # an outlier dimension carrying the same information, 100× larger
-    xd[:, 0] *= 100
-    trained = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, batch_size=128, lr=1e-2, device="cpu", rescale=True)
-    assert probe.accuracy(trained.weight, xd, yd) == pytest.approx(trained.dev_accuracy[trained.best_epoch - 1])
-    assert probe.accuracy(trained.weight, xd, yd) > 0.95
+    trained = probe.train_probe(x, y, xd, yd, n_classes=20, epochs=5, batch_size=128, lr=1e-2, device="cpu")
+    assert trained.converged  # a toy problem the probe solves within five epochs
     assert probe.Probe(trained.weight, [0.5, 0.6, 0.7], 3).converged is False  # best at the last epoch, 10 points up
     assert probe.Probe(trained.weight, [0.5, 0.7, 0.702], 3).converged is True  # levelled off
     assert probe.Probe(trained.weight, [0.5, 0.7, 0.69], 2).converged is True
+    assert torch.tensor(1e-40, dtype=torch.float32).item() != 0.0  # denormals are kept again outside the probe
 
 
 def test_probe_decodes_positions_from_a_tiny_bert():

@@ -88,8 +88,7 @@ def probe(accuracy: list[float], n: int, shuffled: float = 0.05, rising: tuple[i
             "test_tokens": n,
             "centred_test_accuracy": accuracy,
             "shuffled_test_accuracy": shuffled,
-            "rescaled_test_accuracy": accuracy,
-            "rescaled_converged": [layer not in rising for layer in range(len(accuracy))],
+            "converged": [layer not in rising for layer in range(len(accuracy))],
             "centred_converged": [layer not in rising for layer in range(len(accuracy))],
         }
     )

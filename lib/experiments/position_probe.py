@@ -29,16 +29,14 @@ PROBES = {
     "paper": "bias-free, on the vectors (Luo et al. 2021)",
     "centred": "bias-free, on the vectors minus the training mean (control: no constant stands in for a bias)",
     "shuffled": "as the paper's, trained on shuffled positions (control: no position information)",
-    "rescaled": "as the paper's, each dimension rescaled to one root mean square while training (the same kind of map; it converges in fewer epochs)",
 }
-ACCURACY_PROBE = "rescaled"  # the probe whose accuracy the claims about decodable position are tested on
 
 
 def probe_inputs(x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) -> dict[str, tuple[dict, np.ndarray]]:
     """Per probe of PROBES, its inputs per split and its training labels."""
     mean = x["train"].mean(axis=0, keepdims=True)
     shuffled = np.random.default_rng(seed).permutation(y["train"])
-    return {"paper": (x, y["train"]), "centred": ({k: v - mean for k, v in x.items()}, y["train"]), "shuffled": (x, shuffled), "rescaled": (x, y["train"])}
+    return {"paper": (x, y["train"]), "centred": ({k: v - mean for k, v in x.items()}, y["train"]), "shuffled": (x, shuffled)}
 
 
 @dataclass
@@ -70,9 +68,7 @@ def run(tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_posit
         layer_x = {split: t.layer(layer)[keep[split]] for split, t in tokens.items()}
         accuracy = {}
         for kind, (x, y_train) in probe_inputs(layer_x, y, int(train.get("seed", 0))).items():
-            trained = probe.train_probe(
-                x["train"], y_train, x["dev"], y["dev"], max_positions, desc=f"{name} layer {layer} ({kind})", rescale=kind == "rescaled", **train
-            )
+            trained = probe.train_probe(x["train"], y_train, x["dev"], y["dev"], max_positions, desc=f"{name} layer {layer} ({kind})", **train)
             contrib = probe.contributions(trained.weight, x["test"], y["test"])
             row, mean_c, heat = probe.contribution_summary(contrib, y["test"], dims, heatmap_positions)
             contrib_rows.append({"layer": layer, "probe": kind, **row})
@@ -93,8 +89,6 @@ def run(tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_posit
                 "test_tokens": len(y["test"]),
                 "centred_test_accuracy": accuracy["centred"][1],
                 "shuffled_test_accuracy": accuracy["shuffled"][1],
-                "rescaled_test_accuracy": accuracy["rescaled"][1],
-                "rescaled_converged": accuracy["rescaled"][0].converged,
             }
         )
     stacked = np.stack(maps, axis=1)  # (positions, layers, outlier dims + 1)
@@ -111,13 +105,11 @@ def run(tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_posit
 
 
 def probe_accuracy(tables: dict[str, pd.DataFrame]):
-    """Position-prediction accuracy by layer, one line per model (test set; dev as a thin dashed line; dotted: the probe
-    trained on rescaled dimensions, whose accuracy the claims are tested on)."""
+    """Position-prediction accuracy by layer, one line per model (test set; dev as a thin dashed line)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["layer"], 100 * t["test_accuracy"], "-o", color=color, label=f"{name} (test)")
         ax.plot(t["layer"], 100 * t["dev_accuracy"], "--", lw=0.8, color=color, label=f"{name} (dev)")
-        ax.plot(t["layer"], 100 * t["rescaled_test_accuracy"], ":s", ms=4, color=color, label=f"{name} (test, rescaled dimensions)")
     ax.set(xlabel="layer (0 = embedding output)", ylabel="accuracy (%)", ylim=(0, 102))
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.legend(frameon=False)
@@ -167,8 +159,7 @@ def contribution_heatmaps(maps: dict[str, np.ndarray]):
 PROBE_ACCURACY = declare(
     "04_position_probe",
     "accuracy_by_layer",
-    "layer dev_accuracy best_epoch converged centred_converged test_accuracy train_tokens test_tokens centred_test_accuracy shuffled_test_accuracy "
-    "rescaled_test_accuracy rescaled_converged",
+    "layer dev_accuracy best_epoch converged centred_converged test_accuracy train_tokens test_tokens centred_test_accuracy shuffled_test_accuracy",
 )
 
 
@@ -201,14 +192,13 @@ def unconverged(accuracy: pd.DataFrame, column: str) -> Outcome | None:
 def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     low = t[t["layer"].between(1, lowest_layers(int(t["layer"].max())))]
-    if cut_short := unconverged(low, f"{ACCURACY_PROBE}_converged"):
+    if cut_short := unconverged(low, "converged"):
         return cut_short
     if (low["shuffled_test_accuracy"] >= claim.margin).any():
         return Outcome(UNTESTABLE, "the shuffled-position control reaches the margin: the probe would score without position information")
-    accuracy = low[f"{ACCURACY_PROBE}_test_accuracy"]
     units = [
         unit(f"layer {int(layer)}", inference.proportion(round(a * n), int(n), "test tokens"), claim.margin)
-        for layer, a, n in zip(low["layer"], accuracy, low["test_tokens"])
+        for layer, a, n in zip(low["layer"], low["test_accuracy"], low["test_tokens"])
     ]
     control = "shuffled-position probe: " + ", ".join(f"{a:.1%}" for a in low["shuffled_test_accuracy"])
     return from_units(units, control=control)
@@ -218,10 +208,10 @@ def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
 def probe_falls_with_depth(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = contextual(tables.read(model, claim.chapter, claim.table)).sort_values("layer")
     first, last = t.iloc[0], t.iloc[-1]
-    if cut_short := unconverged(t.iloc[[0, -1]], f"{ACCURACY_PROBE}_converged"):
+    if cut_short := unconverged(t.iloc[[0, -1]], "converged"):
         return cut_short
-    n, column = int(first["test_tokens"]), f"{ACCURACY_PROBE}_test_accuracy"
-    estimate = inference.independent_proportions(first[column], n, last[column], n, "test tokens (the same tokens: conservative)")
+    n = int(first["test_tokens"])
+    estimate = inference.independent_proportions(first["test_accuracy"], n, last["test_accuracy"], n, "test tokens (the same tokens: conservative)")
     estimate = estimate.scaled(100)
     text = f"test accuracy layer {int(first['layer'])} minus layer {int(last['layer'])}: {estimate.text(1, ' points')}"
     return outcome(decide(estimate, claim.margin), text, estimate)

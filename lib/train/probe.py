@@ -6,6 +6,8 @@ fitted to convergence (L-BFGS, scikit-learn) with the L2 strength chosen on deve
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,29 +69,49 @@ def train_probe(
     seed: int = 0,
     device: str = "auto",
     desc: str | None = None,
-    rescale: bool = False,
 ) -> Probe:
     """Train the probe on (x, y); keep the weights of the epoch with the best accuracy on (x_dev, y_dev).
 
     Weights start at zero (the problem is convex, so no random start is needed) and the batch order
     comes from a generator seeded with `seed`: the same inputs give the same probe. epochs, batch_size and lr
-    have no defaults here: chapter 04 sets them in its parameters cell.
-
-    With `rescale`, each dimension is divided by its root mean square on the training tokens while training (no
-    centring: the probe stays bias-free) and the weights are mapped back (w / rms): the same family of linear maps of
-    the vectors, but the optimiser sees dimensions of one scale, which Adam fits in fewer epochs where a few dimensions
-    are 10-100 times larger than the rest. Adam's steps are the same size for every weight, so on the raw vectors a
-    large dimension's weight moves its logits 10-100 times faster: which dimensions a probe stopped early relies on
-    depends on this choice (the paper's probe trains on the raw vectors)."""
+    have no defaults here: chapter 04 sets them in its parameters cell. `Probe.converged` says whether the
+    development accuracy had levelled off by the last epoch."""
     _check(x, y, n_classes, "training set")
     _check(x_dev, y_dev, n_classes, "development set")
     require(epochs > 0 and batch_size > 0 and lr > 0, "epochs, batch_size and lr must be positive")
     torch_device = pick_device(device)
-    rms = np.sqrt(np.mean(np.square(x, dtype=np.float64), axis=0)) if rescale else np.ones(x.shape[1])
-    rms = torch.as_tensor(np.where(rms > 0, rms, 1.0), dtype=torch.float32, device=torch_device)  # an all-zero dimension stays as it is
-    xt, yt = torch.as_tensor(x, dtype=torch.float32, device=torch_device) / rms, torch.as_tensor(y, dtype=torch.long, device=torch_device)
-    xd, yd = torch.as_tensor(x_dev, dtype=torch.float32, device=torch_device) / rms, torch.as_tensor(y_dev, dtype=torch.long, device=torch_device)
-    weight = torch.zeros(n_classes, x.shape[1], device=torch_device, requires_grad=True)
+    xt, yt = torch.as_tensor(x, dtype=torch.float32, device=torch_device), torch.as_tensor(y, dtype=torch.long, device=torch_device)
+    xd, yd = torch.as_tensor(x_dev, dtype=torch.float32, device=torch_device), torch.as_tensor(y_dev, dtype=torch.long, device=torch_device)
+    with flushed_denormals():
+        return _train((xt, yt), (xd, yd), n_classes, epochs, batch_size, lr, seed, desc)
+
+
+@contextmanager
+def flushed_denormals() -> Iterator[None]:
+    """CPU float operations with denormal numbers flushed to zero while the block runs. A probe starts at zero and the
+    classes of positions that never occur get ever smaller gradients, whose denormal values Adam's moment estimates then
+    carry: on a CPU each operation on them is 10-100 times slower (measured here: 10× for a whole probe). Values below
+    1e-38 change no prediction."""
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def _train(
+    train: tuple[torch.Tensor, torch.Tensor],
+    dev: tuple[torch.Tensor, torch.Tensor],
+    n_classes: int,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    desc: str | None,
+) -> Probe:
+    (xt, yt), (xd, yd) = train, dev
+    torch_device = xt.device
+    weight = torch.zeros(n_classes, xt.shape[1], device=torch_device, requires_grad=True)
     optimizer = torch.optim.Adam([weight], lr=lr)
     generator = torch.Generator().manual_seed(seed)
     best, best_epoch, history = weight.detach().clone(), 0, []
@@ -107,7 +129,7 @@ def train_probe(
         if history[-1] > max(history[:-1], default=-1.0):
             best, best_epoch = weight.detach().clone(), epoch
         bar.set_postfix(loss=f"{loss.item():.3f}", dev_acc=f"{history[-1]:.3f}")
-    return Probe((best / rms).cpu().numpy(), history, best_epoch)
+    return Probe(best.cpu().numpy(), history, best_epoch)
 
 
 DEFAULT_CS = tuple(10.0**k for k in range(-3, 4))  # inverse L2 strengths tried by fit_classifier
