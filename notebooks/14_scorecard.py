@@ -104,6 +104,8 @@ ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; unte
 # as much as on the data), and the p-value after Holm's correction where the verdict rests on one.
 
 # %% tags=["hide-input"]
+import math
+
 from lib.book.tables import escape
 
 
@@ -114,6 +116,14 @@ def _p(value: float) -> str:
 def corrected(r) -> str:
     """What a verdict was before Holm's correction made it inconclusive."""
     return f" ({r.before_holm} before Holm's correction over the {r.family} verdicts of its paper)" if r.corrected else ""
+
+
+def to_decide(r) -> str:
+    """For an inconclusive verdict: about how much of the sampled unit would decide it at the effect measured."""
+    if r.verdict != verdicts.INCONCLUSIVE or pd.isna(r.to_decide):
+        return ""
+    n = int(math.ceil(r.to_decide))
+    return f"; deciding it would take about {n:,} {r.to_decide_of} (80% power if the effect is as measured)"
 
 
 def sensitivity(r) -> str:
@@ -128,7 +138,7 @@ for claim_id, rows in tested.groupby("claim_id", sort=False):
     first = rows.iloc[0]
     lines = ["| model | verdict | ours | control | at a smaller · larger margin | p (Holm) |", "|:---|:---|:---|:---|:---|---:|"]
     lines += [
-        f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{corrected(r)} | "
+        f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{corrected(r)}{escape(to_decide(r))} | "
         f"{escape(r.control) if isinstance(r.control, str) else '–'} | {sensitivity(r)} | {_p(r.p_holm)} |"
         for r in rows.itertuples()
     ]
@@ -154,7 +164,7 @@ summary = tested.groupby("verdict").size()
 ch.say(
     f"**In this edition**: {len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
     + ", ".join(f"{summary.get(v, 0)} {v}" for v in (verdicts.HOLDS, verdicts.MIXED, verdicts.FAILS, verdicts.INCONCLUSIVE))
-    + f" and {summary.get(verdicts.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about)"
+    + f" and {summary.get(verdicts.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about, or our run cannot reach its conditions)"
     + f". {with_p} of them rest on a p-value and were corrected within their paper's family (Holm; "
     + ", ".join(f"{paper.name(key)}: {n}" for key, n in card[card["tested"]].groupby("paper", sort=False).size().items())
     + "); "

@@ -130,7 +130,11 @@ def test_wic_chooses_on_train_and_counts_the_pairs_clipping_wins():
     fitted = vector_variants.fit(["raw", "clipped"], planted_set())
     grid = wic.accuracy_grid(fitted, splits, labels)
     assert len(grid) == 2 * LAYERS * 2 * len(wic.THRESHOLDS)
-    best = wic.best_settings(grid, fitted, splits["dev"], labels["dev"], "planted", "p").set_index("variant")
+    cross = wic.cross_fitted(fitted, splits["train"], labels["train"])
+    assert cross["clipped"].mean() > 0.95 and cross["raw"].sum() == n // 2  # held-out decisions: clipping gets nearly every pair, raw half
+    assert wic.cross_fitted(fitted, splits["train"], labels["train"])["raw"].tolist() == cross["raw"].tolist()  # seeded folds
+    best = wic.best_settings(grid, fitted, splits["dev"], labels["dev"], "planted", "p", cross).set_index("variant")
+    assert best.loc["clipped", "cross_pairs"] == n and best.loc["clipped", "cross_right_only_here"] == int((cross["clipped"] & ~cross["raw"]).sum()) > 90
     assert best.loc["clipped", "train_accuracy"] == 100.0 and best.loc["clipped", "dev_accuracy_of_that_choice"] == 100.0
     assert best.loc["raw", "train_accuracy"] == 50.0
     assert best.loc["clipped", "dev_right_only_here"] == 50 and best.loc["clipped", "dev_right_only_raw"] == 0  # the 50 different-sense pairs

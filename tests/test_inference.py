@@ -133,3 +133,19 @@ def test_a_cluster_bootstrap_is_wider_than_the_item_binomial_on_clustered_data()
     assert scaled.p(100 * boot.low, "above") == pytest.approx(boot.p(boot.low, "above"))
     independent = inference.cluster_share(rng.binomial(sizes, 0.6), sizes, "sentences")  # no clustering: about the binomial's width
     assert (independent.high - independent.low) == pytest.approx(binomial.high - binomial.low, rel=0.25)
+
+
+def test_the_sample_that_would_decide_an_inconclusive_estimate():
+    """At the size returned, an effect as measured sits (z_0.975 + z_0.8) standard errors from the margin: it is decided
+    with 80% power; exact estimates and estimates on the margin have no such size."""
+    e = inference.mean_t([0.8, 1.4, 1.1, 0.6, 1.3], "seeds")  # mean 1.04, inconclusive against 1.2
+    se = (e.high - e.low) / (2 * stats.t.ppf(0.975, 4))
+    n = inference.sample_to_decide(e, 1.2)
+    assert n == pytest.approx(5 * ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * se / 0.16) ** 2)
+    assert abs(e.value - 1.2) / (se * math.sqrt(5 / n)) == pytest.approx(stats.norm.ppf(0.975) + stats.norm.ppf(0.8))
+    assert inference.sample_to_decide(e, 0.0) < 5  # already decided: fewer than measured would do
+    share = inference.proportion(52, 100, "sentences")
+    assert inference.sample_to_decide(share, 0.5) > 100 * (0.04 / 0.02) ** 2  # a margin twice as near needs over four times the sentences
+    assert inference.sample_to_decide(inference.exact(0.3, "whole matrix"), 0.2) is None
+    assert inference.sample_to_decide(e, e.value) is None
+    assert inference.sample_to_decide(inference.mean_t([0.5, 0.7, 0.6], "seeds"), 0.5, "within") > 3

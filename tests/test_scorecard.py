@@ -187,6 +187,7 @@ def test_wic_verdict_is_paired_over_the_same_development_pairs(tmp_path):
             "dev_pairs": [638, 638],
             "dev_right_only_here": [0, 15],
             "dev_right_only_raw": [0, 2],
+            **{f"cross_{c}": 0 for c in ("pairs", "right_only_here", "right_only_raw")},  # no training pairs cross-fitted
         }
     )
     _plant(tmp_path, "m", "07_wic", "best", frame)

@@ -15,6 +15,7 @@ from ..core.sources import chapters
 from ..errors import require
 from ..experiments import rules, schema
 from ..experiments.verdicts import NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
+from ..measure import inference
 from ..provenance import record
 from .tables import escape
 
@@ -62,8 +63,9 @@ def rule_of(claim: Claim) -> Rule:
 def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY) -> pd.DataFrame:
     """One row per (claim, model): verdict, the effect with its interval and margin, our number in words, the control,
     the paper's number and where ours comes from, and the verdicts the same rule gives at a smaller and a larger margin
-    (`Claim.margins_around`, before Holm; `margin_decides` where they differ). Verdicts that rest on a p-value are
-    Holm-corrected within each paper."""
+    (`Claim.margins_around`, before Holm; `margin_decides` where they differ), and about how much of the sampled unit
+    would decide the claim at the measured effect (`inference.sample_to_decide`: `to_decide` of `to_decide_of`).
+    Verdicts that rest on a p-value are Holm-corrected within each paper."""
     tables, rows = Tables(profile, root), []
     for claim in claims(registry):
         base = {"claim_id": claim.id, "paper": claim.paper, "section": claim.section, "claim": claim.claim, "paper_value": claim.paper_value}
@@ -99,6 +101,8 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
                     "larger_margin": around[1] if around else np.nan,
                     "at_larger": larger,
                     "margin_decides": smaller is not None and len({smaller, outcome.verdict, larger}) > 1,
+                    "to_decide": inference.sample_to_decide(e, claim.margin, outcome.direction) if e else None,
+                    "to_decide_of": e.of if e else "",
                     "source": f"{profile}/{model}/{claim.chapter}/{claim.table}.csv",
                 }
             )

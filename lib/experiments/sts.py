@@ -218,7 +218,9 @@ def per_set_units(tables: Tables, model: str, claim: Claim, comparisons: tuple[t
     for variant, baseline in comparisons:
         for r in t[(t["variant"] == variant) & (t["baseline"] == baseline)].itertuples():
             half = inference.Z * r.se
-            estimate = inference.Estimate(r.difference, r.difference - half, r.difference + half, f"bootstrap over {r.n_pairs:,} pairs")
+            estimate = inference.Estimate(
+                r.difference, r.difference - half, r.difference + half, f"bootstrap over {r.n_pairs:,} pairs", size=r.n_pairs, of="pairs"
+            )
             units.append(unit(f"{variant}, {r.dataset}" if len(comparisons) > 1 else r.dataset, estimate, claim.margin))
     return units
 

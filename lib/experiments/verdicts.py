@@ -81,6 +81,7 @@ class Outcome:
     estimate: Estimate | None = None  # the effect the verdict rests on (the weakest unit where there are several)
     p: float | None = None  # two-sided p-value of the verdict reached (None: exact or inconclusive), before Holm
     control: str = ""  # what the control showed
+    direction: str = "above"  # the claimed side of the margin ("above", "below", "within")
 
 
 class Tables:
@@ -111,6 +112,7 @@ Rule = Callable[[Tables, str, Claim], Outcome]
 class Decision:
     verdict: str
     p: float | None  # two-sided p-value of the verdict reached (None: exact, or inconclusive)
+    direction: str = "above"  # the claimed side of the margin
 
 
 def decide(estimate: Estimate, margin: float, direction: str = "above") -> Decision:
@@ -120,21 +122,21 @@ def decide(estimate: Estimate, margin: float, direction: str = "above") -> Decis
     v, lo, hi = estimate.value, estimate.low, estimate.high
     if direction == "within":
         if estimate.exact:
-            return Decision(HOLDS if abs(v) <= margin else FAILS, None)
+            return Decision(HOLDS if abs(v) <= margin else FAILS, None, direction)
         if -margin < lo and hi < margin:
-            return Decision(HOLDS, 2 * max(estimate.p(-margin, "above"), estimate.p(margin, "below")))
+            return Decision(HOLDS, 2 * max(estimate.p(-margin, "above"), estimate.p(margin, "below")), direction)
         if lo > margin or hi < -margin:
-            return Decision(FAILS, 2 * (estimate.p(margin, "above") if lo > margin else estimate.p(-margin, "below")))
-        return Decision(INCONCLUSIVE, None)
+            return Decision(FAILS, 2 * (estimate.p(margin, "above") if lo > margin else estimate.p(-margin, "below")), direction)
+        return Decision(INCONCLUSIVE, None, direction)
     require(direction in ("above", "below"), f"unknown direction {direction!r}")
     sign = 1 if direction == "above" else -1
     if estimate.exact:
-        return Decision(HOLDS if sign * (v - margin) >= 0 else FAILS, None)
+        return Decision(HOLDS if sign * (v - margin) >= 0 else FAILS, None, direction)
     if (lo > margin) if sign > 0 else (hi < margin):
-        return Decision(HOLDS, 2 * estimate.p(margin, direction))
+        return Decision(HOLDS, 2 * estimate.p(margin, direction), direction)
     if (hi < margin) if sign > 0 else (lo > margin):
-        return Decision(FAILS, 2 * estimate.p(margin, "below" if sign > 0 else "above"))
-    return Decision(INCONCLUSIVE, None)
+        return Decision(FAILS, 2 * estimate.p(margin, "below" if sign > 0 else "above"), direction)
+    return Decision(INCONCLUSIVE, None, direction)
 
 
 @dataclass(frozen=True)
@@ -178,16 +180,17 @@ def combine(units: list[Unit], any_failure_refutes: bool = False) -> Decision:
     holds in some and does not in others (or, for a claim that any failing unit refutes, does not hold); else
     inconclusive. The p-value is that of the weakest unit the verdict needs; where it needs one unit of several (a
     refuting unit, one unit each way for "mixed"), the strongest, adjusted for their number."""
+    direction = units[0].direction if units else "above"
     by = {v: [u for u in units if u.decision.verdict == v] for v in (HOLDS, FAILS)}
     if by[HOLDS] and len(by[HOLDS]) == len(units):
-        return Decision(HOLDS, _all_of([u.decision.p for u in by[HOLDS]]))
+        return Decision(HOLDS, _all_of([u.decision.p for u in by[HOLDS]]), direction)
     if by[FAILS] and len(by[FAILS]) == len(units):
-        return Decision(FAILS, _all_of([u.decision.p for u in by[FAILS]]))
+        return Decision(FAILS, _all_of([u.decision.p for u in by[FAILS]]), direction)
     if by[FAILS] and any_failure_refutes:
-        return Decision(FAILS, _one_of([u.decision.p for u in by[FAILS]]))
+        return Decision(FAILS, _one_of([u.decision.p for u in by[FAILS]]), direction)
     if by[HOLDS] and by[FAILS]:
-        return Decision(MIXED, _all_of([_one_of([u.decision.p for u in by[v]]) for v in (HOLDS, FAILS)]))
-    return Decision(INCONCLUSIVE, None)
+        return Decision(MIXED, _all_of([_one_of([u.decision.p for u in by[v]]) for v in (HOLDS, FAILS)]), direction)
+    return Decision(INCONCLUSIVE, None, direction)
 
 
 def best_of(units: list[Unit], key: Callable[[Unit], float]) -> tuple[Unit, Decision]:
@@ -195,11 +198,11 @@ def best_of(units: list[Unit], key: Callable[[Unit], float]) -> tuple[Unit, Deci
     having picked it among len(units) (Bonferroni)."""
     best = max(units, key=key)
     p = best.decision.p
-    return best, Decision(best.decision.verdict, None if p is None else min(1.0, p * len(units)))
+    return best, Decision(best.decision.verdict, None if p is None else min(1.0, p * len(units)), best.decision.direction)
 
 
 def outcome(decision: Decision, ours: str, estimate: Estimate | None = None, control: str = "") -> Outcome:
-    return Outcome(decision.verdict, ours, estimate, decision.p, control)
+    return Outcome(decision.verdict, ours, estimate, decision.p, control, decision.direction)
 
 
 def units_text(units: list[Unit], digits: int = 3, unit_label: str = "") -> str:

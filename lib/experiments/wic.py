@@ -60,11 +60,18 @@ def accuracy_grid(variants: vector_variants.Variants, splits: dict[str, tuple[np
 
 
 def best_settings(
-    grid: pd.DataFrame, variants: vector_variants.Variants, dev: tuple[np.ndarray, np.ndarray], dev_labels: np.ndarray, model: str, spec: str
+    grid: pd.DataFrame,
+    variants: vector_variants.Variants,
+    dev: tuple[np.ndarray, np.ndarray],
+    dev_labels: np.ndarray,
+    model: str,
+    spec: str,
+    cross: dict[str, np.ndarray],
 ) -> pd.DataFrame:
     """Per variant: the best (layer, threshold) on the training pairs, its development accuracy, the best development
     accuracy of any setting (an optimistic bound), and the development pairs that only this variant or only the raw
-    (and only the clipped) vectors get right at their chosen settings: the discordant pairs of paired comparisons."""
+    (and only the clipped) vectors get right at their chosen settings: the discordant pairs of paired comparisons; the
+    same counts over the training pairs cross-fitted (`cross`: each pair decided by a setting chosen without it)."""
     chosen, correct = {}, {}
     for variant, part in grid.groupby("variant", sort=False):
         train = part[part["split"] == "train"]
@@ -72,8 +79,8 @@ def best_settings(
         layer, threshold = int(chosen[variant]["layer"]), float(chosen[variant]["threshold"])
         correct[variant] = (_cosines(variants.transforms[variant][layer].transform, dev, layer) > threshold) == dev_labels
 
-    def only(a: str, b: str) -> int | None:
-        return int((correct[a] & ~correct[b]).sum()) if b in correct else None
+    def only(a: str, b: str, decided: dict[str, np.ndarray] = correct) -> int | None:
+        return int((decided[a] & ~decided[b]).sum()) if b in decided else None
 
     rows = [
         {
@@ -90,10 +97,37 @@ def best_settings(
             "dev_right_only_raw": only(RAW, variant),
             "dev_right_only_here_vs_clipped": only(variant, CLIPPED),
             "dev_right_only_clipped": only(CLIPPED, variant),
+            "cross_pairs": len(cross[variant]),
+            "cross_accuracy": 100 * cross[variant].mean(),
+            "cross_right_only_here": only(variant, RAW, cross),
+            "cross_right_only_raw": only(RAW, variant, cross),
+            "cross_right_only_here_vs_clipped": only(variant, CLIPPED, cross),
+            "cross_right_only_clipped": only(CLIPPED, variant, cross),
         }
         for variant, top in chosen.items()
     ]
     return WIC_BEST.frame(rows)
+
+
+FOLDS = 5  # cross-fitting folds of the training pairs
+
+
+def cross_fitted(variants: vector_variants.Variants, train: tuple[np.ndarray, np.ndarray], labels: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
+    """Per variant, whether each training pair is classified right by the (layer, threshold) chosen on the other
+    FOLDS − 1 folds (seeded folds): out-of-sample decisions on the training pairs, so that they can join the
+    development pairs in a paired comparison."""
+    fold = np.random.default_rng(seed).permutation(len(labels)) % FOLDS
+    right = {}
+    for variant, transforms in variants.transforms.items():
+        cos = np.stack([_cosines(t.transform, train, layer) for layer, t in enumerate(transforms)])  # (layers, pairs)
+        correct = (cos[:, None, :] > THRESHOLDS[None, :, None]) == labels[None, None, :]  # (layers, thresholds, pairs)
+        out = np.zeros(len(labels), dtype=bool)
+        for k in range(FOLDS):
+            held = fold == k
+            layer, threshold = np.unravel_index(correct[:, :, ~held].mean(axis=2).argmax(), correct.shape[:2])
+            out[held] = correct[layer, threshold, held]
+        right[variant] = out
+    return right
 
 
 def settings_near_best(grid: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
@@ -117,7 +151,7 @@ def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outl
     labels = {split: frame["same_sense"].to_numpy()[usable[split]] for split, frame in (("train", train), ("dev", dev))}
     fitted = vector_variants.fit(VARIANTS, outlier_set, protocol, token_stats=stats)
     grid = accuracy_grid(fitted, splits, labels)
-    best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec)
+    best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec, cross_fitted(fitted, splits["train"], labels["train"]))
     return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()))
 
 
@@ -128,8 +162,18 @@ WIC_BEST = declare(
     "07_wic",
     "best",
     "model spec variant layer threshold train_accuracy dev_accuracy_of_that_choice dev_best_accuracy dev_pairs dev_right_only_here dev_right_only_raw "
-    "dev_right_only_here_vs_clipped dev_right_only_clipped",
+    "dev_right_only_here_vs_clipped dev_right_only_clipped cross_pairs cross_accuracy cross_right_only_here cross_right_only_raw "
+    "cross_right_only_here_vs_clipped cross_right_only_clipped",
 )
+
+
+def _paired(row: pd.Series, here: str, there: str) -> inference.Estimate:
+    """Accuracy difference (points) over the development pairs and the cross-fitted training pairs together: every
+    decision made by a setting chosen without the pair it decides."""
+    n = int(row["dev_pairs"] + row["cross_pairs"])
+    return inference.paired_proportions(
+        int(row[f"dev_{here}"] + row[f"cross_{here}"]), int(row[f"dev_{there}"] + row[f"cross_{there}"]), n, "pairs (development, and training cross-fitted)"
+    ).scaled(100)
 
 
 def _wic(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
@@ -140,7 +184,7 @@ def _wic(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
 def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = _wic(tables, model, claim)
     c = t.loc[CLIPPED]
-    estimate = inference.paired_proportions(int(c["dev_right_only_here"]), int(c["dev_right_only_raw"]), int(c["dev_pairs"]), "development pairs").scaled(100)
+    estimate = _paired(c, "right_only_here", "right_only_raw")
     raw_acc, clip_acc = t.loc[RAW, "dev_accuracy_of_that_choice"], c["dev_accuracy_of_that_choice"]
     control = f"as many random dims zeroed: {t.loc[CLIPPED_RANDOM, 'dev_accuracy_of_that_choice'] - raw_acc:+.1f} points" if CLIPPED_RANDOM in t.index else ""
     text = f"development accuracy {raw_acc:.1f} raw, {clip_acc:.1f} clipped: {estimate.text(1, ' points')}"
@@ -151,10 +195,7 @@ def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
 def wic_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = _wic(tables, model, claim)
     w = t.loc[WHITENED]
-    estimate = inference.paired_proportions(
-        int(w["dev_right_only_here_vs_clipped"]), int(w["dev_right_only_clipped"]), int(w["dev_pairs"]), "development pairs"
-    )
-    estimate = estimate.scaled(100)
+    estimate = _paired(w, "right_only_here_vs_clipped", "right_only_clipped")
     accuracy = t["dev_accuracy_of_that_choice"]
     text = f"development accuracy {accuracy['clipped']:.1f} clipped, {accuracy['whitened']:.1f} whitened: {estimate.text(1, ' points')}"
     return outcome(decide(estimate, claim.margin), text, estimate)

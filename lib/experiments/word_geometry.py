@@ -173,7 +173,14 @@ def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool
     units = [
         unit(
             r.benchmark,
-            inference.Estimate(r.difference, r.difference - inference.Z * r.se, r.difference + inference.Z * r.se, f"bootstrap over {r.pairs_kept} pairs"),
+            inference.Estimate(
+                r.difference,
+                r.difference - inference.Z * r.se,
+                r.difference + inference.Z * r.se,
+                f"bootstrap over {r.pairs_kept} pairs",
+                size=r.pairs_kept,
+                of="pairs",
+            ),
             claim.margin,
         )
         for r in t.itertuples()

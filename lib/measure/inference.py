@@ -48,6 +48,8 @@ class Estimate:
     scale: float = 1.0
     transform: str | None = None  # "log", "atanh": the interval is symmetric on that scale
     replicates: tuple[float, ...] = ()  # the bootstrap distribution (BOOTSTRAP), in the estimate's units before `scale`
+    size: int | None = None  # how many of the sampled unit the interval rests on (`of`): what more data would add to
+    of: str = ""
 
     def text(self, digits: int = 2, unit: str = "", method: bool = True) -> str:
         """ "0.41 (95% interval 0.30 to 0.52; t over 6 layers)", or "0.41 (exact: whole matrix)"; without the method
@@ -128,7 +130,7 @@ def cluster_share(hits: Sequence[int], sizes: Sequence[int], of: str, seed: int 
     low, high = np.quantile(reps, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     value = float(h.sum() / m.sum())
     method = f"bootstrap over {len(h):,} {of}"
-    return Estimate(value, min(float(low), value), max(float(high), value), method, distribution=BOOTSTRAP, replicates=tuple(reps.tolist()), n=len(h))
+    return Estimate(value, min(float(low), value), max(float(high), value), method, distribution=BOOTSTRAP, replicates=tuple(reps.tolist()), size=len(h), of=of)
 
 
 def mean_t(values: Sequence[float], over: str) -> Estimate:
@@ -137,7 +139,9 @@ def mean_t(values: Sequence[float], over: str) -> Estimate:
     x = x[np.isfinite(x)]
     require(len(x) >= 2, f"a t-interval over {over} needs at least two values, got {len(x)}")
     half = float(stats.t.ppf(0.5 + LEVEL / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return Estimate(float(x.mean()), float(x.mean()) - half, float(x.mean()) + half, f"t over {len(x)} {over}", distribution=T, df=len(x) - 1)
+    return Estimate(
+        float(x.mean()), float(x.mean()) - half, float(x.mean()) + half, f"t over {len(x)} {over}", distribution=T, df=len(x) - 1, size=len(x), of=over
+    )
 
 
 def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, over: str) -> Estimate:
@@ -149,7 +153,7 @@ def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b:
         return Estimate(diff, diff, diff, f"Welch over {n_a} and {n_b} {over}, no spread", distribution=T, df=n_a + n_b - 2)
     df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
-    return Estimate(diff, diff - half, diff + half, f"Welch over {n_a} and {n_b} {over}", distribution=T, df=df)
+    return Estimate(diff, diff - half, diff + half, f"Welch over {n_a} and {n_b} {over}", distribution=T, df=df, size=min(n_a, n_b), of=f"{over} per group")
 
 
 def mean_of(estimates: Sequence[Estimate], over: str) -> Estimate:
@@ -173,7 +177,7 @@ def proportion(k: int, n: int, of: str) -> Estimate:
     """A share k/n with its exact (Clopper-Pearson) interval."""
     require(n > 0 and 0 <= k <= n, f"a proportion needs 0 <= k <= n and n > 0, got {k}/{n}")
     ci = stats.binomtest(int(k), int(n)).proportion_ci(LEVEL, method="exact")
-    return Estimate(k / n, float(ci.low), float(ci.high), f"exact binomial over {n:,} {of}", distribution=BINOMIAL, k=int(k), n=int(n))
+    return Estimate(k / n, float(ci.low), float(ci.high), f"exact binomial over {n:,} {of}", distribution=BINOMIAL, k=int(k), n=int(n), size=int(n), of=of)
 
 
 def paired_proportions(only_a: int, only_b: int, n: int, of: str) -> Estimate:
@@ -183,14 +187,14 @@ def paired_proportions(only_a: int, only_b: int, n: int, of: str) -> Estimate:
     require(n > 0 and only_a >= 0 and only_b >= 0 and only_a + only_b <= n, f"discordant counts {only_a}, {only_b} do not fit {n} items")
     a, b, m = only_a + 0.5, only_b + 0.5, n + 2
     centre, half = (a - b) / m, Z * math.sqrt(a + b - (a - b) ** 2 / m) / m
-    return Estimate((only_a - only_b) / n, centre - half, centre + half, f"paired over {n:,} {of}, {only_a} vs {only_b} discordant")
+    return Estimate((only_a - only_b) / n, centre - half, centre + half, f"paired over {n:,} {of}, {only_a} vs {only_b} discordant", size=n, of=of)
 
 
 def independent_proportions(p_a: float, n_a: int, p_b: float, n_b: int, of: str) -> Estimate:
     """p_a − p_b of two shares of separate items (conservative for shares of the same items): Wald interval."""
     diff = p_a - p_b
     half = Z * math.sqrt(p_a * (1 - p_a) / n_a + p_b * (1 - p_b) / n_b)
-    return Estimate(diff, diff - half, diff + half, f"two shares of {n_a:,} and {n_b:,} {of}")
+    return Estimate(diff, diff - half, diff + half, f"two shares of {n_a:,} and {n_b:,} {of}", size=min(n_a, n_b), of=of)
 
 
 def spearman(x: Sequence[float], y: Sequence[float], of: str) -> Estimate:
@@ -200,7 +204,32 @@ def spearman(x: Sequence[float], y: Sequence[float], of: str) -> Estimate:
     rho = float(stats.spearmanr(x, y).statistic)
     z, half = math.atanh(max(min(rho, 0.99), -0.99)), Z * 1.06 / math.sqrt(n - 3)  # |ρ| = 1 capped: the transform is infinite there
     low, high = math.tanh(z - half), math.tanh(z + half)
-    return Estimate(rho, min(low, rho), max(high, rho), f"Spearman over {n} {of}, Fisher z", transform="atanh")
+    return Estimate(rho, min(low, rho), max(high, rho), f"Spearman over {n} {of}, Fisher z", transform="atanh", size=n, of=of)
+
+
+POWER = 0.8  # the chance of a decision that `sample_to_decide` plans for
+
+
+def sample_to_decide(estimate: Estimate, margin: float, direction: str = "above", power: float = POWER) -> float | None:
+    """About how many of the estimate's sampled unit (`size` of `of`) a 95% interval would need to clear `margin` with
+    probability `power` if the effect were what was measured: size × ((z_0.975 + z_power) × se / distance)², the
+    standard error read off the interval on its symmetric scale, the distance that to the margin ("within": to the
+    nearer of ±margin). None for an exact estimate, one without a size, or one that sits on the margin."""
+    if estimate.exact or not estimate.size:
+        return None
+    forward = TRANSFORMS[estimate.transform][0] if estimate.transform else (lambda v: v)
+    if estimate.distribution == BOOTSTRAP:
+        se = float(np.std(np.asarray(estimate.replicates) * estimate.scale, ddof=1))
+    else:
+        quantile = float(stats.t.ppf(0.5 + LEVEL / 2, estimate.df)) if estimate.distribution == T else Z
+        se = (forward(estimate.high) - forward(estimate.low)) / (2 * quantile)
+    if direction == "within":
+        distance = abs(margin - abs(estimate.value))
+    else:
+        distance = abs(forward(estimate.value) - forward(margin))
+    if se <= 0 or distance <= 0:
+        return None
+    return estimate.size * ((Z + float(stats.norm.ppf(power))) * se / distance) ** 2
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
