@@ -73,7 +73,7 @@ eval_every = 500  # steps between evaluations and checkpoints
 track_blocks = 64  # validation blocks for the outlier track at each checkpoint
 n_sentences = 2000  # SST-2 training sentences for chapter 02's outlier analysis of the trained models
 retrain = False  # True: train again even if a model with the same settings is saved
-seed = 0  # the first seed; runs use seeds seed, seed + 1, …
+seed = 10  # the first seed; runs use seeds seed, seed + 1, … (10 on: seeds 0-3 chose the configuration, so the scored runs never took part)
 seeds = 3  # training runs per condition (each pair shares a seed: initial weights, batches and masks)
 device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # analysis of the trained models: "auto" = float32 weights, bf16 matrix products where the hardware has them natively; "float32": all float32
@@ -141,7 +141,8 @@ print(f"unigram perplexity of the validation tokens (training-set token frequenc
 # two seeds that had failed every other configuration (2 and 3) passed it by step 2,000 and reached
 # perplexities of 104 and 96 at step 3,000 (2026-11-25). The chapter trains `seeds` pairs of models,
 # each pair sharing its seed (initial weights, batches, masks), and the verdict rests on the spread
-# over seeds. Training runs in float32 (`train_dtype`) on every machine: bf16 autocast is faster
+# over seeds. Seeds 0-3 chose the configuration, so the scored runs start at seed 10: a configuration picked because
+# it worked on the very seeds it is then scored on would overstate how reliably it works. Training runs in float32 (`train_dtype`) on every machine: bf16 autocast is faster
 # where a CPU has it natively, but it moved the onset of word-order use by about 1,000 steps, so
 # it would make the result depend on the CPU the edition was built on.
 

@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.book import paper, tables
 from lib.datasets.registry import load
 from lib.encode import words
 from lib.encode.models import load_model
@@ -89,7 +89,7 @@ print(f"measure {len(measure):,} and fit {len(fit):,} sentences; self-similarity
 parameters = ch.parameters("06_clipping_whitening", globals())
 
 # %%
-aniso, sets, views, view_positions, view_special = {}, {}, {}, {}, {}
+aniso, versus, sets, views, view_positions, view_special = {}, {}, {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
@@ -108,7 +108,8 @@ for spec in specs:
     )
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
     results.table(run.table, clipping_geometry.GEOMETRY_BY_VARIANT, spec, parameters=parameters, model_info=info)
-    aniso[lm.name] = run.table
+    results.table(run.versus_random, clipping_geometry.CLIPPING_VS_RANDOM, spec, parameters=parameters, model_info=info)
+    aniso[lm.name], versus[lm.name] = run.table, run.versus_random
     for shown, new in zip((views, view_positions, view_special), clipping_geometry.plane_views(run, lm.name, seed)):
         shown.update(new)
     del lm
@@ -139,6 +140,30 @@ for name, table in aniso.items():
     wide.columns = [f"{'cosine' if m == 'mean_cosine' else 'self-sim − aniso'}, {v}" for m, v in wide.columns]
     ch.show(wide.reset_index(), f"{name}: anisotropy and self-similarity by layer ({n_pairs:,} pairs; {n_words} words × {per_word} sentences)", tab=name)
 ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and Luo's thesis report (paper; figures without printed numbers)")
+
+# %% [markdown]
+# ### Clipping against random dimensions
+#
+# Zeroing any dimensions changes cosines a little by itself, so what clipping does is measured against zeroing as many
+# never-flagged dimensions, averaged over many random draws (`clipping_geometry.RANDOM_DRAWS`; one draw of a few
+# dimensions is a noisy control): per clipped layer, how much more clipping lowers the mean cosine of the same random pairs (a paired interval
+# over the pairs), and how much more it raises self-similarity minus anisotropy (an interval over the words and the
+# pairs, two separate samples). The scorecard tests the two claims of this chapter on this table.
+
+# %%
+for name, frame in versus.items():
+    shown = frame[["layer", "raw_mean_cosine"]].assign(
+        **{
+            "cosine drop vs random": tables.plus_minus(frame["cosine_drop"], frame["cosine_drop_ci95"], 3),
+            "self-sim − aniso gain vs random": tables.plus_minus(frame["self_similarity_gain"], frame["self_similarity_gain_ci95"], 3),
+        }
+    )
+    ch.show(
+        shown,
+        f"{name}: clipping minus zeroing as many random dims (mean of {clipping_geometry.RANDOM_DRAWS} draws), per clipped layer, with 95% intervals",
+        precision=3,
+        tab=name,
+    )
 
 # %% [markdown]
 # ## The last layer before and after whitening

@@ -114,6 +114,11 @@ def test_clipping_the_planted_common_dimension_removes_the_anisotropy():
     assert (control["mean_cosine"] > 0.95).all() and (control["clipped_dims"] != "3").all() and (table.loc["raw", "change_vs_raw"] == 0).all()
     drop = table.loc["clipped", "change_vs_raw"] - control["change_vs_raw"]
     assert (drop < -0.9).all() and (table.loc["clipped", "change_vs_raw_ci95"] < 0.05).all()
+    controls = [vector_variants.fit(["clipped-random"], planted_set(), seed=s) for s in range(1, 6)]
+    versus = clipping_geometry.against_random(fitted, controls, tokens, tokens, groups, 200, 0).set_index("layer")
+    assert versus.index.tolist() == list(range(LAYERS)) and (versus["draws"] == 5).all()
+    assert (versus["cosine_drop"] > 0.9).all() and (versus["cosine_drop_ci95"] < 0.05).all()  # the cone goes only with the outlier
+    np.testing.assert_allclose(versus["cosine_drop"], (control["change_vs_raw"] - table.loc["clipped", "change_vs_raw"]).to_numpy(), atol=0.02)
     by_z = clipping_geometry.clipped_cosines(planted_set(), tokens, 200, 0)
     assert by_z["dims_zeroed"].tolist() == [1, 1, 1] and (by_z["mean_cosine"].abs() < 0.05).all()
 

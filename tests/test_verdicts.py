@@ -117,7 +117,9 @@ def pretrain_shares(with_pe: list[float], without_pe: list[float], formed: bool 
     return {("05_pretraining", "summary"): pd.DataFrame(rows)}
 
 
-def geometry(clipped: list[float], random: float = -0.01, half: float = 0.01, dims: str = "5", ss_gain: list[float] | None = None):
+def geometry(clipped: list[float], random: float = -0.01, half: float = 0.01, dims: str = "5", ss_gain: list[float] | None = None, raw: float = 0.5):
+    """Per layer: the clipped variant's change of the mean cosine from raw (`clipped`), the random control's
+    (`random`), both ± `half`; the gain in self-similarity minus anisotropy over the control; the raw mean cosine."""
     rows = []
     for i, c in enumerate(clipped):
         layer, gain = i + 1, (ss_gain or [0.0] * len(clipped))[i]
@@ -140,7 +142,26 @@ def geometry(clipped: list[float], random: float = -0.01, half: float = 0.01, di
                 "clipped_dims": "9",
             },
         ]
-    return {("06_clipping_whitening", "geometry_by_variant"): pd.DataFrame(rows)}
+    versus = [
+        {
+            "layer": i + 1,
+            "draws": 20,
+            "raw_mean_cosine": raw,
+            "cosine_drop": random - c,
+            "cosine_drop_ci95": half,
+            "self_similarity_gain": (ss_gain or [0.0] * len(clipped))[i],
+            "self_similarity_gain_ci95": half,
+            "pairs": 1000,
+            "words": 500,
+        }
+        for i, c in enumerate(clipped)
+        if dims
+    ]
+    columns = "layer draws raw_mean_cosine cosine_drop cosine_drop_ci95 self_similarity_gain self_similarity_gain_ci95 pairs words".split()
+    return {
+        ("06_clipping_whitening", "geometry_by_variant"): pd.DataFrame(rows),
+        ("06_clipping_whitening", "clipping_vs_random"): pd.DataFrame(versus, columns=columns),
+    }
 
 
 def wic(clip_vs_raw: tuple[int, int], white_vs_clip: tuple[int, int] = (0, 0)):
@@ -338,9 +359,11 @@ CASES = [
     ("clipping_lowers_cosine", geometry([-0.3, -0.01]), M),
     ("clipping_lowers_cosine", geometry([-0.06, -0.07], half=0.05), INC),
     ("clipping_lowers_cosine", geometry([0.0, 0.0], dims=""), U),
+    ("clipping_lowers_cosine", geometry([-0.03, -0.03], raw=0.04), U),  # nothing to lower: the raw cosine is below the margin
     ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, 0.12, 0.11, 0.09]), H),
     ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[-0.1, -0.12, -0.11, -0.09]), F),
-    ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, -0.1, 0.05, -0.04]), INC),
+    ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, -0.1, 0.05, -0.04]), M),  # a verdict per layer
+    ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.005, -0.004, 0.003, 0.0]), INC),
     ("clipping_raises_self_similarity", geometry([0.0] * 4, dims=""), U),
     ("wic_clipping_gain", wic((60, 10)), H),
     ("wic_clipping_gain", wic((10, 60)), F),

@@ -37,7 +37,9 @@ def anisotropic_in_every_layer(tables: Tables, model: str, claim: Claim) -> Outc
     units = [
         unit(
             f"layer {int(r.layer)}",
-            inference.from_interval(r.mean_cosine - r.centered_mean_cosine, r.excess_ci95_low, r.excess_ci95_high, f"paired over {int(r.n_pairs):,} pairs"),
+            inference.from_interval(
+                r.mean_cosine - r.centered_mean_cosine, r.excess_ci95_low, r.excess_ci95_high, f"paired over {int(r.n_pairs):,} pairs", int(r.n_pairs), "pairs"
+            ),
             claim.margin,
         )
         for r in t.itertuples()

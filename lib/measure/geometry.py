@@ -98,14 +98,18 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def self_similarity(vectors: np.ndarray, groups: np.ndarray) -> float:
     """Ethayarajh (2019): for each group (a word's vectors in different sentences), the mean cosine
     over all pairs of its vectors; then the average over groups. Groups need at least two vectors."""
+    return float(word_self_similarities(vectors, groups).mean())
+
+
+def word_self_similarities(vectors: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each group's self-similarity (`self_similarity` before the average), in the order of the sorted group ids."""
     require(vectors.ndim == 2 and len(vectors) == len(groups), "need (n, width) vectors and one group id per row")
     ids, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
     require(bool((sizes >= 2).all()), "every word needs at least two occurrences")
     unit = vectors.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.finfo(np.float64).tiny)
     sums = np.zeros((len(ids), vectors.shape[1]))
     np.add.at(sums, inverse, unit)
-    pair_means = ((sums**2).sum(axis=1) - sizes) / (sizes * (sizes - 1))  # sum over i != j of u_i . u_j, averaged
-    return float(pair_means.mean())
+    return ((sums**2).sum(axis=1) - sizes) / (sizes * (sizes - 1))  # sum over i != j of u_i . u_j, averaged
 
 
 def svd_plane(points: np.ndarray) -> PlaneView:

@@ -110,10 +110,10 @@ def exact(value: float, method: str) -> Estimate:
     return Estimate(float(value), float(value), float(value), method, exact=True, distribution=EXACT)
 
 
-def from_interval(value: float, low: float, high: float, method: str) -> Estimate:
-    """An estimate whose interval a chapter computed (and wrote into its table, e.g. a bootstrap interval); its
-    p-values read it as a normal interval."""
-    return Estimate(float(value), float(low), float(high), method)
+def from_interval(value: float, low: float, high: float, method: str, size: int | None = None, of: str = "") -> Estimate:
+    """An estimate whose interval a chapter computed (and wrote into its table, e.g. a bootstrap interval) over `size`
+    of `of`; its p-values read it as a normal interval."""
+    return Estimate(float(value), float(low), float(high), method, size=size, of=of)
 
 
 def cluster_share(hits: Sequence[int], sizes: Sequence[int], of: str, seed: int = 0, draws: int = DRAWS) -> Estimate:
