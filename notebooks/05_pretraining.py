@@ -142,8 +142,8 @@ print(f"unigram perplexity of the validation tokens (training-set token frequenc
 # perplexities of 104 and 96 at step 3,000 (2026-11-25). The chapter trains `seeds` pairs of models,
 # each pair sharing its seed (initial weights, batches, masks), and the verdict rests on the spread
 # over seeds. Seeds 0-3 chose the configuration, so the scored runs start at seed 10: a configuration picked because
-# it worked on the very seeds it is then scored on would overstate how reliably it works. Training runs in float32 (`train_dtype`) on every machine: bf16 autocast is faster
-# where a CPU has it natively, but it moved the onset of word-order use by about 1,000 steps, so
+# it worked on the very seeds it is then scored on would overstate how reliably it works. Training runs in float32
+# (`train_dtype`) on every machine: bf16 autocast is faster where a CPU has it natively, but it moved the onset of word-order use by about 1,000 steps, so
 # it would make the result depend on the CPU the edition was built on.
 
 # %% tags=["hide-output"]
