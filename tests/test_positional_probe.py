@@ -258,10 +258,11 @@ def test_sentence_classifier_says_when_it_does_not_converge():
 
 
 class _Tokens:
-    """Stand-in for AllTokens: one layer of vectors and each row's position."""
+    """Stand-in for AllTokens: one layer of vectors, each row's position and its sentence (a new one at each position 0)."""
 
     def __init__(self, x: np.ndarray, positions: np.ndarray):
         self.x, self.positions = x, positions
+        self.sentence_ids = np.cumsum(positions == 0) - 1
 
     def layer(self, layer: int) -> np.ndarray:
         return self.x
@@ -292,6 +293,8 @@ def test_a_constant_dimension_without_position_information_is_not_ranked_first()
     assert ranks["paper"] == 1  # the confound the paper's measure shares
     assert ranks["centred"] > 32  # no position information, no high rank once a constant cannot act as a bias
     assert ranks["shuffled"] == 1  # the control: first with no position to predict
+    first = run.contribution.set_index("probe")["outlier_first_share"]
+    assert first["paper"] == 1.0 and first["centred"] == 0.0  # first (not first) in every resample of the test sentences
     accuracy = run.accuracy.iloc[0]
     assert accuracy["centred_test_accuracy"] > 0.5 and accuracy["shuffled_test_accuracy"] < 0.2  # 16 positions: chance 1/16
 
@@ -322,3 +325,21 @@ def test_layernorm_criteria_count_the_layers_each_bar_is_cleared_in():
     assert c.loc[9, "beta_layers"] == 12 and c.loc[9, "beta_met"] == 12 and c.loc[9, "meets"]
     assert c.loc[5, "beta_met"] == 1 and not c.loc[5, "meets"]  # the wrong direction does not count for an outlier
     assert c["flagged"].sum() == 3 and len(c) == width
+
+
+def test_first_share_resamples_sentences():
+    """Two dimensions with the same mean contribution: an outlier is first in about half of the resamples; one clearly
+    larger: in all; sentences, not tokens, are resampled (one sentence holding every large value decides nothing)."""
+    rng = np.random.default_rng(0)
+    sentences = np.repeat(np.arange(200), 10)
+    tied = np.abs(rng.normal(size=(2000, 2)))
+    tied[:, 1] = np.roll(tied[:, 0], 1000)  # the same values in other sentences: equal means, resamples differ
+    assert 0.2 < probe.first_share(tied, sentences, np.array([0])) < 0.8
+    clear = tied.copy()
+    clear[:, 0] += 1.0
+    assert probe.first_share(clear, sentences, np.array([0])) == 1.0
+    lumpy = tied.copy()
+    lumpy[sentences == 0, 0] += 20.0  # one sentence makes dim 0's mean the largest
+    assert lumpy[:, 0].mean() > lumpy[:, 1].mean()
+    assert probe.first_share(lumpy, sentences, np.array([0])) < 0.95  # undecided: the resamples without that sentence disagree
+    assert np.isnan(probe.first_share(clear, sentences, np.array([], dtype=int)))

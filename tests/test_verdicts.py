@@ -95,12 +95,18 @@ def probe(accuracy: list[float], n: int, shuffled: float = 0.05, rising: tuple[i
     return {("04_position_probe", "accuracy_by_layer"): frame}
 
 
-def contribution(centred_firsts: int, layers: int, with_dims: bool = True, rising: tuple[int, ...] = ()):
+def contribution(centred_firsts: int, layers: int, with_dims: bool = True, rising: tuple[int, ...] = (), unsure: int = 0):
+    """The centred probe ranks the outlier first in layers 1..centred_firsts in every sentence resample, in the next
+    `unsure` layers in half of them, and never in the rest."""
     rows = []
     for layer in range(layers + 1):
         for kind in ("paper", "centred", "shuffled"):
-            rank = 1 if kind != "centred" or 1 <= layer <= centred_firsts else 40
-            rows.append({"layer": layer, "probe": kind, "top_dim": 5, **({"dim 5": 1.0, "dim 5 rank": rank} if with_dims else {})})
+            sure = kind != "centred" or 1 <= layer <= centred_firsts
+            share = 1.0 if sure else 0.5 if layer <= centred_firsts + unsure else 0.0
+            rank = 1 if sure else 40
+            rows.append(
+                {"layer": layer, "probe": kind, "top_dim": 5, "outlier_first_share": share, **({"dim 5": 1.0, "dim 5 rank": rank} if with_dims else {})}
+            )
     return {("04_position_probe", "contribution_by_layer"): pd.DataFrame(rows), **probe([0.5] * (layers + 1), 1000, rising=rising)}
 
 
@@ -343,7 +349,8 @@ CASES = [
     ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.84], 200), INC),
     ("outlier_top_contributor", contribution(12, 12), H),
     ("outlier_top_contributor", contribution(0, 12), F),
-    ("outlier_top_contributor", contribution(4, 6), INC),
+    ("outlier_top_contributor", contribution(2, 6, unsure=2), INC),  # 2 of 6 layers surely, 2 undecided: a third to two thirds
+    ("outlier_top_contributor", contribution(4, 6), H),  # 4 of 6 layers surely: more than half
     ("outlier_top_contributor", contribution(4, 6, with_dims=False), U),
     ("outlier_top_contributor", contribution(0, 12, rising=(3,)), U),
     ("pe_lowers_perplexity", gap([3.0, 3.2, 2.9]), H),

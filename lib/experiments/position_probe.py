@@ -23,7 +23,7 @@ from ..encode.collectors import AllTokens
 from ..measure import inference
 from ..train import probe
 from .plotting import COLORS
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, rule, unit
+from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, rule, unit
 
 PROBES = {
     "paper": "bias-free, on the vectors (Luo et al. 2021)",
@@ -63,6 +63,7 @@ def run(tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_posit
     epoch on "dev", score and attribute on "test"; `train` goes to `probe.train_probe` (epochs, batch_size, lr, seed, device)."""
     keep = {split: t.positions < max_positions for split, t in tokens.items()}
     y = {split: t.positions[keep[split]] for split, t in tokens.items()}
+    sentences = tokens["test"].sentence_ids[keep["test"]]
     acc_rows, contrib_rows, mean_by_dim, maps = [], [], [], []
     for layer in range(n_layers + 1):
         layer_x = {split: t.layer(layer)[keep[split]] for split, t in tokens.items()}
@@ -71,7 +72,8 @@ def run(tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_posit
             trained = probe.train_probe(x["train"], y_train, x["dev"], y["dev"], max_positions, desc=f"{name} layer {layer} ({kind})", **train)
             contrib = probe.contributions(trained.weight, x["test"], y["test"])
             row, mean_c, heat = probe.contribution_summary(contrib, y["test"], dims, heatmap_positions)
-            contrib_rows.append({"layer": layer, "probe": kind, **row})
+            first = probe.first_share(contrib, sentences, dims, seed=int(train.get("seed", 0)))
+            contrib_rows.append({"layer": layer, "probe": kind, **row, "outlier_first_share": first})
             accuracy[kind] = (trained, probe.accuracy(trained.weight, x["test"], y["test"]))
             if kind == "paper":
                 mean_by_dim.append(mean_c)
@@ -163,7 +165,11 @@ PROBE_ACCURACY = declare(
 )
 
 
-PROBE_CONTRIBUTION = declare("04_position_probe", "contribution_by_layer", "layer probe mean_all top_dim top_other_dim top_other", r"dim \d+( rank)?")
+PROBE_CONTRIBUTION = declare(
+    "04_position_probe", "contribution_by_layer", "layer probe mean_all top_dim top_other_dim top_other outlier_first_share", r"dim \d+( rank)?"
+)
+
+SURE = 0.975  # an outlier ranks first (or not) in a layer when it does in at least this share of the sentence resamples
 
 
 PAPER_LOW_LAYERS = 3 / 12  # "the lowest three layers" of the paper's 12-layer base models: the lowest quarter of the depth
@@ -226,8 +232,14 @@ def outlier_top_contributor(tables: Tables, model: str, claim: Claim) -> Outcome
     if cut_short := unconverged(contextual(tables.read(model, claim.chapter, PROBE_ACCURACY.name)), "centred_converged"):
         return cut_short
     first = {probe: int((part[ranks].min(axis=1) == 1).sum()) for probe, part in t.groupby("probe")}
-    layers = int(t["layer"].nunique())
-    estimate = inference.proportion(first["centred"], layers, "layers")
-    text = f"an outlier dim ranks first in {first['centred']} of {layers} layers with the centred probe ({estimate.text(2)})"
+    share = t.loc[t["probe"] == "centred", "outlier_first_share"]
+    layers, sure, sure_not = len(share), int((share >= SURE).sum()), int((share <= 1 - SURE).sum())
+    low, high = sure / layers, (layers - sure_not) / layers  # every undecided layer counted against, then for, the claim
+    verdict = HOLDS if low > claim.margin else FAILS if high <= claim.margin else INCONCLUSIVE
+    estimate = inference.Estimate(first["centred"] / layers, low, high, "layers counted; each layer decided by a bootstrap over test sentences")
+    text = (
+        f"with the centred probe an outlier dim ranks first in {first['centred']} of {layers} layers: surely (in ≥ {SURE:.1%} of sentence resamples) "
+        f"in {sure}, surely not in {sure_not}, undecided in {layers - sure - sure_not}"
+    )
     control = f"paper's bias-free probe: first in {first['paper']} layers; trained on shuffled positions: first in {first['shuffled']}"
-    return outcome(decide(estimate, claim.margin), text, estimate, control)
+    return Outcome(verdict, text, estimate, None, control)

@@ -223,6 +223,21 @@ def contribution_by_position(contrib: np.ndarray, positions: np.ndarray, n_posit
         return np.where(counts > 0, sums / counts, np.nan)
 
 
+def first_share(contrib: np.ndarray, sentences: np.ndarray, dims: np.ndarray, draws: int = 200, seed: int = 0) -> float:
+    """The share of `draws` bootstrap resamples of the sentences (their tokens together) in which one of `dims` has the
+    largest mean contribution: how sure the test sample makes "an outlier ranks first" in this layer (NaN without dims)."""
+    dims = np.asarray(dims, dtype=int)
+    if dims.size == 0:
+        return float("nan")
+    ids, inverse = np.unique(sentences, return_inverse=True)
+    sums = np.zeros((len(ids), contrib.shape[1]))
+    np.add.at(sums, inverse, contrib)
+    counts = np.bincount(inverse, minlength=len(ids)).astype(float)
+    weights = np.random.default_rng(seed).multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=draws).astype(float)  # resampled sentences
+    means = (weights @ sums) / (weights @ counts)[:, None]
+    return float(np.isin(means.argmax(axis=1), dims).mean())
+
+
 def contribution_summary(contrib: np.ndarray, positions: np.ndarray, dims: np.ndarray, n_positions: int) -> tuple[dict, np.ndarray, np.ndarray]:
     """One layer's contributions (n, width) summarised for the outlier dimensions `dims`: a row with the mean over all
     neurons, the top neuron and the top non-outlier neuron, each outlier dimension's mean and its rank (1 = largest);
