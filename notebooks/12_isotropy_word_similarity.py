@@ -29,8 +29,11 @@
 # isotropic); IsoScore ({cite:t}`rudman2022isoscore`, the `isoscore` package) is a third measure, based on
 # the spread of the covariance's eigenvalues. All three are shown side by side so readers can see
 # whether they agree. $Z(c)$ is computed in log space (log-sum-exp). An eigen-solver may return
-# either sign of an eigenvector; the book fixes it (largest entry positive), and the tests show
-# how little the value moves when a sign flips.
+# either sign of an eigenvector, and neither paper fixes one; the book's convention is the largest entry positive. On a
+# raw matrix, whose cloud sits away from the origin, the value depends on that choice (the released code of Biš et al.
+# takes the signs the solver returns): the isotropy table gives, beside I1, the smallest and largest I1 that any choice
+# of signs allows (`I1_sign_low`, `I1_sign_high`), and the scorecard lets no verdict rest on where in that range a value
+# falls. After centering the range is narrow.
 #
 # Then the paper asks whether the more isotropic matrices are *better*: on five word-similarity
 # benchmarks (SimLex-999, MEN, WordSim353 similarity and relatedness, Stanford Rare Words), the

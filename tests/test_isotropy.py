@@ -98,3 +98,24 @@ def test_top_direction_alignment_finds_a_planted_common_direction(gaussian):
     w = np.random.default_rng(1).normal(size=(50, 4)) + 1.0
     v1 = np.linalg.svd(w)[2][0]
     assert isotropy.top_direction_alignment(w) == pytest.approx(abs(v1 @ w.mean(0)) / np.linalg.norm(w.mean(0)), rel=1e-9)
+
+
+def test_the_sign_range_is_the_extremes_over_every_choice_of_signs():
+    """Brute force over the 2^5 sign choices of a shifted cloud's eigenvectors: sign_range returns their smallest and
+    largest I1, and the book's convention lies between; a centred cloud's range is narrow."""
+    import itertools
+
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(400, 5)) * np.array([3.0, 1.0, 1.0, 0.5, 0.5]) + np.array([2.0, -1.0, 0.0, 0.5, 0.0])
+    directions = isotropy.eigenvectors(w)
+    values = []
+    for signs in itertools.product((1.0, -1.0), repeat=5):
+        z = np.exp(logsumexp(w @ (directions * np.array(signs)), axis=0))
+        values.append(z.min() / z.max())
+    low, high = isotropy.sign_range(w)
+    assert (low, high) == pytest.approx((min(values), max(values)), rel=1e-9)
+    assert low <= isotropy.partition_measures(w)["I1"] <= high
+    centred_low, centred_high = isotropy.sign_range(w - w.mean(axis=0))
+    assert centred_high - centred_low < (high - low) / 2

@@ -117,7 +117,8 @@ def planted(tmp_path):
     _plant(root, "alpha", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.1, 0.3, 0.4], 0.02), "Alpha")
     _plant(root, "beta", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.1, 0.01, -0.02], 0.02))
     # one that does not hold (centering lowers I(W) here), for alpha only
-    _plant(root, "alpha", "12_isotropy_word_similarity", "isotropy", pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.8, 0.75]}), "Alpha")
+    isotropy = pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.8, 0.75], "I1_sign_low": [0.79, 0.75], "I1_sign_high": [0.81, 0.75]})
+    _plant(root, "alpha", "12_isotropy_word_similarity", "isotropy", isotropy, "Alpha")
     # chapter 13 never ran: missing
     return registry, root
 

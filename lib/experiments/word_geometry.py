@@ -14,7 +14,7 @@ from ..core.store import declare
 from ..encode.models import LoadedModel
 from ..measure import inference, isotropy, metrics, transforms, vocabulary
 from .plotting import COLORS
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
+from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, from_units, rule, unit
 
 RAW, CENTERED, CENTERED_SCALED, POST_PROCESSED = "raw", "centered", "centered-scaled", "post-processed"  # W's variants
 
@@ -31,9 +31,17 @@ def variants(w: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def isotropy_table(matrices: dict[str, np.ndarray], model: str) -> pd.DataFrame:
-    """I1 = I(W), I2, IsoScore and norm statistics of every variant."""
+    """I1 = I(W), I2, IsoScore and norm statistics of every variant, and the range of I1 the eigenvectors' signs allow
+    (`isotropy.sign_range`)."""
     rows = [
-        {"model": model, "variant": v, **isotropy.partition_measures(m), "IsoScore": isotropy.isoscore(m), **isotropy.norm_stats(m)}
+        {
+            "model": model,
+            "variant": v,
+            **isotropy.partition_measures(m),
+            **dict(zip(("I1_sign_low", "I1_sign_high"), isotropy.sign_range(m))),
+            "IsoScore": isotropy.isoscore(m),
+            **isotropy.norm_stats(m),
+        }
         for v, m in matrices.items()
     ]
     return ISOTROPY.frame(rows)
@@ -88,7 +96,7 @@ def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: li
     return fig
 
 
-ISOTROPY = declare("12_isotropy_word_similarity", "isotropy", "model variant I1 I2 IsoScore average_norm mean_vector_norm ratio")
+ISOTROPY = declare("12_isotropy_word_similarity", "isotropy", "model variant I1 I1_sign_low I1_sign_high I2 IsoScore average_norm mean_vector_norm ratio")
 
 
 WORD_SIMILARITY = declare("12_isotropy_word_similarity", "word_similarity", "model benchmark variant pairs pairs_kept pearson_cosine pearson_inner_product")
@@ -151,15 +159,18 @@ def paired_differences(matrices: dict[str, np.ndarray], kept: dict[str, tuple], 
     return WORD_DIFFERENCES.frame(rows)
 
 
-def _isotropy(tables: Tables, model: str, claim: Claim) -> pd.Series:
-    return tables.read(model, claim.chapter, claim.table).set_index("variant")["I1"]
-
-
 @rule
 def centering_raises_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
-    i1 = _isotropy(tables, model, claim)
-    estimate = inference.exact(i1[CENTERED] - i1[RAW], "the whole matrix")
-    return outcome(decide(estimate, claim.margin), f"I(W) {i1[RAW]:.3f} raw, {i1[CENTERED]:.3f} centred: {estimate.text(3)}", estimate)
+    t = tables.read(model, claim.chapter, claim.table).set_index("variant")
+    raw, centred = t.loc[RAW], t.loc[CENTERED]
+    low, high = centred["I1_sign_low"] - raw["I1_sign_high"], centred["I1_sign_high"] - raw["I1_sign_low"]  # over every sign convention
+    verdict = HOLDS if low > claim.margin else FAILS if high < claim.margin else INCONCLUSIVE
+    estimate = inference.Estimate(centred["I1"] - raw["I1"], low, high, "the whole matrix; the range the eigenvectors' signs allow")
+    text = (
+        f"I(W) {raw['I1']:.3f} raw ({raw['I1_sign_low']:.3f} to {raw['I1_sign_high']:.3f} over sign conventions), {centred['I1']:.3f} centred "
+        f"({centred['I1_sign_low']:.3f} to {centred['I1_sign_high']:.3f}): a rise of {low:.3f} to {high:.3f}"
+    )
+    return Outcome(verdict, text, estimate, None)
 
 
 def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool = False) -> Outcome:

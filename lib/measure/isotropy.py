@@ -49,6 +49,27 @@ def partition_measures(w: np.ndarray) -> dict[str, float]:
     return {"I1": float(z.min()), "I2": float(z.std() / z.mean())}
 
 
+def sign_range(w: np.ndarray) -> tuple[float, float]:
+    """The smallest and largest I1 that some choice of the eigenvectors' signs gives: the papers fix no sign, so on a
+    cloud far from the origin (a raw embedding matrix) I1 depends on it, and only a difference beyond this range is the
+    matrix's and not the convention's. Exact over the 2^d choices: each direction j offers Z(c_j) or Z(−c_j)."""
+    w = _matrix(w)
+    directions = eigenvectors(w)
+    log_z = np.stack([logsumexp(w @ directions, axis=0), logsumexp(-(w @ directions), axis=0)], axis=1)  # (d, 2)
+    z = np.exp(log_z - log_z.max())
+    small, large = z.min(axis=1), z.max(axis=1)
+    # smallest: one direction's smaller value over another direction's larger one
+    order = np.argsort(large)[::-1]
+    low = min(small[j] / large[order[0] if order[0] != j else order[1]] for j in range(len(z)))
+    # largest: for each candidate maximum m, every direction takes its largest value not above m
+    high = 0.0
+    for m in np.unique(z):
+        fits = np.where(z <= m, z, -np.inf).max(axis=1)
+        if np.isfinite(fits).all():
+            high = max(high, float(fits.min() / m))
+    return float(low), high
+
+
 def isoscore(w: np.ndarray) -> float:
     """IsoScore of the rows of W (1 = isotropic, ~0 = one direction), from the `isoscore` package (v2: rows are points)."""
     try:
