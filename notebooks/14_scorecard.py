@@ -26,8 +26,9 @@
 # and, where a claim is about particular dimensions or could be produced by the measurement
 # itself, a **control** (random dimensions zeroed instead of the outliers, a probe trained on
 # shuffled positions, the centred space). Each effect comes with its 95% interval from the data,
-# computed for the design it was measured in: paired over the same sentence pairs or test
-# examples, over seeds for training runs, over data sets where the claim is about data sets. The
+# computed over the unit that was actually sampled: paired over the same sentence pairs or test
+# examples, resampled by sentence where a sentence's tokens go together, over seeds for training runs; a claim about
+# several data sets gets a verdict per data set, each from a bootstrap over that set's pairs. The
 # verdicts below are computed from the tables this edition's chapters wrote, nothing else:
 #
 # - **holds**: the interval clears the margin in the claimed direction;
@@ -35,8 +36,10 @@
 # - **inconclusive**: the interval contains the margin: these data cannot tell (not the same as
 #   "does not hold": absence of evidence is not evidence of absence);
 # - **mixed**: the claim holds in some layers, data sets or tasks and does not hold in others;
-# - **not testable**: the claim needs something the book cannot run offline, or the model lacks
-#   what the claim is about (a model without outlier dimensions has none to clip);
+# - **not testable**: the claim needs something the book cannot run offline, the model lacks
+#   what the claim is about (a model without outlier dimensions has none to clip), or our run does not reach the
+#   claim's conditions (**not testable at this scale**: a probe still improving at its last epoch, a calibration that
+#   removed under half of its own penalty, pre-training runs in which no outlier formed), with what would test it;
 # - **not run**: the chapter has not written the table for this edition.
 #
 # A quantity measured on everything there is (the whole embedding matrix, every row of a position
@@ -45,9 +48,11 @@
 # corrected together within each paper (Holm's method, family-wise error 5% per paper, so that a
 # model or a claim added for one paper changes no other paper's verdicts), and one whose corrected
 # p-value is not below 0.05 is reported as inconclusive. Each p-value comes from the distribution
-# its interval comes from (an exact binomial test, t with the interval's degrees of freedom, or
-# the normal); a verdict resting on the best of several units (layers, dimensions) has its
-# p-value multiplied by their number first.
+# its interval comes from (an exact binomial test, t with the interval's degrees of freedom, the
+# bootstrap's own resamples, or the normal); a verdict resting on the best of several units (layers, dimensions) has its
+# p-value multiplied by their number first. For an inconclusive verdict the evidence table says about how much more of
+# the sampled unit would decide it (80% power if the effect is as measured), and every verdict is shown beside the
+# verdicts the same rule gives at half and at twice the margin, so that a reader sees where the margin alone decides.
 #
 # The models are the book's, not the papers': two sentence-transformers and small models the
 # book trained itself (the `paper` profile adds BERT-base and RoBERTa-base for readers who can
