@@ -103,4 +103,5 @@ def test_prerequisites_are_read_from_what_a_chapter_calls_and_its_parameters():
     assert cache.prerequisites("06_clipping_whitening", sources.declared_parameters("06_clipping_whitening")) == {"02_outlier_neurons"}
     assert cache.prerequisites("10_common_direction", sources.declared_parameters("10_common_direction")) == {"05_pretraining"}
     assert cache.prerequisites("10_common_direction", {"models": "minilm,mpnet"}) == set()
+    assert cache.prerequisites("10_common_direction", {}) == {"05_pretraining"}  # a profile that keeps the cell's models (a first default build)
     assert cache.prerequisites("14_scorecard", sources.declared_parameters("14_scorecard")) == everything - {"14_scorecard"}

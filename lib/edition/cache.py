@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from ..codehash import code_digest, without_docstrings
-from ..core.sources import chapters, source_file
+from ..core.sources import chapters, declared_parameters, source_file
 from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT, models_dir, results_dir
 
@@ -109,14 +109,15 @@ TRAINED = ("chapter05:", "trained:")  # a parameter naming chapter 05's models
 
 
 def prerequisites(chapter: str, parameters: dict[str, Any], root: Path = REPO_ROOT) -> set[str]:
-    """The chapters whose results this one reads with these parameters: chapter 02 where it imports the outlier set,
-    every other chapter where it imports the scorecard (`READERS`), chapter 05 where a parameter names its models."""
+    """The chapters whose results this one reads with these parameters (the profile's and the command line's; the
+    cell's own values fill in the rest): chapter 02 where it imports the outlier set, every other chapter where it
+    imports the scorecard (`READERS`), chapter 05 where a parameter names its models."""
     files = {p.relative_to(root) for p in lib_dependencies(source_file(chapter).read_text(encoding="utf-8"), root)}
     others, needs = set(chapters()) - {chapter}, set()
     for module, read in READERS.items():
         if module in files:
             needs |= others if read is None else set(read)
-    if any(isinstance(v, str) and any(t in v for t in TRAINED) for v in parameters.values()):
+    if any(isinstance(v, str) and any(t in v for t in TRAINED) for v in {**declared_parameters(chapter), **parameters}.values()):
         needs.add("05_pretraining")
     return needs & others
 
