@@ -114,8 +114,12 @@ import math
 from lib.book.tables import escape
 
 
-def _p(value: float) -> str:
-    return "exact" if pd.isna(value) else "< 1e-300" if value == 0 else f"{value:.2g}"
+def _p(r) -> str:
+    """The Holm-adjusted p-value; "exact" for a verdict on a quantity measured on everything there is, "–" for one that
+    rests on no test (inconclusive, not testable)."""
+    if pd.isna(r.p_holm):
+        return "exact" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
+    return "< 1e-300" if r.p_holm == 0 else f"{r.p_holm:.2g}"
 
 
 def corrected(r) -> str:
@@ -144,7 +148,7 @@ for claim_id, rows in tested.groupby("claim_id", sort=False):
     lines = ["| model | verdict | ours | control | at a smaller · larger margin | p (Holm) |", "|:---|:---|:---|:---|:---|---:|"]
     lines += [
         f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{corrected(r)}{escape(to_decide(r))} | "
-        f"{escape(r.control) if isinstance(r.control, str) else '–'} | {sensitivity(r)} | {_p(r.p_holm)} |"
+        f"{escape(r.control) if isinstance(r.control, str) else '–'} | {sensitivity(r)} | {_p(r)} |"
         for r in rows.itertuples()
     ]
     ch.say(

@@ -21,7 +21,25 @@ from ..measure import geometry, inference, metrics
 from . import vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, RAW, WHITENED
-from .verdicts import NOT_RUN, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
+from .verdicts import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    MIXED,
+    NOT_RUN,
+    Claim,
+    Decision,
+    Outcome,
+    Tables,
+    Unit,
+    combine,
+    decide,
+    from_units,
+    outcome,
+    rule,
+    unit,
+    units_text,
+)
 
 
 @dataclass
@@ -227,7 +245,26 @@ def per_set_units(tables: Tables, model: str, claim: Claim, comparisons: tuple[t
 
 @rule
 def sts_transform_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
-    return from_units(per_set_units(tables, model, claim, ((CLIPPED, RAW), (WHITENED, RAW))), 2, " points")
+    """Clipping and whitening each raise STS: a verdict per variant over its data sets, and the claim refuted by a
+    variant that does not hold."""
+    units = per_set_units(tables, model, claim, ((CLIPPED, RAW), (WHITENED, RAW)))
+    by_variant: dict[str, list[Unit]] = {}
+    for u in units:
+        by_variant.setdefault(u.name.split(", ")[0], []).append(u)
+    variants = [Unit(v, min(us, key=lambda u: u.clearance).estimate, combine(us), claim.margin) for v, us in by_variant.items()]
+    summary = "; ".join(f"{v.name}: {v.decision.verdict} ({sets_count(by_variant[v.name])})" for v in variants)
+    weakest = min(variants, key=lambda u: u.clearance)
+    decision = combine(variants, any_failure_refutes=True)  # a variant that does not hold refutes "clipping and whitening raise it"
+    if decision.verdict == INCONCLUSIVE and any(v.decision.verdict == MIXED for v in variants):
+        decision = Decision(MIXED, None, decision.direction)  # some data sets gain, some do not
+    return outcome(decision, f"{summary}. {units_text(units, 2, ' points')}", weakest.estimate)
+
+
+def sets_count(units: list[Unit]) -> str:
+    """How many of the data sets hold, do not hold, are inconclusive: "2 of 7 data sets hold, 5 do not"."""
+    counts = {v: sum(u.decision.verdict == v for u in units) for v in (HOLDS, FAILS, INCONCLUSIVE)}
+    parts = [f"{counts[HOLDS]} of {len(units)} data sets hold"] + [f"{counts[FAILS]} do not"] * bool(counts[FAILS])
+    return ", ".join(parts + [f"{counts[INCONCLUSIVE]} inconclusive"] * bool(counts[INCONCLUSIVE]))
 
 
 @rule

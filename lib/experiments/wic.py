@@ -171,9 +171,9 @@ def _paired(row: pd.Series, here: str, there: str) -> inference.Estimate:
     """Accuracy difference (points) over the development pairs and the cross-fitted training pairs together: every
     decision made by a setting chosen without the pair it decides."""
     n = int(row["dev_pairs"] + row["cross_pairs"])
-    return inference.paired_proportions(
-        int(row[f"dev_{here}"] + row[f"cross_{here}"]), int(row[f"dev_{there}"] + row[f"cross_{there}"]), n, "pairs (development, and training cross-fitted)"
-    ).scaled(100)
+    return inference.paired_proportions(int(row[f"dev_{here}"] + row[f"cross_{here}"]), int(row[f"dev_{there}"] + row[f"cross_{there}"]), n, "pairs").scaled(
+        100
+    )
 
 
 def _wic(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
@@ -187,7 +187,10 @@ def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     estimate = _paired(c, "right_only_here", "right_only_raw")
     raw_acc, clip_acc = t.loc[RAW, "dev_accuracy_of_that_choice"], c["dev_accuracy_of_that_choice"]
     control = f"as many random dims zeroed: {t.loc[CLIPPED_RANDOM, 'dev_accuracy_of_that_choice'] - raw_acc:+.1f} points" if CLIPPED_RANDOM in t.index else ""
-    text = f"development accuracy {raw_acc:.1f} raw, {clip_acc:.1f} clipped: {estimate.text(1, ' points')}"
+    text = (
+        f"development accuracy {raw_acc:.1f} raw, {clip_acc:.1f} clipped; over the {int(c['dev_pairs'])} development and "
+        f"{int(c['cross_pairs'])} cross-fitted training pairs: {estimate.text(1, ' points')}"
+    )
     return outcome(decide(estimate, claim.margin), text, estimate, control)
 
 
@@ -197,5 +200,8 @@ def wic_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Ou
     w = t.loc[WHITENED]
     estimate = _paired(w, "right_only_here_vs_clipped", "right_only_clipped")
     accuracy = t["dev_accuracy_of_that_choice"]
-    text = f"development accuracy {accuracy['clipped']:.1f} clipped, {accuracy['whitened']:.1f} whitened: {estimate.text(1, ' points')}"
+    text = (
+        f"development accuracy {accuracy['clipped']:.1f} clipped, {accuracy['whitened']:.1f} whitened; over the {int(w['dev_pairs'])} development and "
+        f"{int(w['cross_pairs'])} cross-fitted training pairs: {estimate.text(1, ' points')}"
+    )
     return outcome(decide(estimate, claim.margin), text, estimate)
