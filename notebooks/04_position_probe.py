@@ -55,6 +55,7 @@ max_positions = 300  # M, the probe's classes (paper: 300)
 epochs = 10  # passes over the training tokens; the best on dev is kept (paper: 10)
 batch_size = 128  # tokens per probe update (paper: 128)
 lr = 1e-2  # Adam learning rate (not given in the paper; see the note above)
+probe_seeds = 3  # trainings of the centred probe (batch orders) whose contributions the scorecard reads; the paper trains one
 heatmap_positions = 40  # positions shown in the heatmaps
 seed = 0
 device = "auto"  # "auto" uses CUDA when present, for the model and the probe
@@ -74,7 +75,7 @@ from lib.experiments import outlier_set, position_probe
 from lib.train import probe
 
 for name, value in dict(
-    n_dev=n_dev, n_test=n_test, max_positions=max_positions, epochs=epochs, batch_size=batch_size, heatmap_positions=heatmap_positions
+    n_dev=n_dev, n_test=n_test, max_positions=max_positions, epochs=epochs, batch_size=batch_size, heatmap_positions=heatmap_positions, probe_seeds=probe_seeds
 ).items():
     ch.positive_int(name, value)
 ch.positive_number("lr", lr)
@@ -109,6 +110,7 @@ for spec in specs:
         lr=lr,
         seed=seed,
         device=device,
+        probe_seeds=probe_seeds,
     )
     if run.dropped:
         print(f"{lm.name}: {run.dropped} tokens at positions >= {max_positions} are left out (the probe has {max_positions} classes)")

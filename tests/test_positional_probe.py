@@ -288,13 +288,14 @@ def test_a_constant_dimension_without_position_information_is_not_ranked_first()
     from lib.experiments import position_probe
 
     tokens = {split: _planted_tokens(seed, n) for split, seed, n in (("train", 0, 3000), ("dev", 1, 600), ("test", 2, 1000))}
-    run = position_probe.run(tokens, np.array([63]), 0, 16, 16, "planted", epochs=8, batch_size=64, lr=1e-2, seed=0, device="cpu")
+    run = position_probe.run(tokens, np.array([63]), 0, 16, 16, "planted", epochs=8, batch_size=64, lr=1e-2, seed=0, device="cpu", probe_seeds=2)
     ranks = run.contribution.set_index("probe")["dim 63 rank"]
     assert ranks["paper"] == 1  # the confound the paper's measure shares
     assert ranks["centred"] > 32  # no position information, no high rank once a constant cannot act as a bias
     assert ranks["shuffled"] == 1  # the control: first with no position to predict
     first = run.contribution.set_index("probe")["outlier_first_share"]
     assert first["paper"] == 1.0 and first["centred"] == 0.0  # first (not first) in every resample of the test sentences
+    assert run.contribution.set_index("probe")["probe_seeds"].to_dict() == {"paper": 1, "centred": 2, "shuffled": 1}  # the centred probe twice
     accuracy = run.accuracy.iloc[0]
     assert accuracy["centred_test_accuracy"] > 0.5 and accuracy["shuffled_test_accuracy"] < 0.2  # 16 positions: chance 1/16
 

@@ -105,7 +105,14 @@ def contribution(centred_firsts: int, layers: int, with_dims: bool = True, risin
             share = 1.0 if sure else 0.5 if layer <= centred_firsts + unsure else 0.0
             rank = 1 if sure else 40
             rows.append(
-                {"layer": layer, "probe": kind, "top_dim": 5, "outlier_first_share": share, **({"dim 5": 1.0, "dim 5 rank": rank} if with_dims else {})}
+                {
+                    "layer": layer,
+                    "probe": kind,
+                    "top_dim": 5,
+                    "outlier_first_share": share,
+                    "probe_seeds": 3 if kind == "centred" else 1,
+                    **({"dim 5": 1.0, "dim 5 rank": rank} if with_dims else {}),
+                }
             )
     return {("04_position_probe", "contribution_by_layer"): pd.DataFrame(rows), **probe([0.5] * (layers + 1), 1000, rising=rising)}
 
