@@ -141,9 +141,16 @@ def test_the_sample_that_would_decide_an_inconclusive_estimate():
     e = inference.mean_t([0.8, 1.4, 1.1, 0.6, 1.3], "seeds")  # mean 1.04, inconclusive against 1.2
     se = (e.high - e.low) / (2 * stats.t.ppf(0.975, 4))
     n = inference.sample_to_decide(e, 1.2)
-    assert n == pytest.approx(5 * ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * se / 0.16) ** 2)
-    assert abs(e.value - 1.2) / (se * math.sqrt(5 / n)) == pytest.approx(stats.norm.ppf(0.975) + stats.norm.ppf(0.8))
-    assert inference.sample_to_decide(e, 0.0) < 5  # already decided: fewer than measured would do
+    normal = 5 * ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * se / 0.16) ** 2
+    assert normal < n < 1.2 * normal  # t with n − 1 degrees of freedom asks a little more than the normal
+    df = n - 1
+    assert abs(e.value - 1.2) / (se * math.sqrt(5 / n)) >= stats.t.ppf(0.975, df) + stats.t.ppf(0.8, df)
+    two = inference.mean_t([0.9, 1.6], "tasks")  # one degree of freedom: the t quantile, not the spread, keeps it undecided
+    assert inference.sample_to_decide(two, 0.0) > 2
+    normal_share = inference.proportion(52, 100, "sentences")
+    assert inference.sample_to_decide(normal_share, 0.5) == pytest.approx(
+        100 * ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * (normal_share.high - normal_share.low) / (2 * stats.norm.ppf(0.975)) / 0.02) ** 2
+    )
     share = inference.proportion(52, 100, "sentences")
     assert inference.sample_to_decide(share, 0.5) > 100 * (0.04 / 0.02) ** 2  # a margin twice as near needs over four times the sentences
     assert inference.sample_to_decide(inference.exact(0.3, "whole matrix"), 0.2) is None

@@ -229,7 +229,20 @@ def sample_to_decide(estimate: Estimate, margin: float, direction: str = "above"
         distance = abs(forward(estimate.value) - forward(margin))
     if se <= 0 or distance <= 0:
         return None
-    return estimate.size * ((Z + float(stats.norm.ppf(power))) * se / distance) ** 2
+    n = estimate.size * ((Z + float(stats.norm.ppf(power))) * se / distance) ** 2
+    if estimate.distribution != T:
+        return n
+    # a t-interval also narrows as its degrees of freedom grow (taken to grow with the sample): the smallest such n
+    per_unit = estimate.df / estimate.size
+
+    def enough(m: float) -> bool:
+        df = max(per_unit * m, 1.0)
+        return (float(stats.t.ppf(0.5 + LEVEL / 2, df)) + float(stats.t.ppf(power, df))) * se * math.sqrt(estimate.size / m) <= distance
+
+    m = max(n, 2.0)
+    while not enough(m) and m < 1e9:
+        m *= 1.05
+    return m
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
