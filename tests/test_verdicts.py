@@ -351,7 +351,10 @@ CASES = [
     ("probe_low_layers", probe([1.0, 0.5, 0.4, 0.3, 0.2], 5000), F),
     ("probe_low_layers", probe([1.0, 0.91, 0.91, 0.91, 0.5], 100), INC),
     ("probe_low_layers", probe([1.0, 0.98, 0.97, 0.96, 0.5], 5000, shuffled=0.95), U),
-    ("probe_low_layers", probe([1.0, 0.5, 0.4, 0.3, 0.2], 5000, rising=(1,)), U),  # a probe cut short tests nothing
+    # 12 layers: layers 1-3 are read
+    ("probe_low_layers", probe([1.0, 0.98, 0.97, 0.5] + [0.2] * 9, 5000, rising=(3,)), U),  # the only failing layer's probe was cut short
+    ("probe_low_layers", probe([1.0, 0.5, 0.4, 0.3] + [0.2] * 9, 5000, rising=(3,)), F),  # converged layers already fail: every layer must hold
+    ("probe_low_layers", probe([1.0, 0.98, 0.97, 0.96] + [0.2] * 9, 5000, rising=(2,)), H),  # a cut-short probe that already holds
     ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.9], 2000, rising=(4,)), U),
     ("probe_falls_with_depth", probe([1.0, 0.95, 0.8, 0.6, 0.5], 2000), H),
     ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.9], 2000), F),

@@ -214,16 +214,19 @@ def unconverged(accuracy: pd.DataFrame, column: str) -> Outcome | None:
 def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     low = t[t["layer"].between(1, lowest_layers(int(t["layer"].max())))]
-    if cut_short := unconverged(low, "converged"):
-        return cut_short
     if (low["shuffled_test_accuracy"] >= claim.margin).any():
         return Outcome(UNTESTABLE, "the shuffled-position control reaches the margin: the probe would score without position information")
     units = [
         unit(f"layer {int(layer)}", inference.proportion(round(a * n), int(n), "test tokens"), claim.margin)
         for layer, a, n in zip(low["layer"], low["test_accuracy"], low["test_tokens"])
     ]
+    settled = low["converged"].astype(bool).to_numpy()
+    # a probe cut short under-reads its layer: only a layer that already holds, or a converged one, can decide
+    if not any(u.decision.verdict == FAILS and ok for u, ok in zip(units, settled)):
+        if cut_short := unconverged(low[[u.decision.verdict != HOLDS for u in units]], "converged"):
+            return cut_short
     control = "shuffled-position probe: " + ", ".join(f"{a:.1%}" for a in low["shuffled_test_accuracy"])
-    return from_units(units, control=control)
+    return from_units(units, control=control, refute=True)
 
 
 @rule
