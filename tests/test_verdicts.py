@@ -355,7 +355,9 @@ CASES = [
     ("probe_low_layers", probe([1.0, 0.98, 0.97, 0.5] + [0.2] * 9, 5000, rising=(3,)), U),  # the only failing layer's probe was cut short
     ("probe_low_layers", probe([1.0, 0.5, 0.4, 0.3] + [0.2] * 9, 5000, rising=(3,)), F),  # converged layers already fail: every layer must hold
     ("probe_low_layers", probe([1.0, 0.98, 0.97, 0.96] + [0.2] * 9, 5000, rising=(2,)), H),  # a cut-short probe that already holds
-    ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.9], 2000, rising=(4,)), U),
+    ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.9], 2000, rising=(4,)), F),  # the last layer under-read: the fall is smaller still
+    ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.9], 2000, rising=(1,)), U),  # the first layer under-read: a fall may be hidden
+    ("probe_falls_with_depth", probe([1.0, 0.95, 0.8, 0.6, 0.5], 2000, rising=(1,)), H),  # a fall seen despite the first layer's under-reading
     ("probe_falls_with_depth", probe([1.0, 0.95, 0.8, 0.6, 0.5], 2000), H),
     ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.9], 2000), F),
     ("probe_falls_with_depth", probe([1.0, 0.9, 0.9, 0.9, 0.84], 200), INC),
