@@ -109,7 +109,13 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert table["layer"].tolist() == list(range(7)) and table["mean_cosine"].between(-1, 1).all()
     meta = json.loads((results / "mpnet" / "02_outlier_neurons" / "meta.json").read_text())
     assert meta["model_info"]["n_layers"] == 12 and meta["model_info"]["width"] == 768
-    assert set(meta["tables"]) == {"extreme_dimensions_by_layer", "extreme_dimensions_pooled", "outlier_dimensions", "mean_vectors"}
+    assert set(meta["tables"]) == {
+        "extreme_dimensions_by_layer",
+        "extreme_dimensions_pooled",
+        "extreme_dimensions_by_sentence",
+        "outlier_dimensions",
+        "mean_vectors",
+    }
     assert (results / "figures" / "02_outlier_neurons" / "extreme_dimension_shares.png").is_file()
     offsets = {m: json.loads((results / m / "03_positional_origin" / "meta.json").read_text())["model_info"]["position_offset"] for m in ("minilm", "mpnet")}
     assert offsets == {"minilm": 0, "mpnet": 2}  # BERT tables start at row 0; MPNet skips padding rows

@@ -114,7 +114,9 @@ def test_editing_a_rule_executes_its_chapter_and_the_scorecard(tree):
 
 
 def test_the_verdict_logic_counts_for_the_scorecard_only(tree):
-    assert _executed_after(tree, "lib/experiments/verdicts.py", "return Decision(INCONCLUSIVE, None)", "return Decision(INCONCLUSIVE, 1.0)") == ["14_scorecard"]
+    assert _executed_after(
+        tree, "lib/experiments/verdicts.py", "return Decision(INCONCLUSIVE, None, direction)", "return Decision(INCONCLUSIVE, 1.0, direction)"
+    ) == ["14_scorecard"]
 
 
 def test_the_clipping_protocol_executes_only_the_chapters_that_read_outliers(tree):

@@ -105,12 +105,12 @@ def calibration_loss(model: SequenceModel, cfg: FinetuneConfig, prior: torch.Ten
     return pooled.new_zeros(())
 
 
-def weight_penalty(model: SequenceModel, cfg: FinetuneConfig, prior: torch.Tensor | None) -> float:
+def weight_penalty(model: SequenceModel, cfg: FinetuneConfig, prior: torch.Tensor | None) -> float | None:
     """The calibration term of a regulariser on W (CosReg, spectrum control) as W stands: what the regulariser drives
-    down, so its value before and after a run shows whether the run was long enough for it to act; NaN for the methods
-    without one (none, flow)."""
+    down, so its value before and after a run shows whether the run was long enough for it to act; None for the
+    methods without one (none, flow)."""
     if cfg.method != "cosreg" and not cfg.method.startswith("spectrum"):
-        return float("nan")
+        return None
     with torch.no_grad():
         return float(calibration_loss(model, cfg, prior, torch.zeros(())))
 
@@ -144,8 +144,8 @@ class FinetuneResult:
     seconds_per_epoch: float
     steps: int
     history: pd.DataFrame
-    penalty_start: float = float("nan")
-    penalty_end: float = float("nan")
+    penalty_start: float | None = None
+    penalty_end: float | None = None
 
 
 def _encode(tokenizer, rows: pd.DataFrame, max_length: int, **kwargs):
