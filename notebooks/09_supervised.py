@@ -65,7 +65,11 @@ models = "minilm,mpnet"  # comma-separated model specs
 tasks = "sst2,imdb,sst5"  # comma-separated classification tasks
 n_train = {"sst2": 4000, "imdb": 400, "sst5": 2000}  # training samples per task
 n_dev = {"sst2": 872, "imdb": 100, "sst5": 1101}  # development samples per task (the L2 strength is chosen on them)
-n_test = {"sst2": 1821, "imdb": 1500, "sst5": 2210}  # test samples per task (accuracy reported on them; IMDB: enough for a ±1-point paired interval)
+n_test = {
+    "sst2": 1821,
+    "imdb": 1500,
+    "sst5": 2210,
+}  # test samples per task (accuracy reported on them; IMDB's more, for a paired interval narrow enough to test ±1 point)
 n_fit = {"sst2": 4000, "imdb": 1200, "sst5": 2000}  # texts the whitening is fitted on: the training sample, then unlabelled training texts
 bias = False  # the paper's classifier is W alone
 variants = "raw,clipped,whitened,whitened-sentences"  # transforms compared (raw is always included); see the list above

@@ -112,6 +112,7 @@ ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; unte
 import math
 
 from lib.book.tables import escape
+from lib.measure import inference
 
 
 def _p(r) -> str:
@@ -132,7 +133,7 @@ def to_decide(r) -> str:
     if r.verdict != verdicts.INCONCLUSIVE or pd.isna(r.to_decide):
         return ""
     n = int(math.ceil(r.to_decide))
-    return f"; deciding it would take about {n:,} {r.to_decide_of} (80% power if the effect is as measured)"
+    return f"; deciding it would take about {n:,} {r.to_decide_of} ({inference.POWER:.0%} power if the effect is as measured)"
 
 
 def sensitivity(r) -> str:

@@ -67,3 +67,14 @@ def test_perplexity_ratio_is_exp_of_the_loss_gap_with_an_interval_around_it():
     assert again[0] == pytest.approx(ratio) and again[2] - again[1] == pytest.approx(high - low, rel=0.2)
     with pytest.raises(BookError):
         metrics.perplexity_ratio(sums_a, sums_b[:-1], counts)
+
+
+def test_row_correlations_equal_scipys_row_by_row():
+    """The resampling helpers: each row's Pearson and Spearman (ties averaged) × 100 as scipy computes them one row at a time."""
+    from scipy.stats import pearsonr, spearmanr
+
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 6, size=(4, 50)).astype(float)  # ties, as in rated similarity
+    predicted = gold + rng.normal(size=(4, 50))
+    np.testing.assert_allclose(metrics.pearson_rows_x100(predicted, gold), [100 * pearsonr(p, g).statistic for p, g in zip(predicted, gold)], rtol=1e-10)
+    np.testing.assert_allclose(metrics.spearman_rows_x100(predicted, gold), [100 * spearmanr(p, g).statistic for p, g in zip(predicted, gold)], rtol=1e-10)

@@ -34,16 +34,20 @@ def token_keys(seed: int, sentence_ids: np.ndarray, positions: np.ndarray) -> np
     return (x >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
+def extreme_indices(values: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """For (layers, n, width) values: the dimension of each vector's minimum and of its maximum, two (layers, n) arrays."""
+    require(values.ndim == 3, f"values must be (layers, n, width), got shape {tuple(values.shape)}")
+    if isinstance(values, torch.Tensor) and values.device.type != "cpu":
+        return values.argmin(dim=2).cpu().numpy(), values.argmax(dim=2).cpu().numpy()
+    array = values.numpy() if isinstance(values, torch.Tensor) else np.asarray(values)  # NumPy's are about twice as fast as torch's on CPU
+    return array.argmin(axis=2), array.argmax(axis=2)
+
+
 def extreme_counts(values: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """For (layers, n, width) values: per layer and dimension, how many of the n vectors have their minimum
     (first array) and maximum (second) there. The book's one implementation of this count."""
-    require(values.ndim == 3, f"values must be (layers, n, width), got shape {tuple(values.shape)}")
+    lo, hi = extreme_indices(values)
     layers, _, width = values.shape
-    if isinstance(values, torch.Tensor) and values.device.type != "cpu":
-        lo, hi = values.argmin(dim=2).cpu().numpy(), values.argmax(dim=2).cpu().numpy()
-    else:  # NumPy's argmin/argmax are about twice as fast as torch's on CPU
-        array = values.numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
-        lo, hi = array.argmin(axis=2), array.argmax(axis=2)
     offsets = (np.arange(layers) * width)[:, None]
     return tuple(np.bincount((idx + offsets).ravel(), minlength=layers * width).reshape(layers, width) for idx in (lo, hi))
 
@@ -249,7 +253,7 @@ class SentenceExtremes:
         if n == 0 or layers == 0:
             return
         self._grow(int(batch.sentence_ids.max()) + 1, width)
-        lo, hi = (h.argmin(dim=2).cpu().numpy(), h.argmax(dim=2).cpu().numpy()) if h.device.type != "cpu" else (h.numpy().argmin(2), h.numpy().argmax(2))
+        lo, hi = extreme_indices(h)
         cells = np.broadcast_to(batch.sentence_ids.astype(np.int64) * width, (layers, n))
         for counts, idx in ((self._lo, lo), (self._hi, hi)):
             np.add.at(counts.reshape(-1), (cells + idx).ravel(), 1)

@@ -19,7 +19,7 @@ from ..measure import geometry, inference
 from . import vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, contextual, from_units, rule, unit
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, Unit, contextual, from_units, rule, unit
 
 VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
 
@@ -175,21 +175,12 @@ CLIPPING_VS_RANDOM = declare(
 )
 
 
-def _changes(t: pd.DataFrame, variant: str) -> pd.DataFrame:
-    return contextual(t[t["variant"] == variant]).set_index("layer")
-
-
-def _clips(frame: pd.DataFrame) -> pd.Series:
-    """Whether each row's variant zeroes any dimension (an empty `clipped_dims` is read back from CSV as NaN)."""
-    return frame["clipped_dims"].notna() & (frame["clipped_dims"].astype(str).str.strip() != "")
-
-
 def _versus_random(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
     return contextual(tables.read(model, claim.chapter, CLIPPING_VS_RANDOM.name))
 
 
-def _unit(name: str, value: float, half: float, n: int, of: str, margin: float):
-    return unit(name, inference.Estimate(value, value - half, value + half, f"paired over {n:,} {of}, vs random dims", size=n, of=of), margin)
+def _unit(name: str, value: float, half: float, n: int, of: str, margin: float) -> Unit:
+    return unit(name, inference.from_interval(value, value - half, value + half, f"paired over {n:,} {of}, vs random dims", n, of), margin)
 
 
 @rule

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from ..core import store
 from ..core.store import declare
@@ -129,13 +128,6 @@ COMPARISONS = ((CLIPPED, RAW), (WHITENED, RAW), (WHITENED, CLIPPED))  # (variant
 DRAWS = 1000  # bootstrap resamples of a data set's pairs
 
 
-def _spearman_rows(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """Spearman correlation of each row of `scores` with the same row of `gold` (resamples × pairs; ties averaged)."""
-    a, b = rankdata(scores, axis=1), rankdata(gold, axis=1)
-    a, b = a - a.mean(axis=1, keepdims=True), b - b.mean(axis=1, keepdims=True)
-    return (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
-
-
 def paired_differences(variants: vector_variants.Variants, encoded: Encoded, labels: dict[str, str], table: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Per data set and comparison of COMPARISONS, both variants at their best contextual layer: the difference of
     Spearman × 100 and its standard error from a bootstrap over the set's pairs (DRAWS resamples, the same pairs for
@@ -158,8 +150,8 @@ def paired_differences(variants: vector_variants.Variants, encoded: Encoded, lab
             picked = rng.integers(0, len(gold), size=(min(100, DRAWS - start), len(gold)))
             g = gold[picked]
             for v, c in cos.items():
-                reps[v].append(_spearman_rows(c[picked], g))
-        reps = {v: 100 * np.concatenate(r) for v, r in reps.items()}
+                reps[v].append(metrics.spearman_rows_x100(c[picked], g))
+        reps = {v: np.concatenate(r) for v, r in reps.items()}
         for variant, baseline in wanted:
             rows.append(
                 {
@@ -236,8 +228,8 @@ def per_set_units(tables: Tables, model: str, claim: Claim, comparisons: tuple[t
     for variant, baseline in comparisons:
         for r in t[(t["variant"] == variant) & (t["baseline"] == baseline)].itertuples():
             half = inference.Z * r.se
-            estimate = inference.Estimate(
-                r.difference, r.difference - half, r.difference + half, f"bootstrap over {r.n_pairs:,} pairs", size=r.n_pairs, of="pairs"
+            estimate = inference.from_interval(
+                r.difference, r.difference - half, r.difference + half, f"bootstrap over {r.n_pairs:,} pairs", r.n_pairs, "pairs"
             )
             units.append(unit(f"{variant}, {r.dataset}" if len(comparisons) > 1 else r.dataset, estimate, claim.margin))
     return units

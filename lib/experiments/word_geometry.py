@@ -47,14 +47,20 @@ def isotropy_table(matrices: dict[str, np.ndarray], model: str) -> pd.DataFrame:
     return ISOTROPY.frame(rows)
 
 
+def pair_scores(m: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
+    """The inner product and the cosine of the pairs of rows (a, b) of one matrix."""
+    x, y = m[a], m[b]
+    inner = np.einsum("nd,nd->n", x, y)
+    return {"inner product": inner, "cosine": inner / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))}
+
+
 def similarity_scores(matrices: dict[str, np.ndarray], a: np.ndarray, b: np.ndarray, gold: np.ndarray) -> pd.DataFrame:
     """Pearson × 100 of the cosine and the inner product of the pairs (rows a, b) with gold, per variant; NaN when fewer
     than three pairs are kept."""
     rows = []
     for variant, m in matrices.items():
-        x, y = m[a], m[b]
-        inner = np.einsum("nd,nd->n", x, y)
-        cosine = inner / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
+        scores = pair_scores(m, a, b)
+        inner, cosine = scores["inner product"], scores["cosine"]
         enough = len(gold) >= 3
         rows.append(
             {
@@ -106,12 +112,6 @@ WORD_DIFFERENCES = declare("12_isotropy_word_similarity", "paired_differences", 
 DRAWS = 1000  # bootstrap resamples of a benchmark's pairs
 
 
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson correlation × 100 of each row of x with the same row of y."""
-    x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
-    return 100 * (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
-
-
 def contrasts(names: list[str]) -> dict[str, tuple[tuple[str, str, str], ...]]:
     """The claims' comparisons among W's variants `names`, each a signed sum of (variant, similarity) scores: a label
     → ((sign, variant, "cosine" | "inner product"), …)."""
@@ -133,14 +133,10 @@ def paired_differences(matrices: dict[str, np.ndarray], kept: dict[str, tuple], 
     for label, (a, b, gold) in kept.items():
         if len(gold) < 3:
             continue
-        scores = {}
-        for variant, m in matrices.items():
-            inner = np.einsum("nd,nd->n", m[a], m[b])
-            scores[(variant, "inner product")] = inner
-            scores[(variant, "cosine")] = inner / (np.linalg.norm(m[a], axis=1) * np.linalg.norm(m[b], axis=1))
+        scores = {(variant, kind): v for variant, m in matrices.items() for kind, v in pair_scores(m, a, b).items()}
         picked = rng.integers(0, len(gold), size=(DRAWS, len(gold)))
         full = {k: metrics.pearson_x100(v, gold) for k, v in scores.items()}
-        reps = {k: _pearson_rows(v[picked], gold[picked]) for k, v in scores.items()}
+        reps = {k: metrics.pearson_rows_x100(v[picked], gold[picked]) for k, v in scores.items()}
         for name, terms in contrasts(list(matrices)).items():
             sign = [1.0 if s == "+" else -1.0 for s, _, _ in terms]
             value = sum(w * full[(v, m)] for w, (_, v, m) in zip(sign, terms))
@@ -184,13 +180,13 @@ def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool
     units = [
         unit(
             r.benchmark,
-            inference.Estimate(
+            inference.from_interval(
                 r.difference,
                 r.difference - inference.Z * r.se,
                 r.difference + inference.Z * r.se,
                 f"bootstrap over {r.pairs_kept} pairs",
-                size=r.pairs_kept,
-                of="pairs",
+                r.pairs_kept,
+                "pairs",
             ),
             claim.margin,
         )

@@ -4,7 +4,7 @@ the GLUE task metrics (fine-tuning), t-tests and a paired perplexity ratio (pre-
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import bootstrap, pearsonr, spearmanr, ttest_ind
+from scipy.stats import bootstrap, pearsonr, rankdata, spearmanr, ttest_ind
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from ..errors import require
@@ -23,6 +23,17 @@ def spearman_x100(predicted: np.ndarray, gold: np.ndarray) -> float:
     require(predicted.shape == gold.shape and len(gold) > 2, "need at least three scored pairs")
     require(bool(np.isfinite(predicted).all()), "similarities contain NaN or infinite values")
     return 100.0 * float(spearmanr(predicted, gold).statistic)
+
+
+def pearson_rows_x100(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Pearson correlation × 100 of each row of `predicted` with the same row of `gold` (resamples × items)."""
+    x, y = predicted - predicted.mean(axis=1, keepdims=True), gold - gold.mean(axis=1, keepdims=True)
+    return 100 * (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+
+
+def spearman_rows_x100(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """Spearman correlation × 100 of each row with the same row of `gold`: Pearson of the ranks (ties averaged)."""
+    return pearson_rows_x100(rankdata(predicted, axis=1), rankdata(gold, axis=1))
 
 
 def pearson_x100(predicted: np.ndarray, gold: np.ndarray) -> float:

@@ -91,7 +91,7 @@ def flushed_denormals() -> Iterator[None]:
     """CPU float operations with denormal numbers flushed to zero while the block runs. A probe starts at zero and the
     classes of positions that never occur get ever smaller gradients, whose denormal values Adam's moment estimates then
     carry: on a CPU each operation on them is 10-100 times slower (measured here: 10× for a whole probe). Values below
-    1e-38 change no prediction."""
+    1e-38 change no prediction. Denormals are kept again afterwards (torch's default)."""
     torch.set_flush_denormal(True)
     try:
         yield
