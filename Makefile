@@ -1,5 +1,6 @@
 # Two commands rebuild everything from a fresh clone:  make test  and  make book
-# JOBS=N executes up to N independent chapters at once (their order kept where one reads another's results).
+# JOBS=N executes up to N independent chapters at once (their order kept where one reads another's results); without it,
+# one per CPU core (at most 4), the longest first (profiles/costs/<PROFILE>.yaml, updated by each build).
 # PROFILE=quick|default|paper picks the chapter parameters (profiles/<name>.yaml); each profile is its own edition
 # in _build/<PROFILE>/ (html/index.html). Chapters whose inputs did not change are reused, not executed again.
 # make student: the same chapters as a student edition (exercises without solutions) in _build/<PROFILE>/student/html.
@@ -32,7 +33,7 @@ test: lint
 
 chapters: env  # fetches what the data folder lacks first, each file from its public commit (offline: one line saying what to do)
 	$(PY) -m lib.datasets fetch
-	$(PY) -m lib.edition.runner --profile $(PROFILE) --jobs $(or $(JOBS),1)
+	$(PY) -m lib.edition.runner --profile $(PROFILE) $(if $(JOBS),--jobs $(JOBS))
 
 html: env
 	$(PY) -m lib.edition --profile $(PROFILE)

@@ -120,6 +120,29 @@ def cpu_share(parts: int) -> int:
     return max(1, (os.cpu_count() or 1) // parts)
 
 
+RUNNING = "BOOK_RUNNING_DIR"  # set by the book build: one `<chapter>.pid` file per chapter executing ("pid threads")
+CHAPTER = "BOOK_CHAPTER"  # set by the book build: the chapter this process executes
+
+
+def free_cores() -> int:
+    """CPU cores that no other chapter of the running build holds (at least 1; all of them outside a build): a chapter
+    left running alone gets the cores the others freed."""
+    total, folder = os.cpu_count() or 1, os.environ.get(RUNNING)
+    if not folder:
+        return total
+    held = 0
+    for file in Path(folder).glob("*.pid"):
+        if file.stem == os.environ.get(CHAPTER):
+            continue
+        try:
+            pid, threads = (int(x) for x in file.read_text().split()[:2])
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            continue  # gone, or written by an older build
+        held += threads
+    return max(1, total - held)
+
+
 def thread_env(threads: int) -> dict[str, str]:
     """Environment that holds a new process's torch, OpenMP and BLAS threads to `threads`."""
     return {name: str(threads) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -294,3 +295,39 @@ def test_workers_settings_say_what_is_wrong(cluster_extra):
         with pytest.raises(BookError, match=message):
             with workers.pool(bad):
                 pass
+
+
+def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_widens_when_cores_free(tmp_path, monkeypatch):
+    from lib import settings
+    from lib.train import workers
+
+    monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
+    lm = tiny_model("bert")
+    lm.model.save_pretrained(tmp_path / "models" / "tiny")
+    lm.tokenizer.save_pretrained(tmp_path / "models" / "tiny")
+    write_manifest(tmp_path / "models" / "tiny")
+    grid = (["trained:tiny"], {"sst2": (toy(2), toy(1))}, ["none", "cosreg"], [0, 1], config(batch_size=10, lr=1e-3), {"sst2": 1})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each process of the pool runs
+    try:
+        monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "serial"))
+        serial = isotropy_calibration.run_grid(*grid, device="cpu")
+    finally:
+        torch.set_num_threads(threads)
+    # another chapter of the build holds every core but one: the pool starts one run at a time
+    running = tmp_path / "running"
+    running.mkdir()
+    (running / "09_other.pid").write_text(f"{os.getpid()} {(os.cpu_count() or 1) - 1}\n")
+    (running / "13_this.pid").write_text(f"{os.getpid()} 1\n")
+    monkeypatch.setenv(settings.RUNNING, str(running))
+    monkeypatch.setenv(settings.CHAPTER, "13_this")
+    assert settings.free_cores() == 1
+    monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "cores"))
+    with workers.pool("cores") as cores:
+        assert isinstance(cores, workers.Cores)
+        parallel = isotropy_calibration.run_grid(*grid, device="cpu", client=cores)
+    timing = ["seconds_per_epoch"]
+    pd.testing.assert_frame_equal(parallel.drop(columns=timing), serial.drop(columns=timing))
+    assert list(parallel["method"]) == ["none", "none", "cosreg", "cosreg"] and list(parallel["seed"]) == [0, 1, 0, 1]
+    (running / "09_other.pid").write_text("999999999 1\n")  # that chapter ended (no such process): its cores are free
+    assert settings.free_cores() == (os.cpu_count() or 1)

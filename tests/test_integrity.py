@@ -158,7 +158,7 @@ def test_a_killed_run_changes_nothing_and_its_leftovers_go_with_the_next_run(boo
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     code = "import lib.core.sources as s, lib.core.profiles as p, lib.edition.runner as r, pathlib, sys; " + (
         f"s.NOTEBOOKS = pathlib.Path({str(root / 'notebooks')!r}); p.PROFILES = pathlib.Path({str(root / 'profiles')!r}); "
-        "r.main(['--profile', 'quick', '--force', '-p', 'n', '9'])"
+        "r.main(['--profile', 'quick', '--jobs', '1', '--force', '-p', 'n', '9'])"
     )
     child = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO_ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     staged = Edition("quick").running("01_models") / "quick" / "a" / "01_models" / "t.csv"

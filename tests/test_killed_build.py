@@ -92,7 +92,7 @@ def kill_mid_chapter(root: Path) -> tuple[int, int]:
     killed = start_runner("--jobs", "2")
     wait_for(lambda: (root / "marks" / "01_slow").is_file() and (root / "build/quick/running/01_slow.pid").is_file())
     time.sleep(0.5)
-    worker = int((root / "build/quick/running/01_slow.pid").read_text())
+    worker = int((root / "build/quick/running/01_slow.pid").read_text().split()[0])
     kernel = int((root / "marks" / "01_slow").read_text())
     killed.send_signal(signal.SIGKILL)
     killed.wait()

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from lib.core import sources
-from lib.edition import cache, runner
+from lib.edition import cache, costs, runner
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from tests.books import book_of
@@ -83,6 +83,30 @@ def test_the_longest_chapter_of_the_last_build_starts_first(tmp_path, monkeypatc
     started = [line.split()[1] for line in capsys.readouterr().out.splitlines() if "executing in job" in line]
     assert started == ["03_slow", "01_fast", "02_new"]
     sources.declared_parameters.cache_clear()
+
+
+def test_a_first_build_starts_the_longest_by_the_committed_times_and_records_what_it_measured(tmp_path, monkeypatch, capsys):
+    chapters = {"01_fast": 0, "02_new": 0, "03_slow": 2}
+    book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
+    monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
+    (tmp_path / "profiles" / "costs").mkdir()
+    (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("# measured elsewhere\n03_slow: 900\n01_fast: 5\n")
+    assert [name for name, _ in runner.longest_first(Edition("quick"), _plans())] == ["03_slow", "01_fast", "02_new"]
+    runner.build("quick", _plans(), jobs=2)
+    started = [line.split()[1] for line in capsys.readouterr().out.splitlines() if "executing in job" in line]
+    assert started == ["03_slow", "01_fast", "02_new"]
+    measured = costs.expected("quick")
+    assert set(measured) == set(chapters) and 2 <= measured["03_slow"] < 900 and measured["02_new"] < measured["03_slow"]
+    sources.declared_parameters.cache_clear()
+
+
+def test_default_jobs_follow_the_cores(monkeypatch):
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    assert runner.default_jobs() == 2
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 64)
+    assert runner.default_jobs() == runner.MAX_JOBS
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: None)
+    assert runner.default_jobs() == 1
 
 
 def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path):

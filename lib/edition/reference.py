@@ -20,6 +20,7 @@ from ..errors import require
 from ..experiments.vector_variants import VARIANTS
 from ..measure.outliers import CLIP_PROTOCOLS
 from ..settings import DTYPES
+from ..train.finetune import METHODS
 
 SHARED_MEANINGS = {
     "profile": "names the results folder",
@@ -38,7 +39,8 @@ CLIPPING_CHAPTERS = ("06_clipping_whitening", "07_wic", "08_sts", "09_supervised
 ALLOWED = {  # (chapter, parameter): the values it accepts, where the name alone does not say
     ("05_pretraining", "names"): "two folder names under $BOOK_MODELS_DIR: with, then without position embeddings",
     ("05_pretraining", "train_dtype"): ", ".join(DTYPES),
-    ("13_isotropy_calibration", "workers"): '"" (no workers), local:N, or a Dask scheduler address (tcp://host:8786)',
+    ("13_isotropy_calibration", "workers"): 'cores, "" (no workers), local:N, or a Dask scheduler address (tcp://host:8786)',
+    ("13_isotropy_calibration", "methods"): "comma-separated, any of: " + ", ".join(METHODS),
     **{(c, "clip"): ", ".join(CLIP_PROTOCOLS) for c in CLIPPING_CHAPTERS},
     **{(c, "variants"): "comma-separated, any of: " + ", ".join(VARIANTS) for c in CLIPPING_CHAPTERS},
 }

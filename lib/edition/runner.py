@@ -41,10 +41,11 @@ from ..core.profiles import checked_value, profile_parameters
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
 from ..errors import BookError, cli, require
 from ..io import alive, sha256, write_atomic
-from ..settings import REPO_ROOT, STAGING, cpu_share, results_dir, thread_env
-from . import cache
+from ..settings import CHAPTER, REPO_ROOT, RUNNING, STAGING, cpu_share, results_dir, thread_env
+from . import cache, costs
 from .folders import Edition, commit, now
 
+MAX_JOBS = 4  # the most chapters default_jobs runs at once
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
@@ -100,7 +101,8 @@ def _claim(edition: Edition, chapter: str) -> None:
             f"wait for it to end or stop it (kill {pid}), then run again"
         )
     file.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(file, lambda p: p.write_text(f"{os.getpid()}\n"))
+    threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())  # the cores it holds (`settings.free_cores`)
+    write_atomic(file, lambda p: p.write_text(f"{os.getpid()} {threads}\n"))
 
 
 def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any], guard: Callable[[], None] | None = None) -> cache.Entry:
@@ -130,6 +132,7 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         jupytext.write(notebook, executed_in)
         os.environ[provenance.ENV] = str(log)  # the kernel inherits it: lib records what the chapter reads and writes
         os.environ[STAGING] = str(staged)  # and this: the chapter writes its results there (`settings.output_dir`)
+        os.environ[RUNNING], os.environ[CHAPTER] = str(pid_file(edition, chapter).parent), chapter  # `settings.free_cores`
         # and this: matplotlib writes it as the figures' PDF creation date, so the same results give byte-identical files
         # (a chapter executed again with nothing changed does not make the scorecard, which reads the results folder, stale)
         os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
@@ -153,7 +156,8 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
             raise BookError(f"chapter {chapter} failed: {err.ename}: {err.evalue} (executed notebook kept in {failed})") from None
         finally:
             os.environ.pop(provenance.ENV, None)
-            os.environ.pop(STAGING, None)
+            for var in (STAGING, RUNNING, CHAPTER):
+                os.environ.pop(var, None)
         if guard is not None:
             guard()
         recorded = provenance.read(log)
@@ -192,6 +196,7 @@ def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dic
         edition.set_status(name, "failed", reason, time.time() - start)
         raise
     edition.set_status(name, "executed", reason, entry.facts["seconds"])
+    costs.record(edition.profile, name, entry.facts["seconds"])
     print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
 
 
@@ -227,14 +232,21 @@ def _worker_env(slot: int, jobs: int) -> dict[str, str]:
 
 
 def longest_first(edition: Edition, plans: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """The plans ordered by how long each chapter took when it last ran in this edition, longest first, then the
-    chapters that never ran, in their order: started first, the longest chapter is not left running alone at the end."""
-    seconds = {}
+    """The plans ordered by how long each chapter is expected to take, longest first: its last run in this edition, else
+    the time committed with the book (`costs`), else it goes last, in its order. Started first, the longest chapter
+    is not left running alone at the end, on a first build too."""
+    committed, seconds = costs.expected(edition.profile), {}
     for name, _ in plans:
         entry = cache.Entry.load(edition.entry(name))
-        seconds[name] = entry.facts.get("seconds", 0.0) if entry else None
-    ran = sorted((p for p in plans if seconds[p[0]] is not None), key=lambda p: -seconds[p[0]])
-    return ran + [p for p in plans if seconds[p[0]] is None]
+        seconds[name] = entry.facts.get("seconds", 0.0) if entry else committed.get(name)
+    known = sorted((p for p in plans if seconds[p[0]] is not None), key=lambda p: -seconds[p[0]])
+    return known + [p for p in plans if seconds[p[0]] is None]
+
+
+def default_jobs() -> int:
+    """Chapters executed at once when neither --jobs nor $JOBS says: one per CPU core, at most MAX_JOBS (each chapter
+    holds a model and its samples in memory)."""
+    return max(1, min(os.cpu_count() or 1, MAX_JOBS))
 
 
 RUNNER_PID = "BOOK_RUNNER_PID"  # in a worker's environment: the runner that started it and holds the edition's lock
@@ -325,7 +337,9 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                 del running[name]
                 if process.returncode == 0:
                     entry = cache.Entry.load(edition.entry(name))
-                    edition.set_status(name, "executed", reason, entry.facts["seconds"] if entry else time.time() - start)
+                    seconds = entry.facts["seconds"] if entry else time.time() - start
+                    edition.set_status(name, "executed", reason, seconds)
+                    costs.record(profile, name, seconds)
                     done.add(name)
                 else:
                     edition.set_status(name, "failed", reason, time.time() - start)
@@ -364,7 +378,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--force", action="store_true", help="execute the chapters even where nothing they depend on changed")
     parser.add_argument("--plan", action="store_true", help="only say which chapters would be executed, and why")
-    parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or 1), help="chapters executed at once (default 1, or $JOBS)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("JOBS") or default_jobs()),
+        help=f"chapters executed at once (default $JOBS, else one per CPU core up to {MAX_JOBS})",
+    )
     parser.add_argument("--execute-one", help=argparse.SUPPRESS)  # a worker of --jobs: execute this chapter (the parent holds the lock)
     parser.add_argument("--parameters-json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -1,8 +1,12 @@
-"""Independent runs (the fine-tuning grid) dispatched to workers through Dask distributed, an optional extra
-(`pip install -r requirements-cluster.txt`): one process per local GPU, or any Dask cluster.
+"""Independent runs (the fine-tuning grid) side by side: on this machine's free CPU cores, or dispatched to workers
+through Dask distributed, an optional extra (`pip install -r requirements-cluster.txt`): one process per local GPU, or
+any Dask cluster.
 
-    workers = ""                  # serial, in the chapter's process (the default; no extra needed)
-    workers = "local:4"           # four local worker processes (one per GPU when there are GPUs; cores divided otherwise)
+    workers = "cores"             # local processes of one CPU thread each, as many at once as cores are free (re-read
+                                  # before each run starts: cores another chapter of the build frees are taken up); on
+                                  # a machine with CUDA, serial in the chapter's process (the GPU does the work)
+    workers = ""                  # serial, in the chapter's process (no extra needed)
+    workers = "local:4"           # four local Dask worker processes (one per GPU when there are GPUs; cores divided otherwise)
     workers = "tcp://host:8786"   # a running Dask scheduler: e.g. workers started as SLURM jobs by dask-jobqueue
 
 Dask, not Ray or submitit: its futures are the concurrent.futures interface the grid already speaks, a LocalCluster
@@ -13,23 +17,74 @@ computed twice; results come back in grid order, identical to a serial run's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from ..errors import BookError, require
-from ..settings import cpu_share, thread_env
+from ..settings import cpu_share, free_cores, thread_env
+
+RECHECK_S = 5.0  # how often a Cores pool waiting on its runs looks again for freed cores
 
 GPU = "GPU"  # the Dask resource a GPU worker offers and a run asks for
 
 
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+    os.environ.update(thread_env(1))
+
+
+class Cores:
+    """Local processes of one CPU thread each (so a run's sums never depend on how many ran beside it), started while
+    `free_cores()` leaves room: a grid started beside another chapter widens when that chapter ends."""
+
+    def __init__(self) -> None:
+        self.executor = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
+
+    def map(self, function: Callable[..., Any], calls: list[tuple]) -> Iterator[Any]:
+        """function(*call) for each call, yielded in the calls' order as soon as each and those before it are done."""
+        waiting, running, finished, turn = list(enumerate(calls)), {}, {}, 0
+        while turn < len(calls):
+            while waiting and len(running) < free_cores():
+                index, call = waiting.pop(0)
+                running[self.executor.submit(function, *call)] = index
+            done, _ = wait(list(running), timeout=RECHECK_S, return_when=FIRST_COMPLETED)
+            for future in done:
+                finished[running.pop(future)] = future
+            while turn in finished:
+                yield finished.pop(turn).result()
+                turn += 1
+
+
+def results(client: Any | None, function: Callable[..., Any], calls: list[tuple]) -> Iterator[Any]:
+    """function(*call) for each call, in the calls' order: here in turn (client None), on local processes (`Cores`) or
+    on a Dask client's workers."""
+    if client is None:
+        return (function(*call) for call in calls)
+    if isinstance(client, Cores):
+        return client.map(function, calls)
+    futures: list[Future] = [submit(client, function, *call) for call in calls]
+    return (future.result() for future in futures)
+
+
 @contextmanager
 def pool(workers: str) -> Iterator[Any | None]:
-    """A Dask client for `workers` ("" gives None: serial), closed (with a local cluster) afterwards."""
-    if not workers:
+    """What runs the grid for `workers`: None (serial) for "", and for "cores" where CUDA is present; a `Cores` pool for
+    "cores"; a Dask client otherwise, closed (with a local cluster) afterwards."""
+    if not workers or (workers == "cores" and torch.cuda.is_available()):
         yield None
+        return
+    if workers == "cores":
+        cores = Cores()
+        try:
+            yield cores
+        finally:
+            cores.executor.shutdown(wait=True, cancel_futures=True)
         return
     try:
         from distributed import Client, LocalCluster
@@ -49,7 +104,7 @@ def pool(workers: str) -> Iterator[Any | None]:
         ):
             yield client
         return
-    require("://" in workers, f"workers={workers!r}: use '' (serial), local:N, or a Dask scheduler address such as tcp://host:8786")
+    require("://" in workers, f"workers={workers!r}: use 'cores', '' (serial), local:N, or a Dask scheduler address such as tcp://host:8786")
     with Client(workers) as client:
         yield client
 
