@@ -1,7 +1,8 @@
 # Two commands rebuild everything from a fresh clone:  make test  and  make book
 # JOBS=N executes up to N independent chapters at once (their order kept where one reads another's results); without it,
 # one per CPU core (at most 4), the longest first (profiles/costs/<PROFILE>.yaml, updated by each build).
-# PROFILE=quick|default|paper picks the chapter parameters (profiles/<name>.yaml); each profile is its own edition
+# SCALE=F (0-1] runs the profile's sizes times F, never below the quick profile's: a smoke test of a large profile.
+# PROFILE=quick|default|gpu|paper picks the chapter parameters (profiles/<name>.yaml); each profile is its own edition
 # in _build/<PROFILE>/ (html/index.html). Chapters whose inputs did not change are reused, not executed again.
 # make student: the same chapters as a student edition (exercises without solutions) in _build/<PROFILE>/student/html.
 # make publish: the same, then checks _build/<PROFILE>/html is ready to upload (BOOK_BASEURL, BOOK_REPOSITORY).
@@ -33,7 +34,7 @@ test: lint
 
 chapters: env  # fetches what the data folder lacks first, each file from its public commit (offline: one line saying what to do)
 	$(PY) -m lib.datasets fetch
-	$(PY) -m lib.edition.runner --profile $(PROFILE) $(if $(JOBS),--jobs $(JOBS))
+	$(PY) -m lib.edition.runner --profile $(PROFILE) $(if $(JOBS),--jobs $(JOBS)) $(if $(SCALE),--scale $(SCALE))
 
 html: env
 	$(PY) -m lib.edition --profile $(PROFILE)

@@ -443,3 +443,17 @@ def test_the_registries_a_chapter_reads_are_recorded_as_its_inputs(tmp_path, mon
     assert cache.stale(entry, {}, notebook) is None
     copy.write_text(copy.read_text().replace("margin:", "margin: ", 1))  # a registry edited by hand
     assert cache.stale(entry, {}, notebook) == "data claims changed"
+
+
+def test_a_scaled_profile_shrinks_every_size_but_never_below_the_quick_profiles():
+    from lib.core.profiles import profile_parameters, scaled
+
+    gpu = scaled("13_isotropy_calibration", profile_parameters("gpu", "13_isotropy_calibration"), 0.001)
+    assert gpu["n_train"] == 64 and gpu["methods"] == profile_parameters("gpu", "13_isotropy_calibration")["methods"]  # quick's floor; the rest kept
+    sts = scaled("08_sts", profile_parameters("gpu", "08_sts"), 0.001)
+    assert sts["max_pairs"] == 150  # 0 ("all") becomes the quick profile's size
+    supervised = scaled("09_supervised", profile_parameters("gpu", "09_supervised"), 0.5)
+    assert supervised["n_train"]["imdb"] == 8750 and supervised["n_test"]["sst2"] == round(1821 * 0.5)  # each entry of a mapping
+    assert scaled("05_pretraining", profile_parameters("gpu", "05_pretraining"), 1.0)["hidden_size"] == 512
+    with pytest.raises(BookError, match="--scale must be in"):
+        scaled("05_pretraining", {}, 0.0)

@@ -130,6 +130,35 @@ def profile_parameters(profile: str, chapter: str) -> dict[str, Any]:
     return {**shared, **spec.get(chapter, {}), "profile": profile}
 
 
+SIZES = frozenset(
+    "n_sentences n_pairs n_fit n_words pca_tokens n_train n_dev n_test max_pairs plane_points check_rows track_blocks "
+    "vocab_size hidden_size layers intermediate_size seq_len steps batch_size warmup eval_every".split()
+)  # the parameters `scaled` shrinks: sample sizes, model sizes, run lengths
+SMOKE = "quick"  # the profile whose sizes are known to run: `scaled` never goes below them
+
+
+def scaled(chapter: str, values: dict[str, Any], factor: float) -> dict[str, Any]:
+    """A profile's values for a chapter with every size the chapter has (`SIZES`, the profile's or the cell's; in a
+    mapping, each entry) times factor, rounded, but never below the smaller of the value and the size known to run
+    (the quick profile's, else the cell's; a 0 that means "all" becomes it): a large profile run small, to check that every chapter runs with its
+    settings (`runner --scale`)."""
+    require(0 < factor <= 1, f"--scale must be in (0, 1], got {factor}")
+    declared = declared_parameters(chapter)
+    floors = {**declared, **(profile_parameters(SMOKE, chapter) if (PROFILES / f"{SMOKE}.yaml").is_file() else {})}
+
+    def shrink(value: Any, floor: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: shrink(v, floor.get(k, v) if isinstance(floor, dict) else v) for k, v in value.items()}
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0 or not isinstance(floor, int):
+            return value
+        if value == 0:  # 0 = all of them: the size known to run, if that is a number
+            return floor
+        return max(round(value * factor), min(value, floor), 1)
+
+    sizes = {k: shrink(v, floors.get(k)) for k, v in {**declared, **values}.items() if k in SIZES}
+    return {**values, **{k: v for k, v in sizes.items() if k in values or v != declared[k]}}
+
+
 def config(cls: type[T], namespace: Mapping[str, object], **fixed: object) -> T:
     """A dataclass (e.g. `PretrainConfig`) built from the parameters cell: each field takes the chapter's parameter of
     the same name, unless given in `fixed`; the config's own `check()` then runs. So a hyperparameter is named once in a

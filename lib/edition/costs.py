@@ -1,19 +1,25 @@
 """Expected chapter times, committed with the book (`profiles/costs/<profile>.yaml`), so that a first build starts the
-longest chapters first too; every chapter a build executes writes its measured time there (commit the file to share
-it). A chapter's own last run in an edition, where there is one, is a better guess and comes first (`runner`)."""
+longest chapters first too, and the rerun page can say what each edition costs. Every chapter a build executes writes
+its measured time there, with where it was measured (commit the file to share it); a profile not yet built may hold
+estimates, marked as such. A chapter's own last run in an edition, where there is one, is a better guess for ordering
+and comes first (`runner.longest_first`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
+from typing import Any
 
+import torch
 import yaml
 
 from ..core import profiles
 from ..io import write_atomic
 
 HEADER = (
-    "# Seconds each chapter of this profile took when a build last executed it (wall clock, the build's machine and\n"
-    "# jobs): the runner starts the longest first. Written by `python -m lib.edition.runner`; commit it to share it.\n"
+    "# Seconds each chapter of this profile took when a build last executed it (wall clock, on the machine named with\n"
+    "# it), or an estimate where `measured` says so: the runner starts the longest first and the rerun page shows them.\n"
+    "# Written by `python -m lib.edition.runner`; commit it to share it.\n"
 )
 
 
@@ -21,17 +27,39 @@ def path(profile: str) -> Path:
     return profiles.PROFILES / "costs" / f"{profile}.yaml"
 
 
-def expected(profile: str) -> dict[str, float]:
-    """chapter → expected seconds; empty where the profile has no file (or an unreadable one: the order is a hint)."""
+def load(profile: str) -> dict[str, dict[str, Any]]:
+    """chapter → {"seconds", "measured"}; empty where the profile has no file (or an unreadable one: times are hints)."""
     try:
-        data = yaml.safe_load(path(profile).read_text()) or {}
+        data = yaml.safe_load(path(profile).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         return {}
-    return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
+    rows = data if isinstance(data, dict) else {}
+    return {
+        str(k): {"seconds": float(v["seconds"]), "measured": str(v.get("measured", ""))}
+        for k, v in rows.items()
+        if isinstance(v, dict) and isinstance(v.get("seconds"), (int, float))
+    }
 
 
-def record(profile: str, chapter: str, seconds: float) -> None:
+def expected(profile: str) -> dict[str, float]:
+    """chapter → expected seconds."""
+    return {chapter: row["seconds"] for chapter, row in load(profile).items()}
+
+
+def device() -> str:
+    """The computing device in a few words: the GPU's name, else "CPU"."""
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+
+
+def where(facts: dict[str, Any], jobs: int) -> str:
+    """Where a chapter's time was measured, from its entry's facts: commit, device, threads, chapters at once."""
+    return f"commit {str(facts.get('commit', 'unknown'))[:7]}, {facts.get('device', 'CPU')}, {facts.get('threads', '?')} threads, {jobs} at once"
+
+
+def record(profile: str, chapter: str, seconds: float, where: str) -> None:
     """Write a chapter's measured seconds into the profile's file (atomically; the runner is its only writer)."""
-    costs = {name: round(value) for name, value in {**expected(profile), chapter: seconds}.items()}
-    text = HEADER + yaml.safe_dump(dict(sorted(costs.items())), sort_keys=False)
-    write_atomic(path(profile), lambda p: p.write_text(text))
+    rows = load(profile)
+    rows[chapter] = {"seconds": round(float(seconds)), "measured": f"{dt.date.today().isoformat()}, {where}"}
+    rows = {name: {"seconds": round(row["seconds"]), "measured": row["measured"]} for name, row in sorted(rows.items())}
+    text = HEADER + yaml.safe_dump(rows, sort_keys=False, allow_unicode=True)
+    write_atomic(path(profile), lambda p: p.write_text(text, encoding="utf-8"))

@@ -140,7 +140,9 @@ def commit() -> dict[str, Any]:
     """The checkout's commit and whether it has uncommitted changes (`unknown` outside a git checkout)."""
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+        # the chapter times the build itself writes (profiles/costs) change no result
+        status = ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)profiles/costs"]
+        dirty = subprocess.run(status, cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return {"commit": "unknown", "dirty": False}
     return {"commit": sha, "dirty": bool(dirty.strip())}

@@ -37,7 +37,7 @@ import torch
 import yaml
 
 from .. import provenance
-from ..core.profiles import checked_value, profile_parameters
+from ..core.profiles import checked_value, profile_parameters, scaled
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
 from ..errors import BookError, cli, require
 from ..io import alive, sha256, write_atomic
@@ -49,9 +49,9 @@ MAX_JOBS = 4  # the most chapters default_jobs runs at once
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def plan(profile: str, names: list[str], overrides: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def plan(profile: str, names: list[str], overrides: dict[str, Any], scale: float = 1.0) -> list[tuple[str, dict[str, Any]]]:
     """(chapter, parameters) for each chapter to run, every value checked. An override goes to the chapters that
-    declare it; one that none of them declares is an error."""
+    declare it; one that none of them declares is an error. With scale < 1 the profile's sizes shrink (`scaled`)."""
     for name in names:
         require(name in chapters(), f"no chapter {name!r}; chapters are: {', '.join(chapters())}")
     for key in overrides:
@@ -61,7 +61,8 @@ def plan(profile: str, names: list[str], overrides: dict[str, Any]) -> list[tupl
     out = []
     for chapter in names:
         own = {k: checked_value(chapter, k, v) for k, v in overrides.items() if k in declared_parameters(chapter)}
-        out.append((chapter, {**profile_parameters(profile, chapter), **own}))
+        values = profile_parameters(profile, chapter)
+        out.append((chapter, {**(scaled(chapter, values, scale) if scale != 1 else values), **own}))
     return out
 
 
@@ -168,7 +169,7 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         records = cache.with_digests(records)
         # the CPU threads the kernel computed with: float sums, and so the last digits of results, depend on them
         threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
-        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "threads": threads, **commit()}
+        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "threads": threads, "device": costs.device(), **commit()}
         path = write_atomic(edition.notebook(chapter), lambda p: shutil.copyfile(executed_out, p))
     entry = cache.Entry(
         chapter=chapter,
@@ -196,7 +197,7 @@ def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dic
         edition.set_status(name, "failed", reason, time.time() - start)
         raise
     edition.set_status(name, "executed", reason, entry.facts["seconds"])
-    costs.record(edition.profile, name, entry.facts["seconds"])
+    costs.record(edition.profile, name, entry.facts["seconds"], costs.where(entry.facts, 1))
     print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
 
 
@@ -339,7 +340,7 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                     entry = cache.Entry.load(edition.entry(name))
                     seconds = entry.facts["seconds"] if entry else time.time() - start
                     edition.set_status(name, "executed", reason, seconds)
-                    costs.record(profile, name, seconds)
+                    costs.record(profile, name, seconds, costs.where(entry.facts if entry else {}, jobs))
                     done.add(name)
                 else:
                     edition.set_status(name, "failed", reason, time.time() - start)
@@ -379,6 +380,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--force", action="store_true", help="execute the chapters even where nothing they depend on changed")
     parser.add_argument("--plan", action="store_true", help="only say which chapters would be executed, and why")
     parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply the profile's sizes by this (0-1], never below the quick profile's: a smoke test of a large profile "
+        "(build it into its own folders: BOOK_BUILD_DIR, BOOK_RESULTS_DIR, BOOK_MODELS_DIR)",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=int(os.environ.get("JOBS") or default_jobs()),
@@ -400,7 +408,7 @@ def main(argv: list[str] | None = None) -> None:
             overrides[name] = yaml.safe_load(value)
         except yaml.YAMLError:
             raise BookError(f"-p {name}: {value!r} is not a YAML value; quote strings and write mappings as '{{a: 1, b: 2}}'") from None
-    plans = plan(args.profile, names, overrides)  # every value checked before anything runs
+    plans = plan(args.profile, names, overrides, args.scale)  # every value checked before anything runs
     for var in ("BOOK_DATA_DIR", "BOOK_CACHE_DIR", "BOOK_RESULTS_DIR", "BOOK_MODELS_DIR"):
         if os.environ.get(var):  # the kernels run in the output folder: make relative settings absolute
             os.environ[var] = str(Path(os.environ[var]).expanduser().resolve())
