@@ -90,13 +90,16 @@ def test_a_first_build_starts_the_longest_by_the_committed_times_and_records_wha
     book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     (tmp_path / "profiles" / "costs").mkdir()
-    (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("# measured elsewhere\n03_slow: 900\n01_fast: 5\n")
+    (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("03_slow: {seconds: 900, measured: elsewhere}\n01_fast: {seconds: 5, measured: elsewhere}\n")
     assert [name for name, _ in runner.longest_first(Edition("quick"), _plans())] == ["03_slow", "01_fast", "02_new"]
     runner.build("quick", _plans(), jobs=2)
     started = [line.split()[1] for line in capsys.readouterr().out.splitlines() if "executing in job" in line]
     assert started == ["03_slow", "01_fast", "02_new"]
     measured = costs.expected("quick")
     assert set(measured) == set(chapters) and 2 <= measured["03_slow"] < 900 and measured["02_new"] < measured["03_slow"]
+    assert "CPU" in costs.load("quick")["03_slow"]["measured"] and "2 at once" in costs.load("quick")["03_slow"]["measured"]
+    runner.build("quick", _plans(), jobs=2, force=True, timed=False)  # a scaled smoke run: the times stay
+    assert costs.expected("quick") == measured
     sources.declared_parameters.cache_clear()
 
 

@@ -189,7 +189,7 @@ def _staleness(edition: Edition, name: str, parameters: dict[str, Any], force: b
     return parts, "forced" if force else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
 
 
-def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dict[str, Any], reason: str, start: float) -> None:
+def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dict[str, Any], reason: str, start: float, timed: bool) -> None:
     print(f"== {name} ({edition.profile}): executing, {reason}; parameters {parameters}", flush=True)
     try:
         entry = run_chapter(name, parameters, edition, parts)
@@ -197,16 +197,17 @@ def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dic
         edition.set_status(name, "failed", reason, time.time() - start)
         raise
     edition.set_status(name, "executed", reason, entry.facts["seconds"])
-    costs.record(edition.profile, name, entry.facts["seconds"], costs.where(entry.facts, 1))
+    if timed:
+        costs.record(edition.profile, name, entry.facts["seconds"], costs.where(entry.facts, 1))
     print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
 
 
-def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False, dry_run: bool = False, jobs: int = 1) -> Edition:
+def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False, dry_run: bool = False, jobs: int = 1, timed: bool = True) -> Edition:
     """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each.
     With dry_run, only say what would be executed and why. With jobs > 1, up to that many chapters execute at once
-    (`build_parallel`)."""
+    (`build_parallel`). `timed`: record each executed chapter's time in the profile's costs (not for a scaled run)."""
     if jobs > 1 and not dry_run:
-        return build_parallel(profile, plans, jobs, force)
+        return build_parallel(profile, plans, jobs, force, timed)
     edition = Edition(profile)
     for name, parameters in plans:
         start = time.time()
@@ -218,7 +219,7 @@ def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = F
             edition.set_status(name, "reused", "", time.time() - start)
             print(f"== {name}: reused ({profile} edition, nothing it depends on changed)", flush=True)
             continue
-        _execute(edition, name, parameters, parts, reason, start)
+        _execute(edition, name, parameters, parts, reason, start, timed)
     return edition
 
 
@@ -295,7 +296,7 @@ def _runner_alive() -> None:
     )
 
 
-def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool = False) -> Edition:
+def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool = False, timed: bool = True) -> Edition:
     """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
     cores and, when there are several GPUs, a GPU of its own. A chapter is looked at once the chapters it reads
     (`cache.prerequisites`) among those planned are done: reused at once if nothing it depends on changed (as in a
@@ -340,7 +341,8 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                     entry = cache.Entry.load(edition.entry(name))
                     seconds = entry.facts["seconds"] if entry else time.time() - start
                     edition.set_status(name, "executed", reason, seconds)
-                    costs.record(profile, name, seconds, costs.where(entry.facts if entry else {}, jobs))
+                    if timed:
+                        costs.record(profile, name, seconds, costs.where(entry.facts if entry else {}, jobs))
                     done.add(name)
                 else:
                     edition.set_status(name, "failed", reason, time.time() - start)
@@ -422,7 +424,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated runner ends its workers first (build_parallel)
     edition = Edition(args.profile)
     with edition.locked("python -m lib.edition.runner"):
-        build(args.profile, plans, force=args.force, jobs=args.jobs)
+        build(args.profile, plans, force=args.force, jobs=args.jobs, timed=args.scale == 1)
     print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 
