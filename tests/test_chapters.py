@@ -242,7 +242,7 @@ def test_missing_data_directory_stops_the_chapter(tmp_path):
 
 def test_unknown_profile(tmp_path):
     done = run(tmp_path, "--profile", "huge")
-    assert_clean_failure(tmp_path, done, "unknown profile 'huge'; choose one of default, paper, quick")
+    assert_clean_failure(tmp_path, done, "unknown profile 'huge'; choose one of default, gpu, paper, quick")
 
 
 def test_a_config_is_built_from_the_parameters_cell_and_chapter_05s_models_by_alias():

@@ -391,13 +391,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=int(os.environ.get("JOBS") or default_jobs()),
-        help=f"chapters executed at once (default $JOBS, else one per CPU core up to {MAX_JOBS})",
+        default=int(os.environ["JOBS"]) if os.environ.get("JOBS") else None,
+        help=f"chapters executed at once (default $JOBS, else one per CPU core up to {MAX_JOBS} and the chapters named)",
     )
     parser.add_argument("--execute-one", help=argparse.SUPPRESS)  # a worker of --jobs: execute this chapter (the parent holds the lock)
     parser.add_argument("--parameters-json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    require(args.jobs >= 1, f"--jobs must be at least 1, got {args.jobs}")
+    require(args.jobs is None or args.jobs >= 1, f"--jobs must be at least 1, got {args.jobs}")
     if args.execute_one:
         _execute_one(args.profile, args.execute_one, json.loads(args.parameters_json))
         return
@@ -411,6 +411,7 @@ def main(argv: list[str] | None = None) -> None:
         except yaml.YAMLError:
             raise BookError(f"-p {name}: {value!r} is not a YAML value; quote strings and write mappings as '{{a: 1, b: 2}}'") from None
     plans = plan(args.profile, names, overrides, args.scale)  # every value checked before anything runs
+    jobs = args.jobs or min(default_jobs(), len(plans))
     for var in ("BOOK_DATA_DIR", "BOOK_CACHE_DIR", "BOOK_RESULTS_DIR", "BOOK_MODELS_DIR"):
         if os.environ.get(var):  # the kernels run in the output folder: make relative settings absolute
             os.environ[var] = str(Path(os.environ[var]).expanduser().resolve())
@@ -424,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated runner ends its workers first (build_parallel)
     edition = Edition(args.profile)
     with edition.locked("python -m lib.edition.runner"):
-        build(args.profile, plans, force=args.force, jobs=args.jobs, timed=args.scale == 1)
+        build(args.profile, plans, force=args.force, jobs=jobs, timed=args.scale == 1)
     print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 
