@@ -323,6 +323,8 @@ if curves:
         "Singular values of the pre-trained W beside the two spectrum priors with this chapter's constants.",
     )
     ch.say("\n".join(lines))
+else:
+    ch.say(f"This edition runs no spectrum control (`methods = {methods!r}`), so there is no figure here; the gpu edition shows it.")
 
 # %% [markdown]
 # ## How small the prior must be for I1 → 1, and what that does to the score

@@ -259,15 +259,20 @@ def test_the_papers_table_4_fills_the_output_columns_only():
     assert theirs["I1_output"].between(0, 1).all() and theirs["I1_W"].isna().all()
 
 
-def test_the_grid_on_two_dask_workers_gives_the_serial_runs_and_never_computes_one_twice(tmp_path, monkeypatch, cluster_extra):
-    from lib.train import workers
-
+def _tiny_grid(tmp_path, monkeypatch) -> tuple:
+    """run_grid's arguments for a saved tiny BERT: one task, two methods, two seeds."""
     monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
     lm = tiny_model("bert")
     lm.model.save_pretrained(tmp_path / "models" / "tiny")
     lm.tokenizer.save_pretrained(tmp_path / "models" / "tiny")
     write_manifest(tmp_path / "models" / "tiny")
-    grid = (["trained:tiny"], {"sst2": (toy(2), toy(1))}, ["none", "cosreg"], [0, 1], config(batch_size=10, lr=1e-3), {"sst2": 1})
+    return (["trained:tiny"], {"sst2": (toy(2), toy(1))}, ["none", "cosreg"], [0, 1], config(batch_size=10, lr=1e-3), {"sst2": 1})
+
+
+def test_the_grid_on_two_dask_workers_gives_the_serial_runs_and_never_computes_one_twice(tmp_path, monkeypatch, cluster_extra):
+    from lib.train import workers
+
+    grid = _tiny_grid(tmp_path, monkeypatch)
     threads = torch.get_num_threads()
     torch.set_num_threads(cpu_share(2))  # as each of the 2 workers runs: the same kernels, the same sums
     try:
@@ -301,12 +306,7 @@ def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_wi
     from lib import settings
     from lib.train import workers
 
-    monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
-    lm = tiny_model("bert")
-    lm.model.save_pretrained(tmp_path / "models" / "tiny")
-    lm.tokenizer.save_pretrained(tmp_path / "models" / "tiny")
-    write_manifest(tmp_path / "models" / "tiny")
-    grid = (["trained:tiny"], {"sst2": (toy(2), toy(1))}, ["none", "cosreg"], [0, 1], config(batch_size=10, lr=1e-3), {"sst2": 1})
+    grid = _tiny_grid(tmp_path, monkeypatch)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each process of the pool runs
     try:

@@ -83,6 +83,11 @@ def _publish_results(staged: Path, profile: str, chapter: str, outputs: list[str
         os.replace(staged / label, target)
 
 
+def _threads() -> int:
+    """The CPU threads a chapter's kernel computes with (its environment's, else torch's)."""
+    return int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
+
+
 def pid_file(edition: Edition, chapter: str) -> Path:
     """Names the process executing a chapter while it runs (`running/<chapter>.pid`)."""
     return edition.root / "running" / f"{chapter}.pid"
@@ -102,8 +107,7 @@ def _claim(edition: Edition, chapter: str) -> None:
             f"wait for it to end or stop it (kill {pid}), then run again"
         )
     file.parent.mkdir(parents=True, exist_ok=True)
-    threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())  # the cores it holds (`settings.free_cores`)
-    write_atomic(file, lambda p: p.write_text(f"{os.getpid()} {threads}\n"))
+    write_atomic(file, lambda p: p.write_text(f"{os.getpid()} {_threads()}\n"))  # the cores it holds (`settings.free_cores`)
 
 
 def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any], guard: Callable[[], None] | None = None) -> cache.Entry:
@@ -168,8 +172,7 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         records = [{**r, "path": str(results_dir() / r["label"])} if r["kind"] == "output" else r for r in recorded]
         records = cache.with_digests(records)
         # the CPU threads the kernel computed with: float sums, and so the last digits of results, depend on them
-        threads = int(os.environ.get("OMP_NUM_THREADS") or torch.get_num_threads())
-        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "threads": threads, "device": costs.device(), **commit()}
+        facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "threads": _threads(), "device": costs.device(), **commit()}
         path = write_atomic(edition.notebook(chapter), lambda p: shutil.copyfile(executed_out, p))
     entry = cache.Entry(
         chapter=chapter,
@@ -205,7 +208,7 @@ def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dic
 def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False, dry_run: bool = False, jobs: int = 1, timed: bool = True) -> Edition:
     """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each.
     With dry_run, only say what would be executed and why. With jobs > 1, up to that many chapters execute at once
-    (`build_parallel`). `timed`: record each executed chapter's time in the profile's costs (not for a scaled run)."""
+    (`build_parallel`). `timed`: record each executed chapter's time in the profile's costs (not for a scaled run or -p values)."""
     if jobs > 1 and not dry_run:
         return build_parallel(profile, plans, jobs, force, timed)
     edition = Edition(profile)
@@ -425,7 +428,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated runner ends its workers first (build_parallel)
     edition = Edition(args.profile)
     with edition.locked("python -m lib.edition.runner"):
-        build(args.profile, plans, force=args.force, jobs=jobs, timed=args.scale == 1)
+        build(args.profile, plans, force=args.force, jobs=jobs, timed=args.scale == 1 and not overrides)  # the profile's own times only
     print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 
