@@ -23,7 +23,7 @@ import torch
 
 from lib.datasets.tasks import sample_sentences
 from lib.encode.collectors import LayerStats, TokenReservoir
-from lib.encode.extraction import batches, encode, extract, pad_batch
+from lib.encode.extraction import batch_limits, batches, encode, extract, pad_batch
 from lib.encode.models import load_model
 from lib.errors import cli
 
@@ -38,7 +38,7 @@ def naive(lm, sentences):
 def bare(lm, sentences):
     enc = encode(lm, sentences)
     with torch.inference_mode():
-        for group in batches(enc.lengths, 2048, 64):
+        for group in batches(enc.lengths, *batch_limits(lm.device)):
             ids, mask = pad_batch([enc.ids(i) for i in group], lm.tokenizer.pad_token_id)
             lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device))
 

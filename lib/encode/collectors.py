@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..errors import require
-from .extraction import TokenBatch
+from .extraction import TokenBatch, to_device
 from .models import LoadedModel, embedding_layernorm
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -43,11 +43,15 @@ def extreme_indices(values: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.n
     return array.argmin(axis=2), array.argmax(axis=2)
 
 
-def extreme_counts(values: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+def extreme_counts(values: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray] | tuple[torch.Tensor, torch.Tensor]:
     """For (layers, n, width) values: per layer and dimension, how many of the n vectors have their minimum
-    (first array) and maximum (second) there. The book's one implementation of this count."""
-    lo, hi = extreme_indices(values)
+    (first array) and maximum (second) there. The book's one implementation of this count; values on a GPU are counted
+    there (int64 tensors on that device: nothing waits for the device)."""
     layers, _, width = values.shape
+    if isinstance(values, torch.Tensor) and values.device.type != "cpu":
+        offsets = (torch.arange(layers, device=values.device) * width)[:, None]
+        return tuple(torch.bincount((idx + offsets).flatten(), minlength=layers * width).view(layers, width) for idx in (values.argmin(2), values.argmax(2)))
+    lo, hi = extreme_indices(values)
     offsets = (np.arange(layers) * width)[:, None]
     return tuple(np.bincount((idx + offsets).ravel(), minlength=layers * width).reshape(layers, width) for idx in (lo, hi))
 
@@ -57,7 +61,7 @@ class LayerStats:
 
     Vectors are shifted by the first batch's mean before summing, so float32 batch sums and
     cross-products stay accurate when the mean is large (outlier dimensions); the running sums
-    are float64.
+    are float64. Every sum stays on the vectors' device and reaches the host once, when read.
     """
 
     def __init__(self, covariance: bool = True, include_special: bool = True):
@@ -67,30 +71,32 @@ class LayerStats:
         self._shift: torch.Tensor | None = None  # (layers, 1, width)
         self._shifted_sum: torch.Tensor | None = None  # (layers, width) float64
         self._m2: torch.Tensor | None = None  # (layers, width, width) float64
-        self._argmin: np.ndarray | None = None  # (layers, width) int64
-        self._argmax: np.ndarray | None = None
+        self._argmin: torch.Tensor | None = None  # (layers, width) int64
+        self._argmax: torch.Tensor | None = None
 
     def update(self, batch: TokenBatch) -> None:
         h = batch.hidden
         if not self.include_special:
-            h = h[:, torch.from_numpy(~batch.special).to(h.device)]
+            h = h.index_select(1, to_device(np.flatnonzero(~batch.special), h.device))
         n_layers, n, width = h.shape
         if n == 0:
             return
         if self._shift is None:
             self._shift = h.mean(dim=1, keepdim=True)
             self._shifted_sum = torch.zeros(n_layers, width, dtype=torch.float64, device=h.device)
-            self._argmin = np.zeros((n_layers, width), dtype=np.int64)
-            self._argmax = np.zeros((n_layers, width), dtype=np.int64)
+            self._argmin = torch.zeros(n_layers, width, dtype=torch.int64, device=h.device)
+            self._argmax = torch.zeros(n_layers, width, dtype=torch.int64, device=h.device)
             if self.with_covariance:
                 self._m2 = torch.zeros(n_layers, width, width, dtype=torch.float64, device=h.device)
         self.count += n
         x = h - self._shift
         self._shifted_sum += x.sum(dim=1).double()
         lo, hi = extreme_counts(h)
-        self._argmin += lo
-        self._argmax += hi
-        if self.with_covariance:  # upper block-triangle only (about 5/8 of the products); mirrored when read
+        self._argmin += torch.as_tensor(lo, device=h.device)
+        self._argmax += torch.as_tensor(hi, device=h.device)
+        if self.with_covariance and h.device.type != "cpu":  # one product per batch on a GPU (the launches cost more than the flops)
+            self._m2 += torch.bmm(x.transpose(1, 2), x).double()
+        elif self.with_covariance:  # upper block-triangle only (about 5/8 of the products); mirrored when read
             for start in range(0, width, _COV_BLOCK):
                 stop = start + _COV_BLOCK
                 self._m2[:, start:stop, start:] += torch.bmm(x[:, :, start:stop].transpose(1, 2), x[:, :, start:]).double()
@@ -113,12 +119,12 @@ class LayerStats:
     def argmin_counts(self) -> np.ndarray:
         """(n_layers + 1, width): how many vectors have their minimum in each dimension."""
         self._ready()
-        return self._argmin.copy()
+        return self._argmin.cpu().numpy().copy()
 
     @property
     def argmax_counts(self) -> np.ndarray:
         self._ready()
-        return self._argmax.copy()
+        return self._argmax.cpu().numpy().copy()
 
     def covariance(self, layer: int | None = None) -> np.ndarray:
         """Unbiased covariance, float64: (width, width) for one layer, or all layers stacked."""
@@ -147,7 +153,7 @@ class TokenReservoir:
         self._keys = np.full(k, np.inf)
         self._meta = np.zeros((k, 3), dtype=np.int64)  # token id, position, sentence id
         self._special = np.zeros(k, dtype=bool)
-        self._vectors: np.ndarray | None = None  # (k, n_layers_kept, width) float32
+        self._vectors: torch.Tensor | None = None  # (k, n_layers_kept, width) float32, on the vectors' device until read
 
     def update(self, batch: TokenBatch) -> None:
         keys = token_keys(self.seed, batch.sentence_ids, batch.positions)
@@ -164,8 +170,8 @@ class TokenReservoir:
         slots = np.concatenate([evicted, np.arange(self._n, self.k)])[: len(new)]
         h = batch.hidden if self.layers is None else batch.hidden[self.layers]
         if self._vectors is None:
-            self._vectors = np.zeros((self.k, h.shape[0], h.shape[2]), dtype=np.float32)
-        self._vectors[slots] = h[:, torch.from_numpy(new).to(h.device)].transpose(0, 1).cpu().numpy()
+            self._vectors = torch.zeros(self.k, h.shape[0], h.shape[2], dtype=torch.float32, device=h.device)
+        self._vectors[to_device(slots, h.device)] = h.index_select(1, to_device(new, h.device)).transpose(0, 1)
         self._keys[slots] = keys[new]
         self._meta[slots] = np.stack([batch.token_ids[new], batch.positions[new], batch.sentence_ids[new]], axis=1)
         self._special[slots] = batch.special[new]
@@ -182,7 +188,7 @@ class TokenReservoir:
     def vectors(self) -> np.ndarray:
         """(n_kept, n_layers_kept, width) float32."""
         require(self._vectors is not None, "the reservoir is empty: no tokens were collected")
-        return self._vectors[self._order()]
+        return self._vectors.cpu().numpy()[self._order()]
 
     @property
     def token_ids(self) -> np.ndarray:

@@ -42,6 +42,19 @@ def release_memory() -> None:
         _TRIM(0)
 
 
+def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A host array as a tensor on device, without waiting for the work queued there (the array is copied out before
+    this returns)."""
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device, non_blocking=True)
+
+
+def batch_limits(device: torch.device) -> tuple[int, int]:
+    """(tokens, sentences) at most per padded batch: 2,048 and 64 on a CPU; eight times both on a GPU, where a batch's
+    fixed cost (hundreds of kernel launches for the hidden states and statistics) would otherwise rival its compute.
+    Collected values depend on the batches only through floating-point rounding."""
+    return (2048, 64) if device.type == "cpu" else (16384, 512)
+
+
 @dataclass
 class TokenBatch:
     """The real (non-padding) tokens of one batch, every layer.
@@ -136,14 +149,20 @@ def pad_batch(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor,
 
 
 def iterate(
-    lm: LoadedModel, sentences: Sequence[str], max_tokens: int = 2048, max_sentences: int = 64, progress: bool = True, desc: str | None = None
+    lm: LoadedModel,
+    sentences: Sequence[str],
+    max_tokens: int | None = None,
+    max_sentences: int | None = None,
+    progress: bool = True,
+    desc: str | None = None,
 ) -> Iterable[TokenBatch]:
-    """Yield TokenBatch objects for the sentences, longest-last, padding removed."""
+    """Yield TokenBatch objects for the sentences, longest-last, padding removed (batch limits: `batch_limits`)."""
     enc = encode(lm, sentences)
     if enc.truncated:
         print(f"{enc.truncated} of {len(sentences)} inputs were truncated to {lm.max_length} tokens, the model's limit")
     lengths = enc.lengths
-    groups = batches(lengths, max_tokens, max_sentences)
+    tokens, rows = batch_limits(lm.device)
+    groups = batches(lengths, max_tokens or tokens, max_sentences or rows)
     bar = tqdm(total=int(lengths.sum()), unit="tok", desc=desc or lm.name, disable=not progress, mininterval=1.0)
     pad_id = lm.tokenizer.pad_token_id
     with torch.inference_mode():
@@ -153,9 +172,9 @@ def iterate(
             token_lists = [enc.ids(i) for i in group]
             ids, mask = pad_batch(token_lists, pad_id)
             with autocast(lm.precision, lm.device):
-                out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_hidden_states=True)
+                out = lm.model(input_ids=to_device(ids.numpy(), lm.device), attention_mask=to_device(mask.numpy(), lm.device), output_hidden_states=True)
             keep = mask.bool()
-            flat = keep.flatten().nonzero().squeeze(1).to(lm.device)
+            flat = to_device(keep.flatten().nonzero().squeeze(1).numpy(), lm.device)
             hidden = torch.empty(len(out.hidden_states), len(flat), lm.width, device=lm.device, dtype=torch.float32)
             for layer, states in enumerate(out.hidden_states):  # one copy per layer, padding left out
                 torch.index_select(states.reshape(-1, lm.width).float(), 0, flat, out=hidden[layer])

@@ -16,8 +16,10 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -169,18 +171,47 @@ def disable_position_embeddings(model: RobertaForMaskedLM) -> None:
     table.requires_grad_(False)
 
 
-def masked_lm_losses(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Cross-entropy of every masked token and the row (block) it sits in; the output layer runs on those rows
-    alone (~7x less work than RobertaForMaskedLM's full logits, same values)."""
-    hidden = model.roberta(input_ids=inputs).last_hidden_state
-    picked = labels != IGNORE
-    losses = torch.nn.functional.cross_entropy(model.lm_head(hidden[picked]), labels[picked], reduction="none")
-    return losses, picked.nonzero()[:, 0]
+@dataclass(frozen=True)
+class MaskedPart:
+    """One forward pass's blocks with masking applied, and its masked tokens as flat indices into the blocks (row-major:
+    the order of `hidden[labels != IGNORE]`) with their targets. Found on the host before the pass, so that no pass
+    waits for the device to say which tokens were masked."""
+
+    inputs: torch.Tensor
+    where: torch.Tensor
+    targets: torch.Tensor
+
+    @classmethod
+    def of(cls, inputs: torch.Tensor, labels: torch.Tensor) -> MaskedPart:
+        flat = labels.flatten()
+        where = (flat != IGNORE).nonzero()[:, 0]
+        return cls(inputs, where, flat[where])
+
+    @property
+    def rows(self) -> torch.Tensor:
+        """The block each masked token sits in."""
+        return self.where // self.inputs.shape[1]
+
+    def pinned(self) -> MaskedPart:
+        """The same tensors in page-locked memory, so that copies to a GPU run without holding the host."""
+        return MaskedPart(self.inputs.pin_memory(), self.where.pin_memory(), self.targets.pin_memory())
+
+    def to(self, device: torch.device) -> MaskedPart:
+        """On device; copies from pinned memory do not wait for the device."""
+        return MaskedPart(*(t.to(device, non_blocking=t.is_pinned()) for t in (self.inputs, self.where, self.targets)))
+
+
+def masked_lm_losses(model: RobertaForMaskedLM, part: MaskedPart) -> torch.Tensor:
+    """Cross-entropy of every masked token of part; the output layer runs on those tokens alone (~7x less work than
+    RobertaForMaskedLM's full logits, same values)."""
+    hidden = model.roberta(input_ids=part.inputs).last_hidden_state
+    picked = hidden.flatten(0, 1).index_select(0, part.where)
+    return torch.nn.functional.cross_entropy(model.lm_head(picked), part.targets, reduction="none")
 
 
 def masked_lm_loss(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over the masked tokens only (the training loss)."""
-    return masked_lm_losses(model, inputs, labels)[0].mean()
+    return masked_lm_losses(model, MaskedPart.of(inputs, labels)).mean()
 
 
 def _optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
@@ -223,10 +254,11 @@ def block_losses(
     model.eval()
     sums, counts = np.zeros(len(blocks)), np.zeros(len(blocks))
     for i in range(0, len(blocks), batch_size):
-        inputs, labels = mask_tokens(blocks[i : i + batch_size], tokenizer, cfg.mask_prob, _generator(cfg.seed, i, 1))
-        losses, rows = masked_lm_losses(model, inputs.to(device), labels.to(device))
-        np.add.at(sums, i + rows.cpu().numpy(), losses.double().cpu().numpy())
-        np.add.at(counts, i + rows.cpu().numpy(), 1)
+        part = MaskedPart.of(*mask_tokens(blocks[i : i + batch_size], tokenizer, cfg.mask_prob, _generator(cfg.seed, i, 1)))
+        losses = masked_lm_losses(model, part.to(device))
+        rows = i + part.rows.numpy()
+        np.add.at(sums, rows, losses.double().cpu().numpy())
+        np.add.at(counts, rows, 1)
     return sums, counts
 
 
@@ -365,8 +397,19 @@ class MaskedLMObjective(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return masked_lm_losses(self.model, inputs, labels)
+    def forward(self, inputs: torch.Tensor, where: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return masked_lm_losses(self.model, MaskedPart(inputs, where, targets))
+
+
+def _step_batch(
+    cfg: PretrainConfig, tokenizer: PreTrainedTokenizerFast, train_blocks: shards.Blocks, step: int, parts: list[torch.Tensor], pin: bool
+) -> tuple[list[MaskedPart], int]:
+    """A step's global batch, masked (a function of (seed, step)), cut into this rank's micro-batches (pinned for a GPU),
+    and the number of tokens predicted in the global batch (every rank knows it)."""
+    blocks = train_blocks[batch_indices(len(train_blocks), cfg.batch_size, cfg.seed, step)]
+    inputs, labels = mask_tokens(blocks, tokenizer, cfg.mask_prob, _generator(cfg.seed, step, 2))
+    micro = [MaskedPart.of(inputs[part], labels[part]) for part in parts]
+    return [m.pinned() for m in micro] if pin else micro, int((labels != IGNORE).sum()) or 1
 
 
 def _seed_dropout(seed: int, step: int, rank: int) -> None:
@@ -427,59 +470,63 @@ def train(
     tokens_per_step = cfg.batch_size * cfg.seq_len
     running, since, clock = torch.zeros((), device=torch_device), 0, time.perf_counter()
     bar = tqdm(total=cfg.steps, initial=step, desc=desc, unit="step", mininterval=5.0, disable=not here.main)
-    while step < cfg.steps:
-        objective.train()
-        blocks = train_blocks[batch_indices(len(train_blocks), cfg.batch_size, cfg.seed, step)]
-        inputs, labels = mask_tokens(blocks, tokenizer, cfg.mask_prob, _generator(cfg.seed, step, 2))  # the global batch
-        total = int((labels != IGNORE).sum()) or 1  # tokens predicted in the global batch: every rank knows it
-        optimizer.zero_grad(set_to_none=True)
-        for i, part in enumerate(parts):
-            sync = here.size == 1 or i == len(parts) - 1  # DDP averages gradients over ranks on the last part only
-            with nullcontext() if sync else objective.no_sync(), autocast(cfg.precision, torch_device):  # evaluation stays float32
-                losses, _ = objective(inputs[part].to(torch_device), labels[part].to(torch_device))
-            part_sum = losses.sum()
-            (part_sum * here.size / total).backward()
-            running += part_sum.detach() / total
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        schedule.step()
-        step += 1
-        since += 1
-        bar.update(1)
-        if on_step is not None:
-            on_step(step)
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            train_loss = float(distributed.all_sum(running)) / since
-            if here.main:
-                valid = evaluate(model, valid_blocks, tokenizer, cfg, torch_device)
-                history.append(
-                    {
+    with ThreadPoolExecutor(1, thread_name_prefix="next-batch") as ahead:  # masks the next step's batch while this one trains
+        prepare = partial(_step_batch, cfg, tokenizer, train_blocks, parts=parts, pin=torch_device.type == "cuda")
+        upcoming = ahead.submit(prepare, step) if step < cfg.steps else None
+        while step < cfg.steps:
+            objective.train()
+            micro, total = upcoming.result()
+            if step + 1 < cfg.steps:
+                upcoming = ahead.submit(prepare, step + 1)
+            micro = [m.to(torch_device) for m in micro]
+            optimizer.zero_grad(set_to_none=True)
+            for i, m in enumerate(micro):
+                sync = here.size == 1 or i == len(micro) - 1  # DDP averages gradients over ranks on the last part only
+                with nullcontext() if sync else objective.no_sync(), autocast(cfg.precision, torch_device):  # evaluation stays float32
+                    losses = objective(m.inputs, m.where, m.targets)
+                part_sum = losses.sum()
+                (part_sum * here.size / total).backward()
+                running += part_sum.detach() / total
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            schedule.step()
+            step += 1
+            since += 1
+            bar.update(1)
+            if on_step is not None:
+                on_step(step)
+            if step % cfg.eval_every == 0 or step == cfg.steps:
+                train_loss = float(distributed.all_sum(running)) / since
+                if here.main:
+                    valid = evaluate(model, valid_blocks, tokenizer, cfg, torch_device)
+                    history.append(
+                        {
+                            "step": step,
+                            "tokens_seen": step * tokens_per_step,
+                            "train_loss": train_loss,
+                            "valid_loss": valid,
+                            "valid_perplexity": math.exp(valid),
+                            "lr": schedule.get_last_lr()[0],
+                            "seconds": time.perf_counter() - clock,
+                            **position_table_extreme(model, cfg.seq_len),
+                        }
+                    )
+                    track.append(layer_extremes(model, valid_blocks[:track_blocks], torch_device).assign(step=step))
+                    bar.set_postfix(loss=f"{train_loss:.3f}", valid_ppl=f"{math.exp(valid):.1f}", lr=f"{schedule.get_last_lr()[0]:.1e}")
+                    state = {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "schedule": schedule.state_dict(),
+                        "rng": torch.get_rng_state(),
                         "step": step,
-                        "tokens_seen": step * tokens_per_step,
-                        "train_loss": train_loss,
-                        "valid_loss": valid,
-                        "valid_perplexity": math.exp(valid),
-                        "lr": schedule.get_last_lr()[0],
-                        "seconds": time.perf_counter() - clock,
-                        **position_table_extreme(model, cfg.seq_len),
+                        "history": history,
+                        "track": [t.to_dict(orient="list") for t in track],
+                        "config": asdict(cfg),
                     }
-                )
-                track.append(layer_extremes(model, valid_blocks[:track_blocks], torch_device).assign(step=step))
-                bar.set_postfix(loss=f"{train_loss:.3f}", valid_ppl=f"{math.exp(valid):.1f}", lr=f"{schedule.get_last_lr()[0]:.1e}")
-                state = {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "schedule": schedule.state_dict(),
-                    "rng": torch.get_rng_state(),
-                    "step": step,
-                    "history": history,
-                    "track": [t.to_dict(orient="list") for t in track],
-                    "config": asdict(cfg),
-                }
-                write_atomic(path, lambda tmp, state=state: torch.save(state, tmp))
-            distributed.barrier()  # the checkpoint is whole before any rank goes on
-            running.zero_()
-            since, clock = 0, time.perf_counter()
+                    write_atomic(path, lambda tmp, state=state: torch.save(state, tmp))
+                distributed.barrier()  # the checkpoint is whole before any rank goes on
+                running.zero_()
+                since, clock = 0, time.perf_counter()
     bar.close()
     model.eval()
     return Trained(model, tokenizer, pd.DataFrame(history), pd.concat(track, ignore_index=True) if track else pd.DataFrame(), cfg)
