@@ -12,7 +12,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env lint test book chapters html pdf student publish site data benchmark clean
+.PHONY: env lint test book chapters html pdf student publish site data benchmark gpu-check clean
 
 env: $(STAMP)
 
@@ -59,6 +59,9 @@ data: env  # every pinned data file into $BOOK_DATA_DIR, each from the public co
 
 benchmark: env
 	$(PY) scripts/benchmark_extraction.py
+
+gpu-check: env  # one check on a GPU in at most 8 minutes (scripts/gpu_check.py), its table in _build/gpu_check.csv; TINY=1: tiny sizes (a CPU, a minute)
+	$(PY) -m scripts.gpu_check $(if $(TINY),--tiny) --out _build/gpu_check.csv
 
 clean:  # every edition (executed chapters, cache entries, HTML); results/ and models/ stay
 	rm -rf _build
