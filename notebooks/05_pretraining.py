@@ -262,10 +262,12 @@ ch.show(
             "steps",
             "tokens_seen_millions",
             "training_minutes",
+            "training_precision",
             "valid_perplexity",
         ]
-    ].rename(columns={"n_layers": "layers"}),
-    f"Every run: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine, "
+    ].rename(columns={"n_layers": "layers", "training_precision": "precision"}),
+    f"Every run: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine "
+    f"and the precision of its training steps, "
     f"final validation perplexity (unigram: {unigram:.1f})",
     precision=2,
 )

@@ -63,7 +63,7 @@ def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
     from lib.experiments.pretraining import pretraining_runs
     from lib.train import pretrain
 
-    changes = {"steps": 4, "eval_every": 2, "warmup": 1, "seeds": 1, "track_blocks": 2}
+    changes = {"steps": 4, "eval_every": 2, "warmup": 1, "seeds": 1, "track_blocks": 2, "device": "cpu"}  # two processes on a machine of one GPU too
     args = []
     for name, value in changes.items():
         args += ["-p", name, str(value)]

@@ -126,6 +126,7 @@ def run_summary(name: str, cfg: pretrain.PretrainConfig, history: pd.DataFrame, 
         "steps": int(history["step"].iloc[-1]),
         "tokens_seen_millions": history["tokens_seen"].iloc[-1] / 1e6,
         "training_minutes": history["seconds"].sum() / 60,
+        "training_precision": "bf16 autocast" if cfg.precision == "bfloat16" else "float32",
         "valid_perplexity": history["valid_perplexity"].iloc[-1],
         "unigram_perplexity": unigram,
         "top_extreme_kind": top["kind"],
@@ -190,7 +191,8 @@ def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float, histories: 
 PRETRAIN_SUMMARY = declare(
     "05_pretraining",
     "summary",
-    "model seed position_embeddings parameters_millions n_layers width steps tokens_seen_millions training_minutes valid_perplexity unigram_perplexity "
+    "model seed position_embeddings parameters_millions n_layers width steps tokens_seen_millions training_minutes training_precision valid_perplexity "
+    "unigram_perplexity "
     "top_extreme_kind top_extreme_dim top_extreme_percent model_outliers",
 )
 
