@@ -132,3 +132,19 @@ def test_prerequisites_are_read_from_what_a_chapter_calls_and_its_parameters():
     assert cache.prerequisites("10_common_direction", {"models": "minilm,mpnet"}) == set()
     assert cache.prerequisites("10_common_direction", {}) == {"05_pretraining"}  # a profile that keeps the cell's models (a first default build)
     assert cache.prerequisites("14_scorecard", sources.declared_parameters("14_scorecard")) == everything - {"14_scorecard"}
+
+
+def test_every_committed_cost_file_reads_and_covers_every_chapter():
+    """A costs file that does not parse would be ignored (times are hints): the runner's order and the rerun page's
+    table would silently lose that edition."""
+    import yaml
+
+    from lib.core.sources import chapters
+    from lib.edition.notes import chapter_costs
+
+    for path in sorted(costs.path("quick").parent.glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert set(costs.load(path.stem)) == set(raw) == set(chapters()), path.name
+    table = chapter_costs()
+    gpu = [line.split(" | ")[3] for line in table.splitlines() if line.startswith("| 05_pretraining")]
+    assert gpu and gpu[0].startswith("≈ "), table  # the gpu edition's times are estimates until a build measures them

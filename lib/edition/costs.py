@@ -53,7 +53,8 @@ def device() -> str:
 
 def where(facts: dict[str, Any], jobs: int) -> str:
     """Where a chapter's time was measured, from its entry's facts: commit, device, threads, chapters at once."""
-    return f"commit {str(facts.get('commit', 'unknown'))[:7]}, {facts.get('device', 'CPU')}, {facts.get('threads', '?')} threads, {jobs} at once"
+    threads = facts.get("threads", "?")
+    return f"commit {str(facts.get('commit', 'unknown'))[:7]}, {facts.get('device', 'CPU')}, {threads} thread{'' if threads == 1 else 's'}, {jobs} at once"
 
 
 def record(profile: str, chapter: str, seconds: float, where: str) -> None:

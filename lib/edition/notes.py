@@ -15,7 +15,7 @@ from ..core.profiles import description, profile_parameters
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
 from ..experiments.verdicts import VERDICTS
 from ..settings import REPO_ROOT, cache_dir, data_dir, models_dir, results_dir
-from . import launch, reference
+from . import costs, launch, reference
 from .cache import Entry, digest
 from .folders import Edition, commit_text
 
@@ -188,6 +188,32 @@ def all_references() -> str:
 def duration(seconds: float) -> str:
     seconds = float(seconds)
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+COST_PROFILES = ("quick", "default", "gpu")  # the editions whose expected times the rerun page shows
+
+
+def chapter_costs() -> str:
+    """The rerun page's table of what each chapter costs in each edition, from the times committed with the book
+    (`profiles/costs/`): measured ones as they are, estimates marked ≈, and under the table where each was measured."""
+    rows = {profile: costs.load(profile) for profile in COST_PROFILES}
+    marks: dict[str, int] = {}
+
+    def cell(row: dict | None) -> str:
+        if row is None:
+            return "–"
+        estimate = row["measured"].startswith("estimate")
+        if not estimate:
+            marks.setdefault(row["measured"], len(marks) + 1)
+        return ("≈ " if estimate else "") + duration(row["seconds"]) + ("" if estimate else f" ({marks[row['measured']]})")
+
+    lines = ["| chapter | " + " | ".join(f"{p} edition" for p in COST_PROFILES) + " |", "|---|" + "---:|" * len(COST_PROFILES)]
+    lines += [f"| {c} | " + " | ".join(cell(rows[p].get(c)) for p in COST_PROFILES) + " |" for c in chapters()]
+    totals = [sum(r["seconds"] for r in rows[p].values()) for p in COST_PROFILES]
+    lines.append("| **all chapters, one at a time** | " + " | ".join(f"**{duration(t)}**" if t else "–" for t in totals) + " |")
+    where = "; ".join(f"({n}) {text}" for text, n in marks.items())
+    note = "≈: an estimate (`profiles/costs/<profile>.yaml` says from what), until a build measures it."
+    return "\n".join(lines) + f"\n\nMeasured: {where or 'nothing yet'}. {note}\n"
 
 
 def edition_time(entries: dict[str, Entry], profile: str) -> str:

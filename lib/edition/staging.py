@@ -25,6 +25,7 @@ from .folders import Edition, verified_entries, write_bytes_if_changed, write_if
 from .notes import (
     SCORECARD,
     all_references,
+    chapter_costs,
     chapter_note,
     edition_note,
     edition_time,
@@ -41,6 +42,7 @@ SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro
 
 TIME_MARKER = "<!-- edition time -->"  # in book/rerun.md and book/teaching.md: how long this edition's chapters ran
 REFERENCE_MARKER = "<!-- parameter reference -->"  # in book/rerun.md: replaced by every chapter's parameter table
+COSTS_MARKER = "<!-- chapter costs -->"  # in book/rerun.md: what each chapter costs in each edition (`chapter_costs`)
 
 
 def _vector_figures(nb: nbformat.NotebookNode, entry: Entry) -> None:
@@ -213,6 +215,7 @@ def stage(edition: Edition) -> Path:
                 summary = scorecard_summary(scorecard_card(entries.get(SCORECARD)))
                 text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{summary}")
             text = text.replace(REFERENCE_MARKER, all_references()).replace(TIME_MARKER, edition_time(entries, edition.profile))
+            text = text.replace(COSTS_MARKER, chapter_costs())
             write_if_changed(source / relative, text)
     write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
     return source
