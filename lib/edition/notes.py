@@ -225,5 +225,5 @@ def edition_time(entries: dict[str, Entry], profile: str) -> str:
     threads = sorted({str(e.facts.get("threads", "?")) for e in entries.values()})
     return (
         f"In this ({profile}) edition, the {len(entries)} executed chapters ran for {duration(total)} in their last runs, "
-        f"on {' or '.join(threads)} CPU threads each (the {{doc}}`build report <build_report>` gives each chapter's time)."
+        f"on {' or '.join(threads)} CPU thread{'' if threads == ['1'] else 's'} each (the {{doc}}`build report <build_report>` gives each chapter's time)."
     )
