@@ -172,9 +172,9 @@ def iterate(
             token_lists = [enc.ids(i) for i in group]
             ids, mask = pad_batch(token_lists, pad_id)
             with autocast(lm.precision, lm.device):
-                out = lm.model(input_ids=to_device(ids.numpy(), lm.device), attention_mask=to_device(mask.numpy(), lm.device), output_hidden_states=True)
+                out = lm.model(input_ids=ids.to(lm.device, non_blocking=True), attention_mask=mask.to(lm.device, non_blocking=True), output_hidden_states=True)
             keep = mask.bool()
-            flat = to_device(keep.flatten().nonzero().squeeze(1).numpy(), lm.device)
+            flat = keep.flatten().nonzero().squeeze(1).to(lm.device, non_blocking=True)
             hidden = torch.empty(len(out.hidden_states), len(flat), lm.width, device=lm.device, dtype=torch.float32)
             for layer, states in enumerate(out.hidden_states):  # one copy per layer, padding left out
                 torch.index_select(states.reshape(-1, lm.width).float(), 0, flat, out=hidden[layer])
