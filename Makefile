@@ -63,5 +63,5 @@ benchmark: env
 gpu-check: env  # one check on a GPU in at most 8 minutes (scripts/gpu_check.py), its table in _build/gpu_check.csv; TINY=1: tiny sizes (a CPU, a minute)
 	$(PY) -m scripts.gpu_check $(if $(TINY),--tiny) --out _build/gpu_check.csv
 
-clean:  # every edition (executed chapters, cache entries, HTML); results/ and models/ stay
-	rm -rf _build
+clean:  # every edition (executed chapters, cache entries, HTML); results/ and models/ stay; refused while a build writes one
+	@if [ -x $(PY) ]; then $(PY) -m lib.edition.clean; else rm -rf _build; fi

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .errors import BookError
+from .processes import alive
 
 
 def _umask() -> int:
@@ -26,17 +27,6 @@ def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
     os.close(fd)
     return _install(Path(tmp), path, write, 0o666)  # mkstemp makes 0600 files; a built book's images must be readable by a web server
-
-
-def alive(pid: int) -> bool:
-    """Whether a process with this id exists."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_folder_atomic(folder: Path, write: Callable[[Path], None]) -> Path:
@@ -93,22 +83,46 @@ def write_manifest(folder: Path) -> Path:
     return write_atomic(folder / MANIFEST, lambda p: p.write_text(lines, encoding="utf-8"))
 
 
+WEIGHTS = (".safetensors", ".bin")  # a model folder's manifest lists at least one file with such a name
+
+
+def _manifest_entries(folder: Path, remedy: str) -> list[tuple[str, int, str]]:
+    """The manifest's (SHA-256, size, relative path) lines; one line naming the first line that is not of that form."""
+    try:
+        lines = (folder / MANIFEST).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        raise BookError(f"{folder} has no readable manifest ({MANIFEST}), so its files cannot be checked; {remedy}") from None
+    entries = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        parts = line.split("  ", 2)
+        if len(parts) != 3 or len(parts[0]) != 64 or not all(c in "0123456789abcdef" for c in parts[0]) or not parts[1].isdigit() or not parts[2]:
+            raise BookError(f"line {number} of {folder / MANIFEST} is not '<sha256>  <size>  <path>' (it reads {line[:60]!r}); {remedy}")
+        entries.append((parts[0], int(parts[1]), parts[2]))
+    return entries
+
+
 def verify_manifest(folder: Path, remedy: str) -> None:
-    """Check every file of a folder against its manifest (sizes first, then checksums); a missing, truncated or changed
-    file stops with one line that names it and says what to do (remedy)."""
+    """Check a model folder against its manifest: it lists every file there (and a weights file), and each file has the
+    listed size and checksum; a missing, unlisted, truncated or changed file, or a manifest that is not one, stops with
+    one line that names it and says what to do (remedy)."""
     folder = Path(folder)
     state = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file())
     if _verified.get(str(folder)) == state:  # checked already in this process and untouched since
         return
-    try:
-        lines = (folder / MANIFEST).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        raise BookError(f"{folder} has no readable manifest ({MANIFEST}), so its files cannot be checked; {remedy}") from None
-    entries = [line.split("  ", 2) for line in lines if line.strip()]
+    entries = _manifest_entries(folder, remedy)
+    listed = {name for _, _, name in entries}
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST}
+    unlisted = sorted(present - listed)
+    if unlisted:
+        raise BookError(f"{folder / unlisted[0]} is not in the folder's manifest ({MANIFEST} lists {len(listed)} file(s)), so it cannot be checked; {remedy}")
+    if not any(name.endswith(WEIGHTS) for name in listed):
+        raise BookError(f"{folder / MANIFEST} lists no weights file ({' or '.join(WEIGHTS)}), so the model cannot be checked; {remedy}")
     for _, size, name in entries:
         path = folder / name
-        if not path.is_file() or path.stat().st_size != int(size):
-            raise BookError(f"{path} is {'missing' if not path.is_file() else 'truncated or resized'} (the manifest lists {int(size):,} bytes); {remedy}")
+        if not path.is_file() or path.stat().st_size != size:
+            raise BookError(f"{path} is {'missing' if not path.is_file() else 'truncated or resized'} (the manifest lists {size:,} bytes); {remedy}")
     for digest, _, name in entries:
         if sha256(folder / name) != digest:
             raise BookError(f"{folder / name} differs from the file the manifest records (SHA-256 {digest[:12]}…); {remedy}")

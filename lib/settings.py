@@ -10,6 +10,7 @@ from typing import NamedTuple
 import torch
 
 from .errors import BookError
+from .processes import pid_file_holder
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +121,7 @@ def cpu_share(parts: int) -> int:
     return max(1, (os.cpu_count() or 1) // parts)
 
 
-RUNNING = "BOOK_RUNNING_DIR"  # set by the book build: one `<chapter>.pid` file per chapter executing ("pid threads")
+RUNNING = "BOOK_RUNNING_DIR"  # set by the book build: one `<chapter>.pid` file per chapter executing (`lib.processes`)
 CHAPTER = "BOOK_CHAPTER"  # set by the book build: the chapter this process executes
 
 
@@ -130,17 +131,8 @@ def free_cores() -> int:
     total, folder = os.cpu_count() or 1, os.environ.get(RUNNING)
     if not folder:
         return total
-    held = 0
-    for file in Path(folder).glob("*.pid"):
-        if file.stem == os.environ.get(CHAPTER):
-            continue
-        try:
-            pid, threads = (int(x) for x in file.read_text().split()[:2])
-            os.kill(pid, 0)
-        except (OSError, ValueError):
-            continue  # gone, or written by an older build
-        held += threads
-    return max(1, total - held)
+    held = [pid_file_holder(file) for file in Path(folder).glob("*.pid") if file.stem != os.environ.get(CHAPTER)]
+    return max(1, total - sum(h[1] for h in held if h is not None))  # a file whose process is gone (or not ours) holds none
 
 
 def thread_env(threads: int) -> dict[str, str]:

@@ -226,6 +226,18 @@ def test_model_folders_are_checked_against_their_manifest(tmp_path, monkeypatch)
     (folder / "model.safetensors").write_bytes(b"short")
     with pytest.raises(BookError, match="truncated or resized"):
         io.verify_manifest(folder, "fix it")
+    # an emptied manifest does not switch the check off: the folder's files are not in it
+    (folder / "model.safetensors").write_bytes(bytes(flipped))
+    (folder / io.MANIFEST).write_text("")
+    with pytest.raises(BookError, match=r"config.json is not in the folder's manifest \(.* lists 0 file\(s\)\), so it cannot be checked; fix it"):
+        io.verify_manifest(folder, "fix it")
+    (folder / "model.safetensors").unlink()  # nor with the weights deleted: a manifest must list them
+    (folder / io.MANIFEST).write_text(f"{io.sha256(folder / 'config.json')}  2  config.json\n")
+    with pytest.raises(BookError, match=r"lists no weights file \(.safetensors or .bin\), so the model cannot be checked; fix it"):
+        io.verify_manifest(folder, "fix it")
+    (folder / io.MANIFEST).write_text("garbage\n")  # a line that is not a manifest's: one line, no ValueError
+    with pytest.raises(BookError, match=r"line 1 of .*\.manifest\.sha256 is not '<sha256>  <size>  <path>' \(it reads 'garbage'\); fix it"):
+        io.verify_manifest(folder, "fix it")
     from lib.encode import models
 
     monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))

@@ -14,6 +14,7 @@ import pytest
 
 from lib.core import sources
 from lib.edition import cache, runner
+from lib import processes
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
@@ -130,7 +131,7 @@ def test_a_live_process_still_executing_a_chapter_stops_a_new_run_with_one_line(
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         runner.pid_file(edition, "01_slow").parent.mkdir(parents=True)
-        runner.pid_file(edition, "01_slow").write_text(f"{holder.pid}\n")
+        runner.pid_file(edition, "01_slow").write_text(f"{holder.pid} 1 {processes.start_time(holder.pid)}\n")  # as the process wrote it
         (edition.running("01_slow") / "quick").mkdir(parents=True)
         with pytest.raises(
             BookError, match=rf"chapter 01_slow is still being executed by process {holder.pid}, left by a build that was stopped; .*kill {holder.pid}"
@@ -144,7 +145,92 @@ def test_a_live_process_still_executing_a_chapter_stops_a_new_run_with_one_line(
     assert not runner.pid_file(edition, "01_slow").exists() and edition.entry("01_slow").exists()
 
 
+def test_a_pid_file_whose_id_now_names_another_process_is_a_leftover(slow_book):
+    edition = Edition("quick")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # alive, but not the one that wrote the file
+    try:
+        file = runner.pid_file(edition, "01_slow")
+        file.parent.mkdir(parents=True)
+        file.write_text(f"{other.pid} 1 1\n")  # another start time: the id was given to a new process
+        assert processes.pid_file_holder(file) is None
+        file.write_text(f"{other.pid}\n")  # an older build's file, no start time: a process that is not the runner
+        assert processes.pid_file_holder(file) is None
+        runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])
+        assert edition.statuses()["01_slow"]["status"] == "executed" and not file.exists() and other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_only_the_files_a_run_recorded_are_published(slow_book):
     runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0, "stray": True})])
     assert sorted(p.parent.name for p in (slow_book / "results/quick").glob("*/01_slow")) == ["a", "b"]
     assert not Edition("quick").running("01_slow").exists()
+
+
+POOL = """# %% [markdown]
+# # Chapter with a pool
+
+# %% tags=["parameters"]
+profile = "default"  # the edition
+
+# %%
+import os
+import time
+from pathlib import Path
+
+from lib.train.workers import pool
+
+Path(os.environ["MARKS"], "kernel").write_text(str(os.getpid()))
+with pool("cores") as runs:
+    list(runs.map(time.sleep, [(120,), (120,)]))
+"""
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is pid."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_killed_build_leaves_no_pool_worker_behind(tmp_path, monkeypatch):
+    book_of(tmp_path, monkeypatch, {"01_pool": POOL, "02_other": SLOW.format(name="02_other", pause=0)})
+    (tmp_path / "marks").mkdir()
+    monkeypatch.setenv("MARKS", str(tmp_path / "marks"))
+    try:
+        killed = start_runner("--jobs", "2")
+        wait_for(lambda: (tmp_path / "marks" / "kernel").is_file())
+        kernel = int((tmp_path / "marks" / "kernel").read_text())
+        wait_for(lambda: len(children(kernel)) >= 3, 60)  # two pool workers and multiprocessing's resource tracker
+        started = children(kernel)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        wait_for(lambda: all(gone(p) for p in [kernel, *started]), 20)
+    finally:
+        sources.declared_parameters.cache_clear()
+
+
+def test_make_clean_is_refused_while_a_build_writes_an_edition(slow_book):
+    build = slow_book / "build"
+    clean = lambda: subprocess.run([sys.executable, "-m", "lib.edition.clean"], cwd=REPO_ROOT, capture_output=True, text=True)
+    running = start_runner("--jobs", "1", "--chapters", "01_slow")
+    try:
+        wait_for(lambda: (slow_book / "marks" / "01_slow").is_file())
+        refused = clean()
+        assert refused.returncode == 2 and refused.stdout == ""
+        assert refused.stderr.count("\n") == 1 and "the quick edition is being written by python -m lib.edition.runner (pid" in refused.stderr
+        assert (build / "quick" / ".lock").is_file() and runner.pid_file(Edition("quick"), "01_slow").is_file()
+        out, _ = running.communicate(timeout=120)
+        assert running.returncode == 0, out  # the build was left alone and finished
+    finally:
+        running.kill()
+    done = clean()
+    assert done.returncode == 0 and f"deleted {build}" in done.stdout and not build.exists()
+    assert not list(slow_book.glob("build.deleting-*"))

@@ -28,7 +28,7 @@ from ..core.sources import chapters
 from ..errors import BookError, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir
-from .cache import Entry, digest
+from .cache import Entry, changed_files, digest
 
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -164,23 +164,37 @@ def write_if_changed(path: Path, text: str) -> None:
     write_bytes_if_changed(path, text.encode("utf-8"))
 
 
-def verified_entries(edition: Edition, say: bool = False) -> dict[str, Entry]:
-    """The cache entries of the chapters whose executed notebook is the one their run recorded; a notebook edited or
-    re-run by hand since is left out (with one line each, when say)."""
-    entries = {}
+def unvouched(edition: Edition) -> dict[str, str]:
+    """The chapters whose last run no longer vouches for a page, with why, in a few words: the executed notebook is not
+    the one the run recorded (edited or re-run by hand), or a file the run read or wrote has changed since (another
+    chapter's results it read, a data file, a model folder, its own results: `cache.changed_files`)."""
+    why = {}
     for chapter in chapters():
         entry, notebook = Entry.load(edition.entry(chapter)), edition.notebook(chapter)
         if entry is None or not notebook.is_file():
             continue
         if digest(str(notebook)) != entry.notebook:
-            if say:
-                print(
-                    f"{chapter}: its executed notebook differs from the one its run recorded (edited or re-run by hand); it is not published: "
-                    f"run `python -m lib.edition.runner --profile {edition.profile} --chapters {chapter}` again",
-                    flush=True,
-                )
-            continue
-        entries[chapter] = entry
+            why[chapter] = "its executed notebook differs from the one its run recorded (edited or re-run by hand)"
+        elif (changed := changed_files(entry)) is not None:
+            why[chapter] = f"its last run read or wrote files that have changed since ({changed})"
+    return why
+
+
+def verified_entries(edition: Edition, say: bool = False) -> dict[str, Entry]:
+    """The cache entries whose run still vouches for its page (`unvouched` names the others; one line each, when say)."""
+    left_out = unvouched(edition)
+    if say:
+        for chapter, why in left_out.items():
+            print(
+                f"{chapter}: {why}; its page says it was not executed: run `python -m lib.edition.runner --profile {edition.profile} "
+                f"--chapters {chapter}` again",
+                flush=True,
+            )
+    entries = {}
+    for chapter in chapters():
+        entry = Entry.load(edition.entry(chapter))
+        if entry is not None and edition.notebook(chapter).is_file() and chapter not in left_out:
+            entries[chapter] = entry
     return entries
 
 

@@ -25,7 +25,7 @@ from ..io import write_atomic
 from ..settings import REPO_ROOT
 from . import pagecheck
 from .downloads import PDF_NAME, pdf_stamp
-from .folders import Edition, entries_digest, verified_entries
+from .folders import Edition, entries_digest, unvouched, verified_entries
 from .staging import stage
 
 HTML_STAMP = ".edition.json"  # in a built edition's HTML: the chapter runs its pages were made from (`entries_digest`)
@@ -128,6 +128,13 @@ def publish(edition: Edition) -> Path:
         built_from == entries_digest(verified_entries(edition)),
         f"{html} was not built by `make book` from the chapter runs the {edition.profile} edition's entries list (no stamp, or another one); "
         f"run `make book PROFILE={edition.profile}` again",
+    )
+    stale = unvouched(edition)
+    require(
+        not stale,
+        f"{len(stale)} chapter(s) of the {edition.profile} edition have a last run that no longer vouches for its page, e.g. "
+        f"{next(iter(stale))}: {next(iter(stale.values()))}; run `python -m lib.edition.runner --profile {edition.profile} --chapters "
+        f"{','.join(stale)}` (or `make book PROFILE={edition.profile}`), then publish again",
     )
     absent = [c for c in chapters() if not (html / "book" / "chapters" / f"{c}.html").is_file()]
     require(not absent, f"{html} lacks the page of {', '.join(absent[:3])}{' …' if len(absent) > 3 else ''}; run `make book PROFILE={edition.profile}` again")

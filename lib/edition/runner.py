@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -40,7 +41,8 @@ from .. import provenance
 from ..core.profiles import checked_value, profile_parameters, scaled
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
 from ..errors import BookError, cli, require
-from ..io import alive, sha256, write_atomic
+from ..io import sha256, write_atomic
+from ..processes import die_with_parent, pid_file_holder, write_pid_file
 from ..settings import CHAPTER, REPO_ROOT, RUNNING, STAGING, cpu_share, results_dir, thread_env
 from . import cache, costs
 from .folders import Edition, commit, now
@@ -66,13 +68,35 @@ def plan(profile: str, names: list[str], overrides: dict[str, Any], scale: float
     return out
 
 
+def with_dependents(profile: str, plans: list[tuple[str, dict[str, Any]]], overrides: dict[str, Any], scale: float = 1.0) -> list[tuple[str, dict[str, Any]]]:
+    """The plans and every other chapter run before in this edition that reads the results of a planned one, directly or
+    through another (`cache.prerequisites`): left out, its page would go on showing what it read before. A dependent
+    gets the profile's values and the overrides it declares; all in dependency order (each after the chapters it reads)."""
+    edition, planned = Edition(profile), dict(plans)
+    others = [c for c in chapters() if c not in planned and edition.entry(c).is_file()]
+    grew = True
+    while grew:
+        grew = False
+        for chapter in (c for c in others if c not in planned):
+            own = {k: v for k, v in overrides.items() if k in declared_parameters(chapter)}
+            parameters = plan(profile, [chapter], own, scale)[0][1]
+            if cache.prerequisites(chapter, parameters) & set(planned):
+                planned[chapter], grew = parameters, True
+    needs = {name: cache.prerequisites(name, parameters) & set(planned) for name, parameters in planned.items()}
+    ordered: list[tuple[str, dict[str, Any]]] = []
+    left = list(planned.items())
+    while left:  # each chapter after those it reads, else in the order given (a cycle keeps it)
+        done = {name for name, _ in ordered}
+        ready = next((item for item in left if needs[item[0]] <= done), left[0])
+        ordered.append(ready)
+        left.remove(ready)
+    return ordered
+
+
 def _publish_results(staged: Path, profile: str, chapter: str, outputs: list[str]) -> None:
     """Replace every result folder of the chapter in this edition (one per model, and its figures) by the files the run
     recorded writing (`outputs`: paths under the results folder) and nothing else: afterwards the edition holds exactly
     this run's recorded results for the chapter; anything else in its folder is discarded with it."""
-    missing = [label for label in outputs if not (staged / label).is_file()]
-    if missing:
-        raise BookError(f"chapter {chapter} recorded writing {missing[0]} but its run left no such file; run it again")
     final = results_dir()
     for old in (final / profile).glob(f"*/{chapter}"):
         if old.is_dir():
@@ -95,19 +119,16 @@ def pid_file(edition: Edition, chapter: str) -> Path:
 
 def _claim(edition: Edition, chapter: str) -> None:
     """Take the chapter's running folders for this process; a process of an earlier build that still executes it (its
-    runner was killed) stops this one with a line naming it, instead of having its folders deleted under it."""
+    runner was killed) stops this one with a line naming it, instead of having its folders deleted under it. A pid file
+    whose process has ended, or whose id now names an unrelated process, is a leftover: it is replaced."""
     file = pid_file(edition, chapter)
-    try:
-        pid = int(file.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        pid = 0
-    if pid and pid != os.getpid() and alive(pid):
+    holder = pid_file_holder(file)
+    if holder is not None and holder[0] != os.getpid():
         raise BookError(
-            f"chapter {chapter} is still being executed by process {pid}, left by a build that was stopped; "
-            f"wait for it to end or stop it (kill {pid}), then run again"
+            f"chapter {chapter} is still being executed by process {holder[0]}, left by a build that was stopped; "
+            f"wait for it to end or stop it (kill {holder[0]}), then run again"
         )
-    file.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(file, lambda p: p.write_text(f"{os.getpid()} {_threads()}\n"))  # the cores it holds (`settings.free_cores`)
+    write_pid_file(file, _threads())  # the cores it holds (`settings.free_cores`)
 
 
 def run_chapter(chapter: str, parameters: dict[str, Any], edition: Edition, parts: dict[str, Any], guard: Callable[[], None] | None = None) -> cache.Entry:
@@ -166,6 +187,13 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         if guard is not None:
             guard()
         recorded = provenance.read(log)
+        missing = [r["label"] for r in recorded if r["kind"] == "output" and not (staged / r["label"]).is_file()]
+        if missing:  # checked before anything is replaced: a failed run leaves the last good entry and results as they were
+            shutil.rmtree(staged, ignore_errors=True)
+            raise BookError(
+                f"chapter {chapter} recorded writing {missing[0]} but its run left no such file (was {staged} removed?); "
+                f"the edition keeps its last good run of {chapter}: run it again"
+            )
         edition.entry(chapter).unlink(missing_ok=True)  # from here to the new entry, nothing vouches for the chapter
         _publish_results(staged, edition.profile, chapter, [r["label"] for r in recorded if r["kind"] == "output"])
         shutil.rmtree(staged, ignore_errors=True)
@@ -187,9 +215,11 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
     return entry
 
 
-def _staleness(edition: Edition, name: str, parameters: dict[str, Any], force: bool) -> tuple[dict[str, Any], str | None]:
+def _staleness(edition: Edition, name: str, parameters: dict[str, Any], force: bool | frozenset[str]) -> tuple[dict[str, Any], str | None]:
+    """The chapter's key parts, and why it must run (None: reuse it); force: every chapter, or the chapters named."""
     parts = cache.key_parts(source_file(name), parameters)
-    return parts, "forced" if force else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
+    forced = force if isinstance(force, bool) else name in force
+    return parts, "forced" if forced else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
 
 
 def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dict[str, Any], reason: str, start: float, timed: bool) -> None:
@@ -205,7 +235,10 @@ def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dic
     print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
 
 
-def build(profile: str, plans: list[tuple[str, dict[str, Any]]], force: bool = False, dry_run: bool = False, jobs: int = 1, timed: bool = True) -> Edition:
+Plans = list[tuple[str, dict[str, Any]]]
+
+
+def build(profile: str, plans: Plans, force: bool | frozenset[str] = False, dry_run: bool = False, jobs: int = 1, timed: bool = True) -> Edition:
     """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each.
     With dry_run, only say what would be executed and why. With jobs > 1, up to that many chapters execute at once
     (`build_parallel`). `timed`: record each executed chapter's time in the profile's costs (not for a scaled run or -p values)."""
@@ -257,21 +290,6 @@ def default_jobs() -> int:
 RUNNER_PID = "BOOK_RUNNER_PID"  # in a worker's environment: the runner that started it and holds the edition's lock
 
 
-def _tied_to_parent(parent: int) -> Callable[[], None]:
-    """What a worker runs between fork and exec: on Linux the kernel sends it SIGKILL when its runner dies (its kernel,
-    which polls its parent, then ends too); a runner that is already gone stops it at once."""
-
-    def tie() -> None:
-        if sys.platform.startswith("linux"):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return tie
-
-
 def _stop(running: dict[str, tuple[subprocess.Popen, int, float, str]]) -> None:
     """End the workers still running, each with its process group (its kernel, in a session of its own, ends when it
     sees its worker gone)."""
@@ -299,7 +317,7 @@ def _runner_alive() -> None:
     )
 
 
-def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool = False, timed: bool = True) -> Edition:
+def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: int, force: bool | frozenset[str] = False, timed: bool = True) -> Edition:
     """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
     cores and, when there are several GPUs, a GPU of its own. A chapter is looked at once the chapters it reads
     (`cache.prerequisites`) among those planned are done: reused at once if nothing it depends on changed (as in a
@@ -334,7 +352,7 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                 command = [sys.executable, "-m", "lib.edition.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
                 print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reasons[name]}", flush=True)
                 env = {**os.environ, **_worker_env(slot, jobs), RUNNER_PID: str(os.getpid())}
-                worker = subprocess.Popen(command, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_tied_to_parent(os.getpid()))
+                worker = subprocess.Popen(command, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=functools.partial(die_with_parent, os.getpid()))
                 running[name] = (worker, slot, start, reasons[name])
             for name, (process, _, start, reason) in list(running.items()):
                 if process.poll() is None:
@@ -382,6 +400,11 @@ def main(argv: list[str] | None = None) -> None:
         metavar=("NAME", "VALUE"),
         help="set a parameter of the chapters that declare it (VALUE is read as YAML)",
     )
+    parser.add_argument(
+        "--only",
+        action="store_true",
+        help="execute the chapters named and no others: chapters that read their results are not looked at (their pages then say they were not executed)",
+    )
     parser.add_argument("--force", action="store_true", help="execute the chapters even where nothing they depend on changed")
     parser.add_argument("--plan", action="store_true", help="only say which chapters would be executed, and why")
     parser.add_argument(
@@ -414,6 +437,11 @@ def main(argv: list[str] | None = None) -> None:
         except yaml.YAMLError:
             raise BookError(f"-p {name}: {value!r} is not a YAML value; quote strings and write mappings as '{{a: 1, b: 2}}'") from None
     plans = plan(args.profile, names, overrides, args.scale)  # every value checked before anything runs
+    if not args.only:
+        plans = with_dependents(args.profile, plans, overrides, args.scale)
+        extra = [name for name, _ in plans if name not in names]
+        if extra:
+            print(f"== also {', '.join(extra)}: run before in this edition, they read results of the chapters named (--only: not them)", flush=True)
     jobs = args.jobs or min(default_jobs(), len(plans))
     for var in ("BOOK_DATA_DIR", "BOOK_CACHE_DIR", "BOOK_RESULTS_DIR", "BOOK_MODELS_DIR"):
         if os.environ.get(var):  # the kernels run in the output folder: make relative settings absolute
@@ -428,7 +456,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated runner ends its workers first (build_parallel)
     edition = Edition(args.profile)
     with edition.locked("python -m lib.edition.runner"):
-        build(args.profile, plans, force=args.force, jobs=jobs, timed=args.scale == 1 and not overrides)  # the profile's own times only
+        forced = frozenset(names) if args.force else False  # the chapters named, not those that read them
+        build(args.profile, plans, force=forced, jobs=jobs, timed=args.scale == 1 and not overrides)  # the profile's own times only
     print(f"executed notebooks of the {args.profile} edition: {edition.notebooks}", flush=True)
 
 

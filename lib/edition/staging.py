@@ -21,7 +21,7 @@ from ..settings import REPO_ROOT
 from . import exercises
 from .cache import Entry, digest
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
-from .folders import Edition, verified_entries, write_bytes_if_changed, write_if_changed
+from .folders import Edition, unvouched, verified_entries, write_bytes_if_changed, write_if_changed
 from .notes import (
     SCORECARD,
     all_references,
@@ -126,13 +126,19 @@ def _without_numbers(text: str) -> str:
     return re.sub(r"\{numref\}`[^`]*`", "the chapter's table or figure", text)
 
 
-def _placeholder(chapter: str, profile: str) -> str:
-    """The page of a chapter not executed in this edition: how to execute it, and its exercises (without solutions)."""
+def _placeholder(chapter: str, profile: str, why: str | None = None) -> str:
+    """The page of a chapter not executed in this edition (or whose last run no longer vouches for a page: `why`): how
+    to execute it, and its exercises (without solutions)."""
     tasks = "".join(f"\n:::{{exercise}} {e.title}\n:label: {e.label}\n\n{_without_numbers(e.text)}\n:::\n" for e in exercises.exercises(chapter))
+    state = (
+        f"This chapter's last run in the **{profile}** edition is not shown: {why}, so its page could show numbers that no\ncurrent run supports. Run\n"
+        if why
+        else f"This chapter has not been executed for the **{profile}** edition yet. Run\n"
+    )
     return (
         f"# {title(chapter)}\n\n:::{{admonition}} Not executed in this edition\n:class: warning\n"
-        f"This chapter has not been executed for the **{profile}** edition yet. Run\n"
-        f"`python -m lib.edition.runner --profile {profile} --chapters {chapter}` (or `make book PROFILE={profile}`).\n:::\n"
+        + state
+        + f"`python -m lib.edition.runner --profile {profile} --chapters {chapter}` (or `make book PROFILE={profile}`).\n:::\n"
         + (f"\n## Exercises\n{tasks}" if tasks else "")
     )
 
@@ -180,7 +186,7 @@ def _stage_static(source: Path) -> None:
 def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
     """Stage every executed chapter whose notebook is the one its entry records, with its result tables (a placeholder
     page for the others); their cache entries."""
-    entries = verified_entries(edition, say=True)
+    entries, left_out = verified_entries(edition, say=True), unvouched(edition)
     card = scorecard_card(entries.get(SCORECARD))
     for chapter in chapters():
         staged, placeholder = source / "book" / "chapters" / f"{chapter}.ipynb", source / "book" / "chapters" / f"{chapter}.md"
@@ -192,7 +198,7 @@ def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
             write_if_changed(staged, page)
             placeholder.unlink(missing_ok=True)
         else:
-            write_if_changed(placeholder, _placeholder(chapter, edition.profile))
+            write_if_changed(placeholder, _placeholder(chapter, edition.profile, left_out.get(chapter)))
             staged.unlink(missing_ok=True)
     return entries
 

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from ..errors import BookError, require
+from ..processes import die_with_parent
 from ..settings import cpu_share, free_cores, thread_env
 
 RECHECK_S = 5.0  # how often a Cores pool waiting on its runs looks again for freed cores
@@ -34,7 +35,10 @@ RECHECK_S = 5.0  # how often a Cores pool waiting on its runs looks again for fr
 GPU = "GPU"  # the Dask resource a GPU worker offers and a run asks for
 
 
-def _one_thread() -> None:
+def _one_thread(parent: int) -> None:
+    """A pool worker's start: one CPU thread, and it dies with the process that started it (a chapter's kernel that ends
+    without shutting its pool down, as one whose runner was killed does, leaves no worker computing)."""
+    die_with_parent(parent)
     torch.set_num_threads(1)
     os.environ.update(thread_env(1))
 
@@ -44,7 +48,9 @@ class Cores:
     `free_cores()` leaves room: a grid started beside another chapter widens when that chapter ends."""
 
     def __init__(self) -> None:
-        self.executor = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread)
+        self.executor = ProcessPoolExecutor(
+            max_workers=os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread, initargs=(os.getpid(),)
+        )
 
     def map(self, function: Callable[..., Any], calls: list[tuple]) -> Iterator[Any]:
         """function(*call) for each call, yielded in the calls' order as soon as each and those before it are done."""
