@@ -22,8 +22,15 @@ def _path_from_env(var: str, default: Path) -> Path:
 
 
 def data_dir() -> Path:
-    """Data sets: $BOOK_DATA_DIR, default `data/` in the repository."""
-    return _path_from_env("BOOK_DATA_DIR", REPO_ROOT / "data").resolve()
+    """Data sets: $BOOK_DATA_DIR, default `data/` in the repository; one line when it names a file (or a path through one)."""
+    path = _path_from_env("BOOK_DATA_DIR", REPO_ROOT / "data").resolve()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise BookError(
+            f"BOOK_DATA_DIR={os.environ.get('BOOK_DATA_DIR')!r}: {existing} is a file, not a folder; point BOOK_DATA_DIR at the folder that holds "
+            "(or will hold) the data sets, or unset it for data/ in the repository"
+        )
+    return path
 
 
 class DataRelease(NamedTuple):

@@ -26,7 +26,7 @@ from urllib.parse import unquote
 from lib.datasets.fetch import absent_files
 from lib.datasets.pins import SOURCES, Source
 from lib.datasets.release import pack
-from lib.errors import cli, require
+from lib.errors import BookError, cli, require
 from lib.settings import DATA_RELEASE, data_dir
 
 
@@ -95,7 +95,10 @@ def server(mirror: Mirror, port: int = 0) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(body)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    try:
+        httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    except OSError as err:
+        raise BookError(f"cannot serve on 127.0.0.1:{port} ({err.strerror}); name a free port: python -m scripts.serve_data_mirror PORT") from None
     httpd.requests = []
     return httpd
 

@@ -55,6 +55,18 @@ class Faulty:
                     self.send_header("Location", self.path)
                     self.end_headers()
                     return
+                if fault in ("endless", "drip"):  # 200, then bytes without end: at full speed, or one every 50 ms
+                    self.send_response(200)
+                    self.end_headers()
+                    try:
+                        while not outer.release.is_set():
+                            self.wfile.write(b"x" * (1 << 16) if fault == "endless" else b"x")
+                            if fault == "drip":
+                                self.wfile.flush()
+                                time.sleep(0.05)
+                    except OSError:
+                        pass
+                    return
                 if body is None or fault in ("404", "500"):
                     self.send_error(int(fault or 404))
                     return
@@ -116,7 +128,7 @@ def planted(tmp_path, faulty, monkeypatch):
     files = {"sst2/sentiment-train": b"a fine film\t1\n" * 500, "wic/train/train.gold.txt": b"T\nF\n", "corpus/brown/a01.txt": os.urandom(200_000)}
     sources = {}
     for path, data in files.items():
-        sources[path] = Source(path, hashlib.sha256(data).hexdigest(), "owner/repo", COMMIT, f"up/{path}", "identical")
+        sources[path] = Source(path, hashlib.sha256(data).hexdigest(), "owner/repo", COMMIT, f"up/{path}", "identical", len(data))
         faulty.files[f"/owner/repo/{COMMIT}/up/{path}"] = data
     faulty.files[f"/owner/imdb/tar.gz/{COMMIT}"] = reviews_archive(f"imdb-{COMMIT}", REVIEWS)
     test = "label\tfile\ttext\npos\t0_7.txt\tFine.\n"
@@ -145,7 +157,7 @@ def staging_leftovers(root: Path) -> list[str]:
 def test_the_table_is_the_shared_folders_sources_and_its_pins(shared_data):
     """sources.tsv holds SOURCES.tsv's rows; identical files keep its SHA-256, converted ones the content's."""
     shared = (shared_data / "SOURCES.tsv").read_text().splitlines()
-    assert shared[0] == TABLE.read_text().splitlines()[0]
+    assert shared[0] + "\tsize" == TABLE.read_text().splitlines()[0]
     rows = {line.split("\t")[0]: line.split("\t") for line in shared[1:]}
     assert set(rows) == set(SOURCES) and len(SOURCES) == 595
     for path, source in SOURCES.items():
@@ -153,7 +165,9 @@ def test_the_table_is_the_shared_folders_sources_and_its_pins(shared_data):
         assert (source.repository, source.commit, source.upstream_path) == (row[2], row[3], row[4])
         assert source.how == ("identical" if row[5] == "identical" else "converted")
         if not source.converted:
-            assert source.sha256 == row[1]
+            assert source.sha256 == row[1] and source.size == (shared_data / path).stat().st_size
+        else:
+            assert source.size == len(gzip.decompress((shared_data / path).read_bytes()))
         assert content_sha256(shared_data / path, source.converted) == source.sha256
     assert sum(s.converted for s in SOURCES.values()) == 2
     assert (
@@ -191,6 +205,7 @@ def test_an_empty_folder_is_filled_and_verified_and_a_second_fetch_downloads_not
 @pytest.mark.parametrize(
     "fault, reason",
     [
+        ("endless", r"more than the 65,540 bytes accepted for this file arrived: it is not the pinned file"),
         ("404", r"HTTP 404 Not Found"),
         ("500", r"HTTP 500 Internal Server Error"),
         ("wrong", r"the file that arrived has another SHA-256 than the pinned one"),
@@ -216,9 +231,9 @@ def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(plant
     assert "Set BOOK_DATA_DIR to a folder that holds the data sets, or BOOK_DATA_MIRROR to a mirror" in line
     assert "wic/train/train.gold.txt" not in verified(root, sources) and staging_leftovers(root) == []
     retried = [u for u in faulty.requests if u == url]
-    attempts = 1 if fault == "404" else 1 + fetch.RETRIES  # a missing file is not asked for again
+    attempts = 1 if fault in ("404", "endless") else 1 + fetch.RETRIES  # a missing file, or one larger than pinned, is not asked for again
     assert len(retried) == attempts * (31 if fault == "loop" else 1) and time.monotonic() - start < 60  # requests follows 30 redirects
-    if fault != "404":
+    if attempts > 1:
         assert f"{url}: " in capsys.readouterr().out  # each retry said, with its reason
 
 
@@ -332,10 +347,18 @@ def test_the_readme_names_every_repository_and_commit_the_data_comes_from():
         assert f"[{source.repository}](https://github.com/{source.repository}/tree/{source.commit})" in readme, source.repository
 
 
+def from_github_here(monkeypatch, faulty) -> None:
+    """No mirror set: GitHub's hosts (and Stanford's, for IMDB) are the test's server."""
+    monkeypatch.delenv(fetch.MIRROR)
+    monkeypatch.setattr(fetch, "RAW", faulty.base)
+    monkeypatch.setattr(fetch, "CODELOAD", faulty.base)
+
+
 def test_imdb_falls_back_to_stanfords_archive_with_the_same_selection(planted, faulty, monkeypatch, capsys):
     """The pinned commit's archive holds Git LFS pointers (as later commits of that repository do): the fetch says so
     and builds IMDB from the official archive, leaving out the training reviews the book does not use."""
     root, sources = planted
+    from_github_here(monkeypatch, faulty)
     left_out = min(i for split, label, i in imdb.EXCLUDED if label == "neg")
     pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 854\n"
     faulty.files[f"/owner/imdb/tar.gz/{COMMIT}"] = reviews_archive(f"imdb-{COMMIT}", {name: pointer for name in REVIEWS})
@@ -351,6 +374,7 @@ def test_imdb_falls_back_to_stanfords_archive_with_the_same_selection(planted, f
 
 def test_when_both_imdb_sources_fail_the_line_names_the_last(planted, faulty, monkeypatch):
     root, sources = planted
+    from_github_here(monkeypatch, faulty)
     faulty.faults[f"/owner/imdb/tar.gz/{COMMIT}"] = "404"
     with pytest.raises(
         BookError,
@@ -358,3 +382,52 @@ def test_when_both_imdb_sources_fail_the_line_names_the_last(planted, faulty, mo
     ):
         fetch.require_data(root, sources)
     assert verified(root, sources) == sorted(p for p in sources if not p.startswith("imdb/"))
+
+
+def test_with_a_mirror_the_imdb_line_says_what_the_mirror_answered_and_nothing_else_is_asked(planted, faulty):
+    root, sources = planted
+    faulty.faults[f"/owner/imdb/tar.gz/{COMMIT}"] = "404"
+    with pytest.raises(BookError, match=rf"\(imdb \(2\)\): {faulty.base}/owner/imdb/tar.gz/{COMMIT} could not be downloaded \(HTTP 404"):
+        fetch.require_data(root, sources)
+    assert not any("stanford" in u for u in faulty.requests)  # no silent fall back to the internet
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:8765", "ftp://host/data", "http://"])
+def test_a_mirror_that_is_not_a_url_is_one_line_before_any_request(planted, faulty, monkeypatch, value):
+    root, sources = planted
+    monkeypatch.setenv(fetch.MIRROR, value)
+    with pytest.raises(BookError, match=r"BOOK_DATA_MIRROR=.* is not an http:// or https:// URL with a host; write it as http://host:port/path"):
+        fetch.require_data(root, sources)
+    assert faulty.requests == [] and held(root) == []
+
+
+def test_a_data_folder_setting_that_names_a_file_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    for value in (tmp_path / "a-file", tmp_path / "a-file" / "data"):
+        monkeypatch.setenv("BOOK_DATA_DIR", str(value))
+        with pytest.raises(BookError, match=r"BOOK_DATA_DIR=.*: .*a-file is a file, not a folder; point BOOK_DATA_DIR at the folder"):
+            fetch.require_data()
+
+
+def test_the_mirror_script_on_a_busy_port_is_one_line(faulty, shared_data):
+    port = str(faulty.httpd.server_address[1])
+    env = {**os.environ, "BOOK_DATA_DIR": str(shared_data)}
+    done = subprocess.run([sys.executable, "-m", "scripts.serve_data_mirror", port], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert f"cannot serve on 127.0.0.1:{port} (Address already in use); name a free port" in done.stderr
+
+
+def test_the_first_ctrl_c_stops_a_fetch_at_once(planted, faulty):
+    root, sources = planted
+    dripping = f"/owner/repo/{COMMIT}/up/corpus/brown/a01.txt"
+    faulty.faults[dripping] = "drip"
+    fetching = child(root, sources, faulty.base, FETCH.replace("progressbar=False", "progressbar=False, timeout=60"))
+    deadline = time.monotonic() + 60
+    while (dripping not in faulty.requests or len(held(root)) < 4) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    fetching.send_signal(signal.SIGINT)  # once
+    start = time.monotonic()
+    out, _ = fetching.communicate(timeout=30)
+    assert time.monotonic() - start < 5 and fetching.returncode != 0 and "KeyboardInterrupt" in out
+    assert verified(root, sources) == sorted(set(sources) - {"corpus/brown/a01.txt"}) and staging_leftovers(root) == []

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from lib import processes
 from lib.core import sources
 from lib.edition import cache, runner
-from lib import processes
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT

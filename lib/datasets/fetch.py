@@ -14,14 +14,17 @@ leaves verified files only, and the next one fetches the rest. One fetch at a ti
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
 from ..errors import BookError, require
 from ..io import temporary_folder_beside
@@ -33,6 +36,10 @@ MIRROR = "BOOK_DATA_MIRROR"
 WORKERS = 4  # downloads at once
 RETRIES = 2  # further attempts after a failed download
 TIMEOUT = 30.0  # seconds to connect, and seconds without a byte, before an attempt is given up
+MARGIN = 1 << 16  # bytes accepted beyond a pinned file's size before the download is stopped as another file
+ARCHIVE_LIMIT = 2 << 30  # bytes accepted for a repository's archive (its size is not pinned; IMDB's reviews are ~85 MB of it)
+SLOWEST = 20_000.0  # bytes/s: a file that takes longer than 120 s plus its size at this rate is given up
+ARCHIVE_DEADLINE = 3600.0  # seconds for a whole archive
 
 
 class DownloadFailed(BookError):
@@ -43,10 +50,21 @@ class DownloadFailed(BookError):
         self.url, self.reason = url, reason
 
 
+def mirror() -> str:
+    """$BOOK_DATA_MIRROR without its trailing slash ('' when unset); one line when it is not an http(s) URL with a host."""
+    base = os.environ.get(MIRROR, "").strip().rstrip("/")
+    parsed = urlparse(base)
+    require(
+        not base or (parsed.scheme in ("http", "https") and bool(parsed.netloc)),
+        f"{MIRROR}={base!r} is not an http:// or https:// URL with a host; write it as http://host:port/path (or unset it to fetch from GitHub)",
+    )
+    return base
+
+
 def bases() -> tuple[str, str]:
     """(per-file base, archive base): $BOOK_DATA_MIRROR for both, else raw.githubusercontent.com and codeload.github.com."""
-    mirror = os.environ.get(MIRROR, "").strip().rstrip("/")
-    return (mirror, mirror) if mirror else (RAW, CODELOAD)
+    base = mirror()
+    return (base, base) if base else (RAW, CODELOAD)
 
 
 def missing(root: Path, sources: dict[str, Source]) -> tuple[list[str], list[str]]:
@@ -114,12 +132,45 @@ def _session():
     return _local.session
 
 
-class _Get:
-    """A pooch downloader: one GET with a time-out, streamed to pooch's temporary file; a body shorter than its
-    Content-Length is an error (retried), not a file."""
+class _Stopped(Exception):
+    """The fetch was stopped (another file failed, or Ctrl-C) while this file downloaded."""
 
-    def __init__(self, timeout: float, bar: object | None = None):
-        self.timeout, self.bar = timeout, bar
+
+class _Halt:
+    """The stop signal of one fetch and the downloads under way: `halt` sets it and cuts their connections, so a
+    download blocked on a slow or endless body ends at once, not at its next chunk."""
+
+    def __init__(self) -> None:
+        self.event, self.live, self.lock = threading.Event(), set(), threading.Lock()
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def wait(self, seconds: float) -> None:
+        self.event.wait(seconds)
+
+    def halt(self) -> None:
+        self.event.set()
+        with self.lock:
+            for response in list(self.live):
+                _cut(response)
+
+
+def _cut(response: object) -> None:
+    """Shut a streamed response's connection down (through a duplicate of its socket's descriptor): a read blocked on
+    it returns at once."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        with socket.socket(fileno=os.dup(response.raw.fileno())) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Get:
+    """A pooch downloader: one GET with a time-out, streamed to pooch's temporary file and bounded: more than `limit`
+    bytes, or longer than `deadline` seconds, ends it (DownloadFailed, not retried); a body shorter than its
+    Content-Length is an error (retried), not a file; `halt` ends it at once."""
+
+    def __init__(self, timeout: float, limit: int, deadline: float, halt: _Halt, bar: object | None = None):
+        self.timeout, self.limit, self.deadline, self.halt, self.bar = timeout, limit, deadline, halt, bar
 
     def __call__(self, url: str, output_file: str, pooch: object) -> None:
         import requests
@@ -127,13 +178,37 @@ class _Get:
         with _session().get(url, stream=True, timeout=self.timeout) as response:
             response.raise_for_status()
             expected = 0 if response.headers.get("Content-Encoding") else int(response.headers.get("Content-Length") or 0)
+            if expected > self.limit:
+                raise DownloadFailed(url, f"the server announces {expected:,} bytes, more than the {self.limit:,} accepted for this file")
+            expired = threading.Event()
+            watchdog = threading.Timer(self.deadline, lambda: (expired.set(), _cut(response)))
+            watchdog.daemon = True
+            with self.halt.lock:
+                self.halt.live.add(response)
+            watchdog.start()
             got = 0
-            with open(output_file, "wb") as out:
-                for chunk in response.iter_content(chunk_size=1 << 16):
-                    out.write(chunk)
-                    got += len(chunk)
-                    if self.bar is not None:
-                        self.bar.update(len(chunk))
+            try:
+                with open(output_file, "wb") as out:
+                    for chunk in response.iter_content(chunk_size=1 << 16):
+                        out.write(chunk)
+                        got += len(chunk)
+                        if got > self.limit:
+                            raise DownloadFailed(url, f"more than the {self.limit:,} bytes accepted for this file arrived: it is not the pinned file")
+                        if self.bar is not None:
+                            self.bar.update(len(chunk))
+                        if self.halt.is_set() or expired.is_set():
+                            break
+            except requests.RequestException:
+                if not (self.halt.is_set() or expired.is_set()):
+                    raise
+            finally:
+                watchdog.cancel()
+                with self.halt.lock:
+                    self.halt.live.discard(response)
+            if self.halt.is_set():
+                raise _Stopped
+            if expired.is_set():
+                raise DownloadFailed(url, f"only {got:,} bytes arrived in {self.deadline:.0f} s, the most a file of this size is given")
             if expected and got < expected:
                 raise requests.ConnectionError(f"the connection closed after {got:,} of {expected:,} bytes")
 
@@ -148,7 +223,7 @@ class _Run:
         pooch.get_logger().setLevel("WARNING")  # each retry is said here, with its reason
         self.root, self.staging, self.retries, self.timeout = root, staging, retries, timeout
         self.pooch = pooch.create(path=staging, base_url="", registry={})
-        self.stop = threading.Event()
+        self.stop = _Halt()
         self.bar = tqdm(total=total, unit="file", desc="data", disable=not progressbar)
         self.progressbar = progressbar
         self.installed: list[str] = []
@@ -157,19 +232,22 @@ class _Run:
     def say(self, line: str) -> None:
         self.bar.write(line)
 
-    def download(self, name: str, url: str, sha: str | None, bar: object | None = None) -> Path | None:
-        """staging/name downloaded from url (its SHA-256 checked when given), retried on errors that may pass; None
-        when the run was stopped by another file's failure."""
+    def download(self, name: str, url: str, sha: str | None, size: int, bar: object | None = None) -> Path | None:
+        """staging/name downloaded from url (its SHA-256 checked when given; at most `size` bytes and the margin, or
+        ARCHIVE_LIMIT when size is 0), retried on errors that may pass; None when the run was stopped."""
         import requests
 
         self.pooch.registry[name] = f"sha256:{sha}" if sha else None
         self.pooch.urls[name] = url
+        limit, deadline = (size + MARGIN, 120 + size / SLOWEST) if size else (ARCHIVE_LIMIT, ARCHIVE_DEADLINE)
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
             if self.stop.is_set():
                 return None
             try:
-                return Path(self.pooch.fetch(name, downloader=_Get(self.timeout, bar)))
+                return Path(self.pooch.fetch(name, downloader=_Get(self.timeout, limit, deadline, self.stop, bar)))
+            except _Stopped:
+                return None
             except requests.HTTPError as err:
                 if not_there(err):
                     raise DownloadFailed(url, reason(err)) from None
@@ -195,14 +273,14 @@ class _Run:
         self.bar.update(1)
 
     def identical(self, source: Source, base: str) -> None:
-        if self.download(source.path, source.url(base), source.sha256) is not None:
+        if self.download(source.path, source.url(base), source.sha256, source.size) is not None:
             self.install(source.path)
 
     def converted(self, sources: list[Source], base: str) -> None:
-        """The IMDB files, built from their repository's archive at the pinned commit (or, when that fails, from
-        Stanford's official archive) and checked by content."""
+        """The IMDB files, built from their repository's archive at the pinned commit (or, when that fails and no mirror
+        is set, from Stanford's official archive: a mirror's answer is the one reported) and checked by content."""
         first = sources[0]
-        urls = [first.archive_url(base), imdb.OFFICIAL]
+        urls = [first.archive_url(base)] + ([] if mirror() else [imdb.OFFICIAL])
         for n, url in enumerate(urls):
             try:
                 return self._convert(sources, url, f"_sources/imdb-{n}.tar.gz")
@@ -215,7 +293,7 @@ class _Run:
         from tqdm import tqdm
 
         with tqdm(unit="B", unit_scale=True, desc="IMDB source archive", leave=False, disable=not self.progressbar) as bar:
-            archive = self.download(name, url, None, bar)
+            archive = self.download(name, url, None, 0, bar)
         if archive is None:
             return  # stopped by another file's failure
         try:
@@ -274,6 +352,7 @@ def fetch(
     A download that fails stops the fetch with DownloadFailed; what was verified by then stays installed."""
     root, sources = Path(root or data_dir()), SOURCES if sources is None else sources
     timeout = TIMEOUT if timeout is None else timeout
+    raw, codeload = bases()  # a mirror that is not a URL stops here, before any request
     root.mkdir(parents=True, exist_ok=True)
     if not absent_files(root, sources):  # a complete (perhaps read-only) folder is never locked or written
         return []
@@ -281,8 +360,7 @@ def fetch(
         absent = absent_files(root, sources)
         if not absent:
             return []
-        raw, codeload = bases()
-        where = f"the mirror {raw}" if os.environ.get(MIRROR, "").strip() else "the public commits that hold them (raw.githubusercontent.com)"
+        where = f"the mirror {raw}" if mirror() else "the public commits that hold them (raw.githubusercontent.com)"
         print(f"data: {len(absent)} of {len(sources)} data files missing in {root}; fetching them from {where}", flush=True)
         todo = [sources[p] for p in absent]
         groups: dict[tuple[str, str], list[Source]] = {}
@@ -298,12 +376,16 @@ def fetch(
                 largest = [pool.submit(run.converted, group, codeload) for group in groups.values()]  # started first
                 jobs = [pool.submit(run.identical, source, raw) for source in todo if not source.converted] + largest  # a file's error first
                 errors = []
-                for job in jobs:
-                    try:
-                        job.result()
-                    except BaseException as err:  # the first failure stops the others; they finish their file
-                        run.stop.set()
-                        errors.append(err)
+                try:
+                    for job in jobs:
+                        try:
+                            job.result()
+                        except Exception as err:  # the first failure stops the others
+                            run.stop.halt()
+                            errors.append(err)
+                except BaseException:  # Ctrl-C (or a signal), the first time: every download stops at once
+                    run.stop.halt()
+                    raise
             if errors:
                 raise next((e for e in errors if isinstance(e, DownloadFailed)), errors[0])
         except OSError as err:

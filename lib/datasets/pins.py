@@ -1,7 +1,7 @@
 """The pinned data files: each file's SHA-256 and the public commit that holds it, from `lib/datasets/sources.tsv`.
 
 One row per file under the data folder: `path`, `sha256`, the GitHub `repository` and `commit` that publish it, its
-`upstream_path` there, and `how` it relates to that file:
+`upstream_path` there, `how` it relates to that file, and its `size` in bytes (a download is stopped beyond it):
 - `identical`: byte for byte the file at `https://raw.githubusercontent.com/<repository>/<commit>/<upstream_path>`;
 - `converted`: built by the book's code from the files `upstream_path` names (IMDB, `lib.datasets.imdb`); its
   `sha256` is that of the *uncompressed content*, which any rebuild reproduces (a gzip file's own bytes also depend on
@@ -33,6 +33,7 @@ class Source:
     commit: str
     upstream_path: str
     how: str  # "identical" or "converted"
+    size: int = 0  # bytes of the file (identical) or of its uncompressed content (converted); 0: not known
 
     @property
     def converted(self) -> bool:
@@ -62,8 +63,8 @@ class Source:
 def _read(table: Path = TABLE) -> dict[str, Source]:
     lines = table.read_text(encoding="utf-8").splitlines()
     header = lines[0].split("\t")
-    assert header == ["path", "sha256", "repository", "commit", "upstream_path", "how"], f"{table}: unexpected header {header}"
-    rows = [Source(*line.split("\t")) for line in lines[1:] if line.strip()]
+    assert header == ["path", "sha256", "repository", "commit", "upstream_path", "how", "size"], f"{table}: unexpected header {header}"
+    rows = [Source(*fields[:6], int(fields[6])) for fields in (line.split("\t") for line in lines[1:] if line.strip())]
     return {row.path: row for row in rows}
 
 
