@@ -310,14 +310,19 @@ def test_a_full_disk_is_one_line_naming_the_file(planted, monkeypatch):
     assert held(root) == [] and staging_leftovers(root) == []
 
 
+def stuck_on(root: Path, sources: dict[str, Source], faulty: Faulty, url: str, fault: str) -> subprocess.Popen:
+    """A fetch in another process, once it has installed every file but the one at url, which misbehaves (`fault`)."""
+    faulty.faults[url] = fault
+    fetching = child(root, sources, faulty.base, FETCH.replace("progressbar=False", "progressbar=False, timeout=60"))
+    deadline = time.monotonic() + 60
+    while (url not in faulty.requests or len(held(root)) < len(sources) - 1) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return fetching
+
+
 def test_a_fetch_killed_mid_way_leaves_only_verified_files_and_the_next_one_finishes(planted, faulty):
     root, sources = planted
-    stalled = f"/owner/repo/{COMMIT}/up/sst2/sentiment-train"
-    faulty.faults[stalled] = "stall"
-    killed = child(root, sources, faulty.base, FETCH.replace("progressbar=False", "progressbar=False, timeout=60"))
-    deadline = time.monotonic() + 30
-    while (stalled not in faulty.requests or len(held(root)) < 4) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    killed = stuck_on(root, sources, faulty, f"/owner/repo/{COMMIT}/up/sst2/sentiment-train", "stall")
     killed.send_signal(signal.SIGKILL)
     killed.wait()
     assert verified(root, sources) == sorted(set(sources) - {"sst2/sentiment-train"})  # all but the stalled file, each verified
@@ -419,12 +424,7 @@ def test_the_mirror_script_on_a_busy_port_is_one_line(faulty, shared_data):
 
 def test_the_first_ctrl_c_stops_a_fetch_at_once(planted, faulty):
     root, sources = planted
-    dripping = f"/owner/repo/{COMMIT}/up/corpus/brown/a01.txt"
-    faulty.faults[dripping] = "drip"
-    fetching = child(root, sources, faulty.base, FETCH.replace("progressbar=False", "progressbar=False, timeout=60"))
-    deadline = time.monotonic() + 60
-    while (dripping not in faulty.requests or len(held(root)) < 4) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    fetching = stuck_on(root, sources, faulty, f"/owner/repo/{COMMIT}/up/corpus/brown/a01.txt", "drip")
     time.sleep(0.5)
     fetching.send_signal(signal.SIGINT)  # once
     start = time.monotonic()

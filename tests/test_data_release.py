@@ -165,6 +165,13 @@ def test_a_corrupted_archive_and_a_wrong_hash_are_refused_and_leave_nothing(tmp_
     assert [p.name for p in (tmp_path / "cache/data-release").iterdir()] == [".fetch.lock"]  # the refused downloads are deleted
 
 
+def test_a_download_over_its_limit_is_refused_and_deleted(tmp_path, server):
+    server.files["big.tar.gz"] = b"x" * 300_000
+    with pytest.raises(BookError, match=r"big.tar.gz could not be downloaded \(more than the 100,000 bytes accepted arrived: it is not the pinned file\)"):
+        release.download(server.url("big.tar.gz"), "0" * 64, tmp_path / "cache", retries=2, progressbar=False, limit=100_000)
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [".fetch.lock"] and len(server.requests) == 1  # not asked again
+
+
 def test_a_damaged_archive_that_matches_its_hash_is_refused_at_unpacking(tmp_path, folder):
     src, pins = folder
     good, _ = packed(tmp_path, src, pins)

@@ -303,7 +303,7 @@ def test_workers_settings_say_what_is_wrong(cluster_extra):
 
 
 def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_widens_when_cores_free(tmp_path, monkeypatch):
-    from lib import settings
+    from lib import processes, settings
     from lib.train import workers
 
     grid = _tiny_grid(tmp_path, monkeypatch)
@@ -317,8 +317,9 @@ def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_wi
     # another chapter of the build holds every core but one: the pool starts one run at a time
     running = tmp_path / "running"
     running.mkdir()
-    (running / "09_other.pid").write_text(f"{os.getpid()} {(os.cpu_count() or 1) - 1}\n")
-    (running / "13_this.pid").write_text(f"{os.getpid()} 1\n")
+    me = f"{os.getpid()} {{}} {processes.start_time(os.getpid())}\n"  # as a live process of the build writes it
+    (running / "09_other.pid").write_text(me.format((os.cpu_count() or 1) - 1))
+    (running / "13_this.pid").write_text(me.format(1))
     monkeypatch.setenv(settings.RUNNING, str(running))
     monkeypatch.setenv(settings.CHAPTER, "13_this")
     assert settings.free_cores() == 1

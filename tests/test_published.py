@@ -30,7 +30,7 @@ def test_a_hand_edited_notebook_is_not_published(page_book, capsys):  # noqa: F8
     source = staging.stage(page_book)
     assert not (source / "book/chapters/01_page.ipynb").exists() and (source / "book/chapters/01_page.md").is_file()
     said = capsys.readouterr().out
-    assert "01_page: its executed notebook differs from the one its run recorded (edited or re-run by hand); it is not published" in said
+    assert "01_page: its executed notebook differs from the one its run recorded (edited or re-run by hand); its page says it was not executed" in said
     notebook.write_text(text)  # the notebook its run wrote: published again
     assert (staging.stage(page_book) / "book/chapters/01_page.ipynb").is_file()
 

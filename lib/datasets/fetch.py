@@ -4,7 +4,7 @@
 
 An identical file comes from `<base>/<repository>/<commit>/<path>` (raw.githubusercontent.com), a few at a time,
 through pooch (its SHA-256 checked); a converted file (IMDB) is built from the repository's archive at its commit
-(`<base>/<repository>/tar.gz/<commit>`, codeload.github.com; Stanford's official archive when that fails) and checked
+(`<base>/<repository>/tar.gz/<commit>`, codeload.github.com; Stanford's official archive when that fails and no mirror is set) and checked
 by its content. `$BOOK_DATA_MIRROR` names one base URL that serves both layouts instead (an institution's mirror, or a
 test's local server). Downloads go to a staging folder on the data folder's own file system (beside it, or inside it
 when the data folder is a mount point), and each file is moved in only once verified: a fetch that is killed or fails

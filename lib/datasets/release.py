@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import BookError, require
 from ..io import sha256, write_atomic
 from ..settings import DATA_RELEASE, cache_dir, data_dir
-from .fetch import TIMEOUT, DownloadFailed, absent_files, locked, missing, not_there, reason, staging_folder
+from .fetch import ARCHIVE_LIMIT, TIMEOUT, DownloadFailed, absent_files, locked, missing, not_there, reason, staging_folder
 from .pins import SOURCES, Source, content_sha256
 from .registry import REGISTRY
 
@@ -177,10 +177,11 @@ def unpack(archive: Path, root: Path, pins: dict[str, Source] = SOURCES) -> list
 class ResumingDownloader:
     """A pooch downloader that keeps what it received in `<cache>/<name>.part` and asks the server for the rest
     (an HTTP Range request) when it is called again, with a progress bar. A body shorter than the server announced
-    is kept in the part file and reported as an error, so that the next attempt resumes after it."""
+    is kept in the part file and reported as an error, so that the next attempt resumes after it; more than `limit`
+    bytes in all is another file (the part file is deleted, not retried)."""
 
-    def __init__(self, part: Path, progressbar: bool = True, timeout: float = TIMEOUT, desc: str = "data release"):
-        self.part, self.progressbar, self.timeout, self.desc = Path(part), progressbar, timeout, desc
+    def __init__(self, part: Path, progressbar: bool = True, timeout: float = TIMEOUT, desc: str = "data release", limit: int = ARCHIVE_LIMIT):
+        self.part, self.progressbar, self.timeout, self.desc, self.limit = Path(part), progressbar, timeout, desc, limit
 
     def __call__(self, url: str, output_file: str, pooch: object, check_only: bool = False) -> bool | None:
         import requests
@@ -207,6 +208,10 @@ class ResumingDownloader:
                         out.write(chunk)
                         bar.update(len(chunk))
                         got += len(chunk)
+                        if have + got > self.limit:
+                            out.close()
+                            self.part.unlink(missing_ok=True)
+                            raise DownloadFailed(url, f"more than the {self.limit:,} bytes accepted arrived: it is not the pinned file")
                 if announced and got < announced:
                     raise requests.ConnectionError(f"the connection closed after {have + got:,} of {total:,} bytes")
         shutil.move(self.part, output_file)  # whole: pooch checks its hash before keeping it
@@ -222,10 +227,11 @@ def download(
     timeout: float = TIMEOUT,
     what: str = "data release",
     hint: str = "check BOOK_DATA_URL",
+    limit: int = ARCHIVE_LIMIT,
 ) -> Path:
     """A file (by default the release archive) in cache as `<sha256><suffix of url>`, downloaded if absent (one fetch
     at a time per cache), its SHA-256 checked. Each failed attempt is said with its reason and the next resumes where
-    it stopped; a file with another hash is deleted and refused (hint says what to do)."""
+    it stopped; a file with another hash, or over `limit` bytes, is deleted and refused (hint says what to do)."""
     import pooch
     import requests
 
@@ -234,7 +240,7 @@ def download(
     cache.mkdir(parents=True, exist_ok=True)
     pooch.get_logger().setLevel("WARNING")  # each retry is said below, with its reason
     fetcher = pooch.create(path=cache, base_url="", registry={fname: f"sha256:{digest}"}, urls={fname: url})
-    downloader = ResumingDownloader(cache / f"{fname}.part", progressbar, timeout, desc=what)
+    downloader = ResumingDownloader(cache / f"{fname}.part", progressbar, timeout, desc=what, limit=limit)
     last: BaseException | None = None
     with locked(cache):
         for attempt in range(retries + 1):

@@ -130,12 +130,13 @@ def publish(edition: Edition) -> Path:
         f"run `make book PROFILE={edition.profile}` again",
     )
     stale = unvouched(edition)
-    require(
-        not stale,
-        f"{len(stale)} chapter(s) of the {edition.profile} edition have a last run that no longer vouches for its page, e.g. "
-        f"{next(iter(stale))}: {next(iter(stale.values()))}; run `python -m lib.edition.runner --profile {edition.profile} --chapters "
-        f"{','.join(stale)}` (or `make book PROFILE={edition.profile}`), then publish again",
-    )
+    if stale:
+        first, why = next(iter(stale.items()))
+        raise BookError(
+            f"{len(stale)} chapter(s) of the {edition.profile} edition have a last run that no longer vouches for its page, e.g. {first}: {why}; "
+            f"run `python -m lib.edition.runner --profile {edition.profile} --chapters {','.join(stale)}` (or `make book PROFILE={edition.profile}`), "
+            "then publish again"
+        )
     absent = [c for c in chapters() if not (html / "book" / "chapters" / f"{c}.html").is_file()]
     require(not absent, f"{html} lacks the page of {', '.join(absent[:3])}{' …' if len(absent) > 3 else ''}; run `make book PROFILE={edition.profile}` again")
     leaks = [str(REPO_ROOT), str(Path.home())]
