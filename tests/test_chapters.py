@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,8 +24,12 @@ from lib.settings import REPO_ROOT
 
 
 def run(tmp_path, *args, env_extra=None):
+    copy = tmp_path / "profiles"  # a copy: the chapter times a build records stay out of the checkout's files
+    if not copy.exists():
+        shutil.copytree(REPO_ROOT / "profiles", copy)
     env = {
         **os.environ,
+        "BOOK_PROFILES_DIR": str(copy),
         "BOOK_RESULTS_DIR": str(tmp_path / "results"),
         "BOOK_MODELS_DIR": str(tmp_path / "models"),
         "BOOK_BUILD_DIR": str(tmp_path / "build"),
