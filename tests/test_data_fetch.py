@@ -206,6 +206,7 @@ def test_an_empty_folder_is_filled_and_verified_and_a_second_fetch_downloads_not
     "fault, reason",
     [
         ("endless", r"more than the 65,540 bytes accepted for this file arrived: it is not the pinned file"),
+        ("drip", r"not whole after 1 s, the most a file of this size is given: the server is too slow"),
         ("404", r"HTTP 404 Not Found"),
         ("500", r"HTTP 500 Internal Server Error"),
         ("wrong", r"the file that arrived has another SHA-256 than the pinned one"),
@@ -214,8 +215,9 @@ def test_an_empty_folder_is_filled_and_verified_and_a_second_fetch_downloads_not
         ("stall", r"no answer within 0.5 s"),
     ],
 )
-def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(planted, faulty, capsys, fault, reason):
+def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(planted, faulty, capsys, monkeypatch, fault, reason):
     root, sources = planted
+    monkeypatch.setattr(fetch, "GRACE", 1.0)  # a 4-byte file: given about a second
     url = f"/owner/repo/{COMMIT}/up/wic/train/train.gold.txt"
     if fault == "wrong":
         faulty.files[url] = b"F\nF\n"
@@ -231,7 +233,7 @@ def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(plant
     assert "Set BOOK_DATA_DIR to a folder that holds the data sets, or BOOK_DATA_MIRROR to a mirror" in line
     assert "wic/train/train.gold.txt" not in verified(root, sources) and staging_leftovers(root) == []
     retried = [u for u in faulty.requests if u == url]
-    attempts = 1 if fault in ("404", "endless") else 1 + fetch.RETRIES  # a missing file, or one larger than pinned, is not asked for again
+    attempts = 1 if fault in ("404", "endless", "drip") else 1 + fetch.RETRIES  # a missing, oversized or too slow file is not asked for again
     assert len(retried) == attempts * (31 if fault == "loop" else 1) and time.monotonic() - start < 60  # requests follows 30 redirects
     if attempts > 1:
         assert f"{url}: " in capsys.readouterr().out  # each retry said, with its reason

@@ -38,7 +38,8 @@ RETRIES = 2  # further attempts after a failed download
 TIMEOUT = 30.0  # seconds to connect, and seconds without a byte, before an attempt is given up
 MARGIN = 1 << 16  # bytes accepted beyond a pinned file's size before the download is stopped as another file
 ARCHIVE_LIMIT = 2 << 30  # bytes accepted for a repository's archive (its size is not pinned; IMDB's reviews are ~85 MB of it)
-SLOWEST = 20_000.0  # bytes/s: a file that takes longer than 120 s plus its size at this rate is given up
+GRACE = 120.0  # seconds every file is given, whatever its size
+SLOWEST = 20_000.0  # bytes/s: a file that takes longer than GRACE plus its size at this rate is given up
 ARCHIVE_DEADLINE = 3600.0  # seconds for a whole archive
 
 
@@ -208,7 +209,7 @@ class _Get:
             if self.halt.is_set():
                 raise _Stopped
             if expired.is_set():
-                raise DownloadFailed(url, f"only {got:,} bytes arrived in {self.deadline:.0f} s, the most a file of this size is given")
+                raise DownloadFailed(url, f"not whole after {self.deadline:.0f} s, the most a file of this size is given: the server is too slow")
             if expected and got < expected:
                 raise requests.ConnectionError(f"the connection closed after {got:,} of {expected:,} bytes")
 
@@ -239,7 +240,7 @@ class _Run:
 
         self.pooch.registry[name] = f"sha256:{sha}" if sha else None
         self.pooch.urls[name] = url
-        limit, deadline = (size + MARGIN, 120 + size / SLOWEST) if size else (ARCHIVE_LIMIT, ARCHIVE_DEADLINE)
+        limit, deadline = (size + MARGIN, GRACE + size / SLOWEST) if size else (ARCHIVE_LIMIT, ARCHIVE_DEADLINE)
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
             if self.stop.is_set():
