@@ -197,7 +197,7 @@ def test_staging_copies_only_the_tables_the_entry_vouches_for(book):
     table.write_text("n\n7\n")
     source = staging.stage(Edition("quick"))  # the chapter's run no longer vouches for a page: it is shown as not executed
     page = (source / "book" / "chapters" / "01_models.md").read_text()
-    assert "output quick/a/01_models/t.csv changed" in page and not (source / "book" / "chapters" / "01_models.ipynb").exists()
+    assert "its result quick/a/01_models/t.csv has changed since" in page and not (source / "book" / "chapters" / "01_models.ipynb").exists()
     assert not any(source.rglob("t.csv"))  # nor is the table offered
 
 

@@ -325,15 +325,16 @@ def stale(entry: Entry | None, parts: dict[str, Any], notebook: Path) -> str | N
     if entry.key != key(parts):
         changed = _changed(entry.parts, parts)
         return "changed: " + ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
-    return changed_files(entry)
+    changed = changed_file(entry)
+    return None if changed is None else f"{changed[0]['kind']} {changed[0]['label']} {changed[1]}"
 
 
-def changed_files(entry: Entry) -> str | None:
+def changed_file(entry: Entry) -> tuple[dict[str, str], str] | None:
     """The first file the entry's run read or wrote (data, model folder, another chapter's results, its own results)
-    that is no longer what the run recorded, as `kind label changed|missing`; None when every one is unchanged. An
-    entry with such a file does not vouch for its page: the runner executes it again, staging leaves it out."""
+    that is no longer what the run recorded, with "changed" or "missing"; None when every one is unchanged. An entry
+    with such a file does not vouch for its page: the runner executes it again, staging leaves it out."""
     for item in entry.inputs + entry.outputs:
         now = digest(item["path"])
         if (now or "missing") != item["sha256"]:  # an input missing then and now is unchanged
-            return f"{item['kind']} {item['label']} {'missing' if now is None else 'changed'}"
+            return item, "missing" if now is None else "changed"
     return None

@@ -28,7 +28,7 @@ from ..core.sources import chapters
 from ..errors import BookError, require
 from ..io import write_atomic
 from ..settings import REPO_ROOT, build_dir
-from .cache import Entry, changed_files, digest
+from .cache import Entry, changed_file, digest
 
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -167,7 +167,7 @@ def write_if_changed(path: Path, text: str) -> None:
 def unvouched(edition: Edition) -> dict[str, str]:
     """The chapters whose last run no longer vouches for a page, with why, in a few words: the executed notebook is not
     the one the run recorded (edited or re-run by hand), or a file the run read or wrote has changed since (another
-    chapter's results it read, a data file, a model folder, its own results: `cache.changed_files`)."""
+    chapter's results it read, a data file, a model folder, its own results: `cache.changed_file`)."""
     why = {}
     for chapter in chapters():
         entry, notebook = Entry.load(edition.entry(chapter)), edition.notebook(chapter)
@@ -175,8 +175,10 @@ def unvouched(edition: Edition) -> dict[str, str]:
             continue
         if digest(str(notebook)) != entry.notebook:
             why[chapter] = "its executed notebook differs from the one its run recorded (edited or re-run by hand)"
-        elif (changed := changed_files(entry)) is not None:
-            why[chapter] = f"its last run read or wrote files that have changed since ({changed})"
+        elif (changed := changed_file(entry)) is not None:
+            item, state = changed
+            what = f"its result {item['label']}" if item["kind"] == "output" else f"what it read as {item['label']}"
+            why[chapter] = f"{what} {'is missing' if state == 'missing' else 'has changed since'}"
     return why
 
 
