@@ -167,8 +167,10 @@ def test_a_corrupted_archive_and_a_wrong_hash_are_refused_and_leave_nothing(tmp_
 
 def test_a_download_over_its_limit_is_refused_and_deleted(tmp_path, server):
     server.files["big.tar.gz"] = b"x" * 300_000
-    with pytest.raises(BookError, match=r"big.tar.gz could not be downloaded \(more than the 100,000 bytes accepted arrived: it is not the pinned file\)"):
-        release.download(server.url("big.tar.gz"), "0" * 64, tmp_path / "cache", retries=2, progressbar=False, limit=100_000)
+    with pytest.raises(
+        BookError, match=r"big.tar.gz could not be downloaded \(more than the 165,536 bytes accepted for this file arrived: it is not the pinned"
+    ):
+        release.download(server.url("big.tar.gz"), "0" * 64, tmp_path / "cache", retries=2, progressbar=False, size=100_000)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [".fetch.lock"] and len(server.requests) == 1  # not asked again
 
 

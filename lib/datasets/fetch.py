@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlparse
 
 from ..errors import BookError, require
@@ -137,7 +138,7 @@ class _Stopped(Exception):
     """The fetch was stopped (another file failed, or Ctrl-C) while this file downloaded."""
 
 
-class _Halt:
+class Halt:
     """The stop signal of one fetch and the downloads under way: `halt` sets it and cuts their connections, so a
     download blocked on a slow or endless body ends at once, not at its next chunk."""
 
@@ -165,12 +166,53 @@ def _cut(response: object) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-class _Get:
-    """A pooch downloader: one GET with a time-out, streamed to pooch's temporary file and bounded: more than `limit`
-    bytes, or longer than `deadline` seconds, ends it (DownloadFailed, not retried); a body shorter than its
-    Content-Length is an error (retried), not a file; `halt` ends it at once."""
+def stream_bounded(url: str, response: object, out: BinaryIO, limit: int, deadline: float, halt: Halt, bar: object | None = None, have: int = 0) -> int:
+    """Copy a streamed response's body into out, bounded: beyond `limit` bytes in all (`have` of them from before), or
+    after `deadline` seconds, it ends with DownloadFailed (another file, or a server too slow); `halt` ends it at once
+    (_Stopped). The bytes copied."""
+    import requests
 
-    def __init__(self, timeout: float, limit: int, deadline: float, halt: _Halt, bar: object | None = None):
+    expired = threading.Event()
+    watchdog = threading.Timer(deadline, lambda: (expired.set(), _cut(response)))
+    watchdog.daemon = True
+    with halt.lock:
+        halt.live.add(response)
+    watchdog.start()
+    got = 0
+    try:
+        for chunk in response.iter_content(chunk_size=1 << 16):
+            out.write(chunk)
+            got += len(chunk)
+            if have + got > limit:
+                raise DownloadFailed(url, f"more than the {limit:,} bytes accepted for this file arrived: it is not the pinned file")
+            if bar is not None:
+                bar.update(len(chunk))
+            if halt.is_set() or expired.is_set():
+                break
+    except requests.RequestException:
+        if not (halt.is_set() or expired.is_set()):
+            raise
+    finally:
+        watchdog.cancel()
+        with halt.lock:
+            halt.live.discard(response)
+    if halt.is_set():
+        raise _Stopped
+    if expired.is_set():
+        raise DownloadFailed(url, f"not whole after {deadline:.0f} s, the most a file of this size is given: the server is too slow")
+    return got
+
+
+def bounds(size: int) -> tuple[int, float]:
+    """(most bytes, most seconds) a download of a file of `size` bytes is given; size 0 (not pinned): an archive's."""
+    return (size + MARGIN, GRACE + size / SLOWEST) if size else (ARCHIVE_LIMIT, ARCHIVE_DEADLINE)
+
+
+class _Get:
+    """A pooch downloader: one GET with a time-out, streamed to pooch's temporary file within its bounds
+    (`stream_bounded`); a body shorter than its Content-Length is an error (retried), not a file."""
+
+    def __init__(self, timeout: float, limit: int, deadline: float, halt: Halt, bar: object | None = None):
         self.timeout, self.limit, self.deadline, self.halt, self.bar = timeout, limit, deadline, halt, bar
 
     def __call__(self, url: str, output_file: str, pooch: object) -> None:
@@ -181,35 +223,8 @@ class _Get:
             expected = 0 if response.headers.get("Content-Encoding") else int(response.headers.get("Content-Length") or 0)
             if expected > self.limit:
                 raise DownloadFailed(url, f"the server announces {expected:,} bytes, more than the {self.limit:,} accepted for this file")
-            expired = threading.Event()
-            watchdog = threading.Timer(self.deadline, lambda: (expired.set(), _cut(response)))
-            watchdog.daemon = True
-            with self.halt.lock:
-                self.halt.live.add(response)
-            watchdog.start()
-            got = 0
-            try:
-                with open(output_file, "wb") as out:
-                    for chunk in response.iter_content(chunk_size=1 << 16):
-                        out.write(chunk)
-                        got += len(chunk)
-                        if got > self.limit:
-                            raise DownloadFailed(url, f"more than the {self.limit:,} bytes accepted for this file arrived: it is not the pinned file")
-                        if self.bar is not None:
-                            self.bar.update(len(chunk))
-                        if self.halt.is_set() or expired.is_set():
-                            break
-            except requests.RequestException:
-                if not (self.halt.is_set() or expired.is_set()):
-                    raise
-            finally:
-                watchdog.cancel()
-                with self.halt.lock:
-                    self.halt.live.discard(response)
-            if self.halt.is_set():
-                raise _Stopped
-            if expired.is_set():
-                raise DownloadFailed(url, f"not whole after {self.deadline:.0f} s, the most a file of this size is given: the server is too slow")
+            with open(output_file, "wb") as out:
+                got = stream_bounded(url, response, out, self.limit, self.deadline, self.halt, self.bar)
             if expected and got < expected:
                 raise requests.ConnectionError(f"the connection closed after {got:,} of {expected:,} bytes")
 
@@ -224,7 +239,7 @@ class _Run:
         pooch.get_logger().setLevel("WARNING")  # each retry is said here, with its reason
         self.root, self.staging, self.retries, self.timeout = root, staging, retries, timeout
         self.pooch = pooch.create(path=staging, base_url="", registry={})
-        self.stop = _Halt()
+        self.stop = Halt()
         self.bar = tqdm(total=total, unit="file", desc="data", disable=not progressbar)
         self.progressbar = progressbar
         self.installed: list[str] = []
@@ -240,7 +255,7 @@ class _Run:
 
         self.pooch.registry[name] = f"sha256:{sha}" if sha else None
         self.pooch.urls[name] = url
-        limit, deadline = (size + MARGIN, GRACE + size / SLOWEST) if size else (ARCHIVE_LIMIT, ARCHIVE_DEADLINE)
+        limit, deadline = bounds(size)
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
             if self.stop.is_set():

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import BookError, require
 from ..io import sha256, write_atomic
 from ..settings import DATA_RELEASE, cache_dir, data_dir
-from .fetch import ARCHIVE_LIMIT, TIMEOUT, DownloadFailed, absent_files, locked, missing, not_there, reason, staging_folder
+from .fetch import TIMEOUT, DownloadFailed, Halt, absent_files, bounds, locked, missing, not_there, reason, staging_folder, stream_bounded
 from .pins import SOURCES, Source, content_sha256
 from .registry import REGISTRY
 
@@ -180,8 +180,9 @@ class ResumingDownloader:
     is kept in the part file and reported as an error, so that the next attempt resumes after it; more than `limit`
     bytes in all is another file (the part file is deleted, not retried)."""
 
-    def __init__(self, part: Path, progressbar: bool = True, timeout: float = TIMEOUT, desc: str = "data release", limit: int = ARCHIVE_LIMIT):
-        self.part, self.progressbar, self.timeout, self.desc, self.limit = Path(part), progressbar, timeout, desc, limit
+    def __init__(self, part: Path, progressbar: bool = True, timeout: float = TIMEOUT, desc: str = "data release", size: int = 0):
+        self.part, self.progressbar, self.timeout, self.desc = Path(part), progressbar, timeout, desc
+        self.limit, self.deadline = bounds(size)
 
     def __call__(self, url: str, output_file: str, pooch: object, check_only: bool = False) -> bool | None:
         import requests
@@ -199,19 +200,16 @@ class ResumingDownloader:
                 if response.status_code != 206:
                     have = 0  # the server ignored the range: start again
                 announced = int(response.headers.get("content-length", 0))
-                total, got = (announced + have) or None, 0
+                total = (announced + have) or None
                 with (
                     open(self.part, "ab" if have else "wb") as out,
                     tqdm(total=total, initial=have, unit="B", unit_scale=True, desc=self.desc, disable=not self.progressbar) as bar,
                 ):
-                    for chunk in response.iter_content(chunk_size=1 << 16):
-                        out.write(chunk)
-                        bar.update(len(chunk))
-                        got += len(chunk)
-                        if have + got > self.limit:
-                            out.close()
-                            self.part.unlink(missing_ok=True)
-                            raise DownloadFailed(url, f"more than the {self.limit:,} bytes accepted arrived: it is not the pinned file")
+                    try:
+                        got = stream_bounded(url, response, out, self.limit, self.deadline, Halt(), bar, have)
+                    except DownloadFailed:
+                        self.part.unlink(missing_ok=True)  # another file, or too slow a server: nothing to resume
+                        raise
                 if announced and got < announced:
                     raise requests.ConnectionError(f"the connection closed after {have + got:,} of {total:,} bytes")
         shutil.move(self.part, output_file)  # whole: pooch checks its hash before keeping it
@@ -227,11 +225,12 @@ def download(
     timeout: float = TIMEOUT,
     what: str = "data release",
     hint: str = "check BOOK_DATA_URL",
-    limit: int = ARCHIVE_LIMIT,
+    size: int = 0,
 ) -> Path:
     """A file (by default the release archive) in cache as `<sha256><suffix of url>`, downloaded if absent (one fetch
     at a time per cache), its SHA-256 checked. Each failed attempt is said with its reason and the next resumes where
-    it stopped; a file with another hash, or over `limit` bytes, is deleted and refused (hint says what to do)."""
+    it stopped; a file with another hash, or beyond the bounds of its `size` (`fetch.bounds`; 0: not known), is deleted
+    and refused (hint says what to do)."""
     import pooch
     import requests
 
@@ -240,7 +239,7 @@ def download(
     cache.mkdir(parents=True, exist_ok=True)
     pooch.get_logger().setLevel("WARNING")  # each retry is said below, with its reason
     fetcher = pooch.create(path=cache, base_url="", registry={fname: f"sha256:{digest}"}, urls={fname: url})
-    downloader = ResumingDownloader(cache / f"{fname}.part", progressbar, timeout, desc=what, limit=limit)
+    downloader = ResumingDownloader(cache / f"{fname}.part", progressbar, timeout, desc=what, size=size)
     last: BaseException | None = None
     with locked(cache):
         for attempt in range(retries + 1):

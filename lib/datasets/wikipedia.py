@@ -110,7 +110,6 @@ def fetch(snapshot: Snapshot, root: Path | None = None, progressbar: bool = True
     refused and deleted."""
     from huggingface_hub import hf_hub_url
 
-    from .fetch import MARGIN
     from .release import download
 
     folder, paths = snapshot.folder(root), []
@@ -126,7 +125,7 @@ def fetch(snapshot: Snapshot, root: Path | None = None, progressbar: bool = True
                 progressbar=progressbar,
                 what=f"Wikipedia file {name}",
                 hint="the hub no longer serves the pinned file (or HF_ENDPOINT names another mirror): pin again with `python -m lib.datasets pin-wikipedia`",
-                limit=size + MARGIN,
+                size=size,
             )
             path.parent.mkdir(parents=True, exist_ok=True)
             got.replace(path)
