@@ -16,6 +16,7 @@ from filelock import FileLock, Timeout
 
 from ..errors import BookError, cli
 from ..settings import build_dir
+from .folders import lock_holder
 
 
 def clean(root: Path | None = None) -> bool:
@@ -33,13 +34,9 @@ def clean(root: Path | None = None) -> bool:
             try:
                 lock.acquire()
             except Timeout:
-                try:
-                    who = (lock_file.parent / ".lock-holder").read_text(encoding="utf-8").strip()
-                except OSError:
-                    who = "another process"
                 raise BookError(
-                    f"the {lock_file.parent.name} edition is being written by {who}; nothing was deleted: wait for it to finish (or stop it), "
-                    "then run `make clean` again"
+                    f"the {lock_file.parent.name} edition is being written by {lock_holder(lock_file.parent)}; nothing was deleted: wait for it to "
+                    "finish (or stop it), then run `make clean` again"
                 ) from None
             held.append(lock)
         root.rename(doomed)

@@ -102,10 +102,7 @@ class Edition:
             lock = FileLock(self.root / ".lock", timeout=0)
             lock.acquire()
         except Timeout:
-            try:
-                who = holder.read_text(encoding="utf-8").strip()
-            except OSError:
-                who = "another process"
+            who = lock_holder(self.root)
             raise BookError(f"the {self.profile} edition is being written by {who}; wait for it to finish (or stop it), then run again") from None
         except OSError as err:
             raise BookError(f"cannot write the build folder {self.root} ({err.strerror}); make it writable or set BOOK_BUILD_DIR") from None
@@ -130,6 +127,14 @@ class Edition:
             statuses = self.statuses()
             statuses[chapter] = {"status": status, "reason": reason, "seconds": round(seconds, 1), "at": now()}
             write_atomic(self.status_file, lambda p: p.write_text(json.dumps(statuses, indent=1, sort_keys=True)))
+
+
+def lock_holder(root: Path) -> str:
+    """Who holds the lock of the edition in root, as its holder wrote it ("python -m lib.edition.runner (pid …, since …)")."""
+    try:
+        return (root / ".lock-holder").read_text(encoding="utf-8").strip()
+    except OSError:
+        return "another process"
 
 
 def now() -> str:
