@@ -29,7 +29,7 @@ const dark = () => {
   document.documentElement.dataset.theme = "dark";
   document.documentElement.dataset.mode = "dark";
 };
-document.addEventListener("DOMContentLoaded", () => setTimeout(() => {
+window.addEventListener("load", () => { // measured as the load event ends, before Chromium dumps the page: no timer that the dump could outrun
   "use strict";
   const still = document.createElement("style"); // colours are read as they end, not halfway through a transition
   still.textContent = "*, *::before, *::after { transition: none !important; }";
@@ -55,9 +55,9 @@ document.addEventListener("DOMContentLoaded", () => setTimeout(() => {
     const a = lum(rgb(getComputedStyle(l).color)), b = lum(behind(l));
     out.tabs.push({label: l.textContent.trim(), contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)});
   });
-  const pre = document.createElement("pre"); pre.id = "book-measure"; pre.textContent = JSON.stringify(out);
-  document.body.append(pre);
-}, 1000));
+  const pre = document.createElement("pre"); pre.id = "book-measure"; pre.hidden = true; pre.textContent = JSON.stringify(out);
+  document.body.append(pre); // hidden: the theme gives a visible pre that scrolls a tabindex, which the reading below allows too
+});
 </script>"""
 
 
@@ -106,14 +106,16 @@ def measure(url: str, width: int, dark: bool = False, timeout: float = 60) -> di
     and `tabs` (label, contrast ratio)."""
     binary = chromium()
     require(binary is not None, "no Chromium on this machine: apt install chromium (Debian), then run again")
-    for _ in range(2):  # a page whose layout the budget did not reach is loaded once more
+    for _ in range(3):  # a page Chromium dumped without the measurements is loaded again
         with tempfile.TemporaryDirectory() as profile:
             flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking"]
             flags += ["--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", f"--window-size={width},1000"]
             flags += ["--virtual-time-budget=20000", "--dump-dom", url + ("#dark" if dark else "")]
             done = subprocess.run([binary, *flags], capture_output=True, text=True, timeout=timeout)
-        found = re.search(r'<pre id="book-measure">(.*?)</pre>', done.stdout, re.S)
+        found = re.search(r'<pre id="book-measure"[^>]*>(.*?)</pre>', done.stdout, re.S)
         if found:
             break
-    require(found is not None, f"Chromium did not lay out {url} (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+    title = re.search(r"<title>(.*?)</title>", done.stdout, re.S)
+    shown = f"a page titled {title.group(1).strip()!r}" if title else f"{len(done.stdout)} characters"
+    require(found is not None, f"Chromium did not lay out {url} three times (exit {done.returncode}; it printed {shown}): {done.stderr.strip()[-300:]}")
     return json.loads(found.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"'))
