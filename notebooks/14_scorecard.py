@@ -120,7 +120,7 @@ def _p(r) -> str:
     rests on no test (inconclusive, not testable)."""
     if pd.isna(r.p_holm):
         return "exact" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
-    return "< 1e-300" if r.p_holm == 0 else f"{r.p_holm:.2g}"
+    return scorecard.p_text(r.p_holm, r.p_floor, r.p_method, r.family)
 
 
 def corrected(r) -> str:

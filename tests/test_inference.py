@@ -156,3 +156,31 @@ def test_the_sample_that_would_decide_an_inconclusive_estimate():
     assert inference.sample_to_decide(inference.exact(0.3, "whole matrix"), 0.2) is None
     assert inference.sample_to_decide(e, e.value) is None
     assert inference.sample_to_decide(inference.mean_t([0.5, 0.7, 0.6], "seeds"), 0.5, "within") > 3
+
+
+def test_identical_replicates_decide_nothing():
+    """Seeds that gave the same number (a run the seed does not change) have an interval of no width: no p-value and no
+    verdict, however far the value lies from the margin (it used to read as certain, p = 0)."""
+    from lib.experiments import verdicts
+
+    same = inference.welch(2.0, 0.0, 3, 1.0, 0.0, 3, "seeds")
+    assert same.unspread and same.p(0.0, "above") is None and "identical" in same.method
+    assert verdicts.decide(same, 0.5).verdict == verdicts.INCONCLUSIVE
+    assert verdicts.decide(inference.mean_t([4.0, 4.0, 4.0], "seeds"), 1.0).verdict == verdicts.INCONCLUSIVE
+    assert verdicts.decide(inference.welch(2.0, 0.1, 3, 1.0, 0.1, 3, "seeds"), 0.5).verdict == verdicts.HOLDS
+    assert not inference.exact(1.0, "whole").unspread and not inference.proportion(10, 10, "items").unspread
+
+
+def test_a_p_value_past_its_method_is_printed_as_a_bound():
+    """A normal tail far out is an approximation: printed as a bound with its method, never as "< 1e-300"."""
+    from lib.book import scorecard
+
+    far = inference.from_interval(10.0, 9.9, 10.1, "planted")
+    p = 2 * far.p(0.0, "above")
+    assert p < 1e-300
+    floor, method = far.p_floor()
+    assert scorecard.p_text(p, floor, method, 10) == "< 1e-09 (normal approximation)"
+    assert scorecard.p_text(0.0123, floor, method, 10) == "0.012"
+    shares = inference.cluster_share([5, 5, 5], [5, 5, 5], "sentences", draws=999)
+    assert shares.p_floor() == (1 / 1000, "999 bootstrap resamples")
+    assert inference.proportion(7, 10, "items").p_floor()[1] == "exact binomial"

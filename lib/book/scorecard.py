@@ -95,6 +95,8 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
                     "low": e.low if e else np.nan,
                     "high": e.high if e else np.nan,
                     "p": outcome.p,
+                    "p_floor": e.p_floor()[0] if e else np.nan,
+                    "p_method": e.p_floor()[1] if e else "",
                     "control": outcome.control,
                     "smaller_margin": around[0] if around else np.nan,
                     "at_smaller": smaller,
@@ -107,6 +109,13 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
                 }
             )
     return holm_corrected(pd.DataFrame(rows))
+
+
+def p_text(p_holm: float, floor: float, method: str, family: int) -> str:
+    """A Holm-adjusted p-value as printed: two digits, or, below what its method supports (`Estimate.p_floor`, times
+    the family Holm multiplied by), that bound and the method: "< 1e-09 (normal approximation)"."""
+    bound = min(1.0, floor * max(family, 1))
+    return f"< {bound:.0e} ({method})" if p_holm < bound else f"{p_holm:.2g}"
 
 
 def glance(card: pd.DataFrame, marks: dict[str, str], caption: str) -> str:

@@ -118,8 +118,11 @@ class Decision:
 def decide(estimate: Estimate, margin: float, direction: str = "above") -> Decision:
     """An estimate against a margin. "above": the claim is effect > margin; "below": effect < margin; "within": |effect|
     < margin (an equivalence claim). Holds when the 95% interval clears the margin on the claimed side, does not hold
-    when it clears it on the other side, inconclusive otherwise; an exact estimate is compared as it is."""
+    when it clears it on the other side, inconclusive otherwise; an exact estimate is compared as it is, and one whose
+    replicates were identical (`Estimate.unspread`) is inconclusive."""
     v, lo, hi = estimate.value, estimate.low, estimate.high
+    if estimate.unspread:  # identical replicates: no uncertainty to decide with, whatever the value
+        return Decision(INCONCLUSIVE, None, direction)
     if direction == "within":
         if estimate.exact:
             return Decision(HOLDS if abs(v) <= margin else FAILS, None, direction)

@@ -69,7 +69,8 @@ class Estimate:
     def p(self, bound: float, side: str) -> float | None:
         """One-sided p-value against "the effect is `bound`" in favour of `side` ("above": effect > bound), from the
         estimate's own distribution: an exact binomial test for a binomial share, t with the interval's degrees of
-        freedom for a t-interval, the normal for a normal interval (on its symmetric scale). None if exact."""
+        freedom for a t-interval, the normal for a normal interval (on its symmetric scale). None if exact, and None for
+        a sampled estimate whose interval has no width (identical seeds): it is no evidence either way (`unspread`)."""
         if self.exact:
             return None
         if self.distribution == BINOMIAL:
@@ -83,11 +84,26 @@ class Estimate:
         centre = (low + high) / 2
         quantile = float(stats.t.ppf(0.5 + LEVEL / 2, self.df)) if self.distribution == T else Z
         se = (high - low) / (2 * quantile)
-        beyond = centre > forward(bound) if side == "above" else centre < forward(bound)
-        if se <= 0:
-            return 0.0 if beyond else 1.0
+        if se <= 0:  # no spread: the replicates did not vary, so they say nothing about the uncertainty
+            return None
         distance = (centre - forward(bound)) if side == "above" else (forward(bound) - centre)
         return float(stats.t.sf(distance / se, self.df) if self.distribution == T else stats.norm.sf(distance / se))
+
+    @property
+    def unspread(self) -> bool:
+        """A sampled estimate whose interval has no width: its replicates were identical (a seed that changes
+        nothing), so it carries no uncertainty to decide with."""
+        return not self.exact and self.distribution not in (BINOMIAL, BOOTSTRAP) and not self.high > self.low
+
+    def p_floor(self) -> tuple[float, str]:
+        """The smallest p-value this estimate's method supports, and the method in words: a normal or t tail is an
+        approximation, trusted to 1e-10; a bootstrap cannot go below one in its resamples + 1; an exact binomial
+        is computed in double precision (1e-15)."""
+        if self.distribution == BOOTSTRAP:
+            return 1 / (1 + len(self.replicates)), f"{len(self.replicates):,} bootstrap resamples"
+        if self.distribution == BINOMIAL:
+            return 1e-15, "exact binomial"
+        return 1e-10, "t approximation" if self.distribution == T else "normal approximation"
 
     def back_transformed(self, transform: str, method: str) -> Estimate:
         """An estimate made on a transformed scale (e.g. the mean of log ratios) reported on the original one (the
@@ -150,7 +166,7 @@ def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b:
     va, vb = sd_a**2 / n_a, sd_b**2 / n_b
     diff, se = mean_a - mean_b, math.sqrt(va + vb)
     if se == 0:
-        return Estimate(diff, diff, diff, f"Welch over {n_a} and {n_b} {over}, no spread", distribution=T, df=n_a + n_b - 2)
+        return Estimate(diff, diff, diff, f"Welch over {n_a} and {n_b} {over}: no spread, the {over} gave identical results", distribution=T, df=n_a + n_b - 2)
     df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
     return Estimate(diff, diff - half, diff + half, f"Welch over {n_a} and {n_b} {over}", distribution=T, df=df, size=min(n_a, n_b), of=f"{over} per group")
