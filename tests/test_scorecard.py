@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -222,10 +224,10 @@ def test_holm_corrects_within_each_papers_family():
 def test_an_exact_unit_never_enters_holm_as_p_zero():
     """A verdict resting on exact units (whole matrices, every row of a table) has no p-value, also when it is mixed."""
     exact = [verdicts.unit(f"layer {i}", inference.exact(v, "whole"), 0.5) for i, v in enumerate([0.9, 0.1, 0.8])]
-    decision = verdicts.combine(exact)
+    decision = verdicts.aggregate(exact)
     assert decision.verdict == "mixed" and decision.p is None
     sampled = [verdicts.unit("a", inference.mean_t([0.9, 1.0, 0.95], "seeds"), 0.5), verdicts.unit("b", inference.mean_t([0.1, 0.0, 0.05], "seeds"), 0.5)]
-    mixed = verdicts.combine(sampled)
+    mixed = verdicts.aggregate(sampled)
     assert mixed.verdict == "mixed" and 0 < mixed.p == pytest.approx(max(2 * u.estimate.p(0.5, s) for u, s in zip(sampled, ["above", "below"])))
     card = verdicts.holm_corrected(pd.DataFrame({"paper": "a", "verdict": ["mixed", "mixed"], "ours": "x", "p": [decision.p, mixed.p]}))
     assert card["tested"].tolist() == [False, True]
@@ -286,9 +288,55 @@ def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):
 
 def test_the_weakest_unit_is_the_one_closest_to_failing_in_the_claims_direction():
     """For a claim that an effect is small ("below"), the weakest unit is the largest effect, not the smallest."""
+    claim = scorecard.claims()[0]
     below = [verdicts.unit(f"layer {i}", inference.exact(v, "whole"), 0.5, "below") for i, v in enumerate([0.1, 0.4, 0.2])]
-    assert verdicts.from_units(below).estimate.value == 0.4
+    assert verdicts.from_units(below, claim).estimate.value == 0.4
     above = [verdicts.unit(f"layer {i}", inference.exact(v, "whole"), 0.5) for i, v in enumerate([0.9, 0.6, 0.7])]
-    assert verdicts.from_units(above).estimate.value == 0.6
+    assert verdicts.from_units(above, claim).estimate.value == 0.6
     within = [verdicts.unit(f"set {i}", inference.exact(v, "whole"), 1.0, "within") for i, v in enumerate([0.1, -0.8, 0.3])]
-    assert verdicts.from_units(within).estimate.value == -0.8
+    assert verdicts.from_units(within, claim).estimate.value == -0.8
+
+
+def _units(values: list[float], margin: float = 1.0, se: float = 0.1) -> list:
+    return [
+        verdicts.unit(f"set {i}", inference.from_interval(v, v - 1.96 * se, v + 1.96 * se, "planted"), margin, of="data sets") for i, v in enumerate(values)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("values", "how", "expected"),
+    [
+        ([2, 2, 2], "all", "holds"),
+        ([2, 2, 0], "all", "mixed"),  # a refuting unit beside holding ones
+        ([0, 1, 1], "all", "does not hold"),  # a refuting unit and no holding one: refuted, not inconclusive
+        ([1, 1, 1], "all", "inconclusive"),
+        ([0, 0, 2], "any", "holds"),
+        ([0, 0, 0], "any", "does not hold"),
+        ([2, 2, 0], "most", "holds"),
+        ([2, 0, 0], "most", "does not hold"),
+        ([2, 1, 0], "most", "inconclusive"),
+        ([4, -1, 3], "mean", "holds"),  # a set that loses does not refute an average
+        ([0.5, 0.4, 0.6], "mean", "does not hold"),
+        ([1, 1, 1], "mean", "inconclusive"),
+    ],
+)
+def test_one_aggregation_grammar_decides_every_claim(values, how, expected):
+    """`aggregate`: all (a refuting unit refutes, mixed beside holding ones), any (the best unit, paid for), most (a
+    majority), mean (the mean effect and its interval): the same rule for every claim."""
+    assert verdicts.aggregate(_units(values), how).verdict == expected
+
+
+def test_the_mean_of_units_carries_their_combined_interval():
+    units = _units([4, -1, 3], se=0.5)
+    mean = verdicts.mean_estimate(units)
+    assert mean.value == pytest.approx(2.0) and (mean.high - mean.low) / 2 == pytest.approx(1.96 * 0.5 * math.sqrt(3) / 3, rel=1e-3)
+    assert "mean over 3 data sets" in mean.method
+    exact = [verdicts.unit(str(v), inference.exact(v, "whole"), 1.0) for v in (1.0, 3.0)]
+    assert verdicts.mean_estimate(exact).exact and verdicts.aggregate(exact, "mean").verdict == "holds"
+
+
+def test_an_unknown_aggregate_is_a_one_line_error(tmp_path):
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump([{**REGISTRY[0], "aggregate": "usually"}]))
+    with pytest.raises(BookError, match="aggregate 'usually' is not one of all, any, mean, most"):
+        scorecard.claims(bad)

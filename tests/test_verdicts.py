@@ -288,14 +288,22 @@ def matrix(raw_ratio: float, centered_ratio: float, alignment: float):
     return {("10_common_direction", "embedding_matrix"): frame}
 
 
-def calibration(cells: dict[tuple[str, str], tuple[float, float, float, float]], runs: int = 5, base_sd: float = 0.1, removed: float = 0.9):
-    """cells: (task, method) -> (score difference, score sd, I1 change, I1 sd); every task gets an uncalibrated row;
-    `removed`: the share of its penalty on W each calibrated run removed."""
+def calibration(
+    cells: dict[tuple[str, str], tuple[float, float, float, float]],
+    runs: int = 5,
+    base_sd: float | dict[str, tuple[float, float]] = 0.1,
+    removed: float = 0.9,
+    base_i1: float = 0.5,
+):
+    """cells: (task, method) -> (score difference, score sd, I1 change, I1 sd); every task gets an uncalibrated row
+    with I1 `base_i1` (its score sd `base_sd`, or per task (score sd, I1 sd)); `removed`: the share of its penalty on W
+    each calibrated run removed."""
     rows = []
     for task in dict.fromkeys(t for t, _ in cells):
+        score_sd, i1_sd = base_sd[task] if isinstance(base_sd, dict) else (base_sd, 0.001)
         rows.append(
-            {"task": task, "method": "none", "runs": runs, "scored_runs": runs, "score_mean": 80.0, "score_std": base_sd}
-            | {"I1_mean": 0.5, "I1_std": 0.001, "time_ratio": 1.0, "penalty_removed": np.nan}
+            {"task": task, "method": "none", "runs": runs, "scored_runs": runs, "score_mean": 80.0, "score_std": score_sd}
+            | {"I1_mean": base_i1, "I1_std": i1_sd, "time_ratio": 1.0, "penalty_removed": np.nan}
         )
     for (task, method), (d, sd, di, isd) in cells.items():
         rows.append(
@@ -307,7 +315,7 @@ def calibration(cells: dict[tuple[str, str], tuple[float, float, float, float]],
                 "score_mean": 80.0 + d,
                 "score_std": sd,
                 "difference": d,
-                "I1_mean": 0.5 + di,
+                "I1_mean": base_i1 + di,
                 "I1_std": isd,
                 "time_ratio": 1.0,
                 "penalty_removed": removed,
@@ -388,25 +396,27 @@ CASES = [
     ("clipping_lowers_cosine", geometry([-0.03, -0.03], raw=0.04), U),  # nothing to lower: the raw cosine is below the margin
     ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, 0.12, 0.11, 0.09]), H),
     ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[-0.1, -0.12, -0.11, -0.09]), F),
-    ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, -0.1, 0.05, -0.04]), M),  # a verdict per layer
+    ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, -0.1, 0.05, -0.04]), F),  # rises in two of four layers: not most
+    ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, -0.1, 0.05, 0.04]), H),  # three of four: most layers
     ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.005, -0.004, 0.003, 0.0]), INC),
     ("clipping_raises_self_similarity", geometry([0.0] * 4, dims=""), U),
     ("wic_clipping_gain", wic((60, 10)), H),
     ("wic_clipping_gain", wic((10, 60)), F),
-    ("wic_clipping_gain", wic((30, 25)), INC),
+    ("wic_clipping_gain", wic((26, 25)), INC),
     ("wic_whitening_beats_clipping", wic((0, 0), (60, 10)), H),
     ("wic_whitening_beats_clipping", wic((0, 0), (10, 60)), F),
     ("wic_whitening_beats_clipping", wic((0, 0), (30, 27)), INC),
     ("sts_transform_gain", sts([2, 3, 4, 3, 2, 3, 4], [5, 6, 5, 6, 5, 6, 5]), H),
     ("sts_transform_gain", sts([-2, -3, -4, -3, -2, -3, -4], [-5, -6, -5, -6, -5, -6, -5]), F),
-    ("sts_transform_gain", sts([2, 3, 4, 3, 2, 3, 4], [-5, -6, -5, -6, -5, -6, -5]), F),  # whitening lowers it: "both raise it" is refuted
+    ("sts_transform_gain", sts([2, 3, 4, 3, 2, 3, 4], [-5, -6, -5, -6, -5, -6, -5]), M),  # clipping raises it, whitening lowers it
     ("sts_transform_gain", sts([-2, -3, -4, -3, -2, -3, -4], [1.2, 0.8, 1.0, 1.1, 0.9, 1.0, 1.0]), F),  # clipping lowers it, whitening unclear
     ("sts_transform_gain", sts([1.2, 0.8, 1.0, 1.1, 0.9, 1.0, 1.0], [1.2, 0.8, 1.0, 1.1, 0.9, 1.0, 1.0]), INC),  # every set's interval holds the margin
-    ("sts_transform_gain", sts([5, -5, 4, -4, 3, -3, 0], [5, -5, 4, -4, 3, -3, 0]), M),  # per-set verdicts: some sets gain, some lose
+    ("sts_transform_gain", sts([5, -5, 4, -4, 3, -3, 0], [5, -5, 4, -4, 3, -3, 0]), F),  # sets gain and lose, by nothing on average
+    ("sts_transform_gain", sts([5, -1, 4, -1, 3, -1, 2], [5, -1, 4, -1, 3, -1, 2]), H),  # a set that loses does not refute the mean gain
     ("sts_whitening_beats_clipping", sts([0] * 7, [5, 6, 5, 6, 5, 6, 5]), H),
     ("sts_whitening_beats_clipping", sts([5, 6, 5, 6, 5, 6, 5], [0] * 7), F),
     ("sts_whitening_beats_clipping", sts([0] * 7, [1.2, 0.8, 1.0, 1.1, 0.9, 1.0, 1.0]), INC),
-    ("sts_whitening_beats_clipping", sts([0] * 7, [5, -5, 4, -4, 3, -3, 0]), M),
+    ("sts_whitening_beats_clipping", sts([0] * 7, [5, -5, 4, -4, 3, -3, 0]), F),  # nothing on average
     ("glove_beats_model", sts([0] * 7, [0] * 7, glove=[5, 8, 6, 7, -30]), H),  # STS-16 is left out (see the registry)
     ("glove_beats_model", sts([0] * 7, [0] * 7, glove=[-5, -8, -6, -7, 30]), F),
     ("glove_beats_model", sts([0] * 7, [0] * 7, glove=[5, -8, 6, -7]), INC),
@@ -428,23 +438,28 @@ CASES = [
     ("centering_raises_isotropy", isotropy(0.6, 0.9, spread=0.15), INC),  # the rise depends on the sign convention
     ("postprocessing_helps", words({"centered": [0, 0, 0], "post-processed (D=2)": [2, 3, 2.5]}), H),
     ("postprocessing_helps", words({"centered": [0, 0, 0], "post-processed (D=2)": [-2, -3, -2.5]}), F),
-    ("postprocessing_helps", words({"centered": [0, 0, 0], "post-processed (D=2)": [1.1, 0.9, 1.0]}), INC),
-    ("postprocessing_helps", words({"centered": [0, 0, 0], "post-processed (D=2)": [3, -3, 3]}), M),  # per benchmark
+    ("postprocessing_helps", words({"centered": [0, 0, 0], "post-processed (D=2)": [0.3, -0.1, 0.1]}), INC),
+    ("postprocessing_helps", words({"centered": [0, 0, 0], "post-processed (D=2)": [4, -2, 4]}), H),  # the average gains though one benchmark loses
     ("centering_helps_words", words({"centered": [3, 3.5, 3.2]}), H),
     ("centering_helps_words", words({"centered": [-1, -1.5, -1.2]}), F),
-    ("centering_helps_words", words({"centered": [1.1, 0.9, 1.0]}), INC),
+    ("centering_helps_words", words({"centered": [0.3, -0.1, 0.1]}), INC),
     ("scaled_beats_centering", words({"centered": [1, 1, 1], "centered-scaled": [3, 3.5, 3.2]}), H),
     ("scaled_beats_centering", words({"centered": [1, 1, 1], "centered-scaled": [0, -0.5, -0.2]}), F),
-    ("scaled_beats_centering", words({"centered": [1, 1, 1], "centered-scaled": [2.1, 1.9, 2.0]}), INC),
+    ("scaled_beats_centering", words({"centered": [1, 1, 1], "centered-scaled": [1.3, 0.9, 1.1]}), INC),
     ("inner_product_gains_more", words({"centered": [0] * 3, "post-processed (D=2)": [1] * 3}, [2, 2.5, 2.2]), H),
     ("inner_product_gains_more", words({"centered": [0] * 3, "post-processed (D=2)": [1] * 3}, [-2, -2.5, -2.2]), F),
-    ("inner_product_gains_more", words({"centered": [0] * 3, "post-processed (D=2)": [1] * 3}, [1.1, 0.9, 1.0]), INC),
+    ("inner_product_gains_more", words({"centered": [0] * 3, "post-processed (D=2)": [1] * 3}, [0.3, -0.1, 0.1]), INC),
     ("spectrum_ratio_collapses", matrix(10.0, 1.1, 0.99), H),
     ("spectrum_ratio_collapses", matrix(1.1, 1.1, 0.99), F),
     ("top_direction_is_mean", matrix(10.0, 1.1, 0.99), H),
     ("top_direction_is_mean", matrix(10.0, 1.1, 0.2), F),
     ("no_consistent_gain", calibration(every_method((0.0, 0.1, 0, 0.01))), H),
-    ("no_consistent_gain", calibration({**every_method((0.0, 0.1, 0, 0.01)), **_cells("flow", [(5.0, 0.1, 0, 0.01)] * 3)}), F),
+    (
+        "no_consistent_gain",
+        calibration({**every_method((0.0, 0.1, 0, 0.01)), **_cells("flow", [(5.0, 0.1, 0, 0.01)] * 3)}),
+        M,
+    ),  # the flow gains, the others do not
+    ("no_consistent_gain", calibration({**every_method((5.0, 0.1, 0, 0.01))}), F),
     ("no_consistent_gain", calibration(every_method((0.0, 5.0, 0, 0.01)), runs=3), INC),
     # an edition that runs only some methods (the CPU default: the flow) can refute the claim, not confirm it
     ("no_consistent_gain", calibration(_cells("flow", [(0.0, 0.1, 0, 0.01)] * 3)), U),
@@ -454,7 +469,7 @@ CASES = [
     ("isotropy_costs_score", calibration(_cells("flow", [(-d, 0.1, d / 10, 0.01) for d in range(1, 10)])), U),
     ("spectrum_isotropic", calibration(_cells("spectrum-pol", [(0, 0.1, 0.3, 0.01)] * 2)), H),
     ("spectrum_isotropic", calibration(_cells("spectrum-pol", [(0, 0.1, 0.0, 0.01)] * 2)), F),
-    ("spectrum_isotropic", calibration(_cells("spectrum-pol", [(0, 0.1, 0.3, 0.01), (0, 0.1, 0.0, 0.01)])), M),
+    ("spectrum_isotropic", calibration(_cells("spectrum-pol", [(0, 0.1, 0.3, 0.01), (0, 0.1, 0.0, 0.01)])), F),  # one task of two: not most
     ("spectrum_isotropic", calibration(_cells("spectrum-pol", [(0, 0.1, 0.1, 0.2)] * 2)), INC),
     ("cosreg_leaves_isotropy", calibration(_cells("cosreg", [(0, 0.1, 0.001, 0.001)] * 2)), H),
     ("cosreg_leaves_isotropy", calibration(_cells("cosreg", [(0, 0.1, 0.2, 0.001)] * 2)), F),

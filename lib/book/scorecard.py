@@ -14,7 +14,7 @@ import yaml
 from ..core.sources import chapters
 from ..errors import require
 from ..experiments import rules, schema
-from ..experiments.verdicts import NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
+from ..experiments.verdicts import AGGREGATES, NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
 from ..measure import inference
 from ..provenance import record
 from .tables import escape
@@ -34,6 +34,7 @@ def claims(path: Path = REGISTRY) -> list[Claim]:
     for entry in entries:
         require(set(entry) <= known, f"{path.name}: {entry.get('id')}: unknown fields {sorted(set(entry) - known)}")
         claim = Claim(**entry)
+        require(claim.aggregate in AGGREGATES, f"{path.name}: {claim.id}: aggregate {claim.aggregate!r} is not one of {', '.join(AGGREGATES)}")
         if claim.untestable is None:
             missing = [f for f in ("chapter", "table", "rule", "effect", "margin", "reason") if getattr(claim, f) is None]
             require(not missing, f"{path.name}: {claim.id} needs {', '.join(missing)} (or `untestable` with a reason)")

@@ -41,8 +41,9 @@ def anisotropic_in_every_layer(tables: Tables, model: str, claim: Claim) -> Outc
                 r.mean_cosine - r.centered_mean_cosine, r.excess_ci95_low, r.excess_ci95_high, f"paired over {int(r.n_pairs):,} pairs", int(r.n_pairs), "pairs"
             ),
             claim.margin,
+            of="layers",
         )
         for r in t.itertuples()
     ]
     control = f"centred baseline (same pairs): mean cosine {t['centered_mean_cosine'].min():+.3f} to {t['centered_mean_cosine'].max():+.3f}"
-    return from_units(units, control=control)
+    return from_units(units, claim, control=control)

@@ -180,7 +180,7 @@ def _versus_random(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
 
 
 def _unit(name: str, value: float, half: float, n: int, of: str, margin: float) -> Unit:
-    return unit(name, inference.from_interval(value, value - half, value + half, f"paired over {n:,} {of}, vs random dims", n, of), margin)
+    return unit(name, inference.from_interval(value, value - half, value + half, f"paired over {n:,} {of}, vs random dims", n, of), margin, of="layers")
 
 
 @rule
@@ -196,7 +196,7 @@ def clipping_lowers_cosine(tables: Tables, model: str, claim: Claim) -> Outcome:
     if len(room) < len(t):
         low = ", ".join(str(int(v)) for v in t.loc[t["raw_mean_cosine"] <= claim.margin, "layer"])
         control += f"; layers {low} left out (raw mean cosine already below the margin)"
-    return from_units(units, control=control)
+    return from_units(units, claim, control=control)
 
 
 @rule
@@ -208,4 +208,4 @@ def clipping_raises_self_similarity(tables: Tables, model: str, claim: Claim) ->
         _unit(f"layer {int(r.layer)}", r.self_similarity_gain, r.self_similarity_gain_ci95, int(r.words), "words (and pairs)", claim.margin)
         for r in t.itertuples()
     ]
-    return from_units(units, control=f"clipped minus the mean of {int(t['draws'].iloc[0])} random draws of as many never-flagged dims")
+    return from_units(units, claim, control=f"clipped minus the mean of {int(t['draws'].iloc[0])} random draws of as many never-flagged dims")

@@ -131,5 +131,5 @@ def supervised_clipping_small(tables: Tables, model: str, claim: Claim) -> Outco
     for task in tasks:
         r = t.loc[(task, CLIPPED)]
         estimate = inference.paired_proportions(int(r["test_right_only_here"]), int(r["test_right_only_raw"]), int(r["test_examples"]), "test examples")
-        units.append(unit(task, estimate.scaled(100), claim.margin, "within"))
-    return from_units(units, 1, " points")
+        units.append(unit(task, estimate.scaled(100), claim.margin, "within", of="tasks"))
+    return from_units(units, claim, 1, " points")

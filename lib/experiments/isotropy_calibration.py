@@ -18,7 +18,7 @@ from ..measure.metrics import student_p, welch_p
 from ..train import workers
 from ..train.finetune import METHODS, FinetuneConfig, cached_run
 from .plotting import COLORS, PAGE_WIDTH
-from .verdicts import FAILS, NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
+from .verdicts import FAILS, MIXED, NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
 
 
 def calibration_summary(summary: pd.DataFrame, methods: list[str]):
@@ -172,11 +172,11 @@ def no_consistent_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     units = []
     for method in dict.fromkeys(m for _, m in cells):
         diffs = [e for (_, m), e in cells.items() if m == method]
-        units.append(unit(method, inference.mean_of(diffs, "tasks of Welch differences"), claim.margin, "below"))
+        units.append(unit(method, inference.mean_of(diffs, "tasks of Welch differences"), claim.margin, "below", of="methods"))
     detectable = max((u.estimate.high - u.estimate.low) / 2 for u in units)
-    decided = from_units(units, 2, " points", f"smallest average gain these seeds could detect: about {detectable:.1f} points", refute=True)
+    decided = from_units(units, claim, 2, " points", f"smallest average gain these seeds could detect: about {detectable:.1f} points")
     missing = [m for m in METHODS if m != "none" and m not in {u.name for u in units}]
-    if missing and decided.verdict != FAILS:  # methods left out can refute nothing, but "no method gains" needs them all
+    if missing and decided.verdict not in (FAILS, MIXED):  # methods left out can refute nothing, but "no method gains" needs them all
         return not_in_this_edition(", ".join(missing))
     return decided
 
@@ -190,7 +190,7 @@ def spectrum_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
         return Outcome(NOT_RUN, "no spectrum-control runs with two seeds")
     if inert := calibration_inert(tables.read(model, claim.chapter, claim.table), sorted({m for _, m in cells})):
         return inert
-    return from_units([unit(f"{task}, {method}", e, claim.margin) for (task, method), e in cells.items()], 4)
+    return from_units([unit(f"{task}, {method}", e, claim.margin, of="task × method cells") for (task, method), e in cells.items()], claim, 4)
 
 
 @rule
@@ -202,7 +202,7 @@ def cosreg_leaves_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
         return Outcome(NOT_RUN, "no CosReg runs with two seeds")
     if inert := calibration_inert(tables.read(model, claim.chapter, claim.table), ["cosreg"]):
         return inert
-    return from_units([unit(task, e, claim.margin, "within") for (task, _), e in cells.items()], 4)
+    return from_units([unit(task, e, claim.margin, "within", of="tasks") for (task, _), e in cells.items()], claim, 4)
 
 
 @rule

@@ -217,7 +217,7 @@ def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
     if (low["shuffled_test_accuracy"] >= claim.margin).any():
         return Outcome(UNTESTABLE, "the shuffled-position control reaches the margin: the probe would score without position information")
     units = [
-        unit(f"layer {int(layer)}", inference.proportion(round(a * n), int(n), "test tokens"), claim.margin)
+        unit(f"layer {int(layer)}", inference.proportion(round(a * n), int(n), "test tokens"), claim.margin, of="layers")
         for layer, a, n in zip(low["layer"], low["test_accuracy"], low["test_tokens"])
     ]
     settled = low["converged"].astype(bool).to_numpy()
@@ -226,7 +226,7 @@ def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
         if cut_short := unconverged(low[[u.decision.verdict != HOLDS for u in units]], "converged"):
             return cut_short
     control = "shuffled-position probe: " + ", ".join(f"{a:.1%}" for a in low["shuffled_test_accuracy"])
-    return from_units(units, control=control, refute=True)
+    return from_units(units, claim, control=control)
 
 
 @rule

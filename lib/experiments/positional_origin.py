@@ -15,7 +15,7 @@ from ..measure import inference
 from ..measure.outliers import descending_ranks
 from ..measure.positional import AFTER_FIRST, LayerNormParameters
 from .plotting import COLORS, PAGE_WIDTH
-from .verdicts import HOLDS, UNTESTABLE, Claim, Decision, Outcome, Tables, best_of, combine, decide, outcome, rule, unit, units_text
+from .verdicts import HOLDS, UNTESTABLE, Claim, Decision, Outcome, Tables, aggregate, best_of, decide, outcome, rule, unit, units_text
 
 
 def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
@@ -133,7 +133,7 @@ def propagates_after_first_layernorm(tables: Tables, model: str, claim: Claim) -
         dim: [unit(layer, inference.exact(stage.loc[dim, layer], f"all {positions} positions"), claim.margin) for layer in layers] for dim in stage.index
     }
     best = max(per_dim, key=lambda d: (sum(u.decision.verdict == HOLDS for u in per_dim[d]), min(u.estimate.value for u in per_dim[d])))
-    units, decision = per_dim[best], combine(per_dim[best])
+    units, decision = per_dim[best], aggregate(per_dim[best], claim.aggregate)
     weakest = min(units, key=lambda u: u.estimate.value)
     met = sum(u.decision.verdict == HOLDS for u in units)
     text = (

@@ -126,7 +126,7 @@ def few_tokens_cover(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     tokens = t[t["unit"].str.endswith(" tokens")]
     units = [
-        unit(u.removesuffix(" tokens"), inference.exact(n, "counted on the whole corpus"), claim.margin, "below")
+        unit(u.removesuffix(" tokens"), inference.exact(n, "counted on the whole corpus"), claim.margin, "below", of="tokenizers")
         for u, n in zip(tokens["unit"], tokens["items_for_30%"])
     ]
-    return from_units(units, 0)
+    return from_units(units, claim, 0)

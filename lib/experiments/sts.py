@@ -24,16 +24,15 @@ from .verdicts import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
-    MIXED,
     NOT_RUN,
     Claim,
-    Decision,
     Outcome,
     Tables,
     Unit,
-    combine,
+    aggregate,
     decide,
     from_units,
+    mean_estimate,
     outcome,
     rule,
     unit,
@@ -231,25 +230,29 @@ def per_set_units(tables: Tables, model: str, claim: Claim, comparisons: tuple[t
             estimate = inference.from_interval(
                 r.difference, r.difference - half, r.difference + half, f"bootstrap over {r.n_pairs:,} pairs", r.n_pairs, "pairs"
             )
-            units.append(unit(f"{variant}, {r.dataset}" if len(comparisons) > 1 else r.dataset, estimate, claim.margin))
+            units.append(unit(f"{variant}, {r.dataset}" if len(comparisons) > 1 else r.dataset, estimate, claim.margin, of="data sets"))
     return units
 
 
 @rule
 def sts_transform_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
-    """Clipping and whitening each raise STS: a verdict per variant over its data sets, and the claim refuted by a
-    variant that does not hold."""
+    """Clipping and whitening each raise STS: each variant decided over its data sets by the claim's statistic (the
+    mean gain), then the claim over the two variants (it needs both)."""
     units = per_set_units(tables, model, claim, ((CLIPPED, RAW), (WHITENED, RAW)))
     by_variant: dict[str, list[Unit]] = {}
     for u in units:
         by_variant.setdefault(u.name.split(", ")[0], []).append(u)
-    variants = [Unit(v, min(us, key=lambda u: u.clearance).estimate, combine(us), claim.margin) for v, us in by_variant.items()]
-    summary = "; ".join(f"{v.name}: {v.decision.verdict} ({sets_count(by_variant[v.name])})" for v in variants)
+    variants = [variant_unit(v, us, claim) for v, us in by_variant.items()]
+    summary = "; ".join(f"{v.name}: {v.decision.verdict}, {v.estimate.text(2, ' points')} ({sets_count(by_variant[v.name])})" for v in variants)
     weakest = min(variants, key=lambda u: u.clearance)
-    decision = combine(variants, any_failure_refutes=True)  # a variant that does not hold refutes "clipping and whitening raise it"
-    if decision.verdict == INCONCLUSIVE and any(v.decision.verdict == MIXED for v in variants):
-        decision = Decision(MIXED, None, decision.direction)  # some data sets gain, some do not
-    return outcome(decision, f"{summary}. {units_text(units, 2, ' points')}", weakest.estimate)
+    return outcome(aggregate(variants, "all"), f"{summary}. Per data set: {units_text(units, 2, ' points')}", weakest.estimate)
+
+
+def variant_unit(name: str, units: list[Unit], claim: Claim) -> Unit:
+    """One variant's data sets decided as one unit by the claim's statistic: its mean gain for "mean", else its set
+    closest to failing."""
+    estimate = mean_estimate(units) if claim.aggregate == "mean" else min(units, key=lambda u: u.clearance).estimate
+    return Unit(name, estimate, aggregate(units, claim.aggregate), claim.margin, of="variants")
 
 
 def sets_count(units: list[Unit]) -> str:
@@ -261,7 +264,7 @@ def sets_count(units: list[Unit]) -> str:
 
 @rule
 def sts_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Outcome:
-    return from_units(per_set_units(tables, model, claim, ((WHITENED, CLIPPED),)), 2, " points")
+    return from_units(per_set_units(tables, model, claim, ((WHITENED, CLIPPED),)), claim, 2, " points")
 
 
 @rule

@@ -58,6 +58,7 @@ class Claim:
     reason: str | None = None  # why that margin
     control: str | None = None  # the control the verdict uses, if any
     untestable: str | None = None
+    aggregate: str = "all"  # how its units (layers, data sets, tasks) decide it: all | any | mean | most (`aggregate`)
     no_effect: float = 0.0  # the effect's value where there is none (1 for a ratio): the margin's distance is measured from it
     bound: float | None = None  # the most the effect can be (100 for a share in %), if bounded
 
@@ -151,6 +152,7 @@ class Unit:
     decision: Decision
     margin: float = 0.0
     direction: str = "above"
+    of: str = "units"  # what the units are, in the plural ("layers", "data sets"): the mean's method names it
 
     @property
     def clearance(self) -> float:
@@ -159,8 +161,8 @@ class Unit:
         return {"above": v - self.margin, "below": self.margin - v, "within": self.margin - abs(v)}[self.direction]
 
 
-def unit(name: str, estimate: Estimate, margin: float, direction: str = "above") -> Unit:
-    return Unit(name, estimate, decide(estimate, margin, direction), margin, direction)
+def unit(name: str, estimate: Estimate, margin: float, direction: str = "above", of: str = "units") -> Unit:
+    return Unit(name, estimate, decide(estimate, margin, direction), margin, direction, of)
 
 
 def _all_of(ps: list[float | None]) -> float | None:
@@ -178,22 +180,54 @@ def _one_of(ps: list[float | None]) -> float | None:
     return min(1.0, min(ps) * len(ps))
 
 
-def combine(units: list[Unit], any_failure_refutes: bool = False) -> Decision:
-    """A claim tested in several units: holds (does not hold) when it holds (does not hold) in every unit; mixed when it
-    holds in some and does not in others (or, for a claim that any failing unit refutes, does not hold); else
-    inconclusive. The p-value is that of the weakest unit the verdict needs; where it needs one unit of several (a
-    refuting unit, one unit each way for "mixed"), the strongest, adjusted for their number."""
-    direction = units[0].direction if units else "above"
-    by = {v: [u for u in units if u.decision.verdict == v] for v in (HOLDS, FAILS)}
-    if by[HOLDS] and len(by[HOLDS]) == len(units):
-        return Decision(HOLDS, _all_of([u.decision.p for u in by[HOLDS]]), direction)
-    if by[FAILS] and len(by[FAILS]) == len(units):
-        return Decision(FAILS, _all_of([u.decision.p for u in by[FAILS]]), direction)
-    if by[FAILS] and any_failure_refutes:
-        return Decision(FAILS, _one_of([u.decision.p for u in by[FAILS]]), direction)
-    if by[HOLDS] and by[FAILS]:
-        return Decision(MIXED, _all_of([_one_of([u.decision.p for u in by[v]]) for v in (HOLDS, FAILS)]), direction)
+AGGREGATES = ("all", "any", "mean", "most")  # how a claim tested in several units is decided (`Claim.aggregate`)
+
+
+def aggregate(units: list[Unit], how: str = "all") -> Decision:
+    """A claim tested in several units (layers, data sets, tasks), decided by the statistic the paper states:
+
+    - "all" (in every unit): holds when every unit holds; a unit that does not hold refutes it: "does not hold" when
+      no unit holds, "mixed" when some do; otherwise inconclusive;
+    - "any" (in some unit): the unit that clears the margin by most decides, its p-value adjusted for the choice;
+    - "most" (in more than half): holds when more than half hold, does not hold when so many do not that more than
+      half cannot; otherwise inconclusive;
+    - "mean" (on average): the mean of the units' estimates (`inference.mean_of`; exact when every unit is) against
+      the margin.
+
+    The p-value is that of the weakest unit the verdict needs; where it needs one unit of several, the strongest,
+    adjusted for their number (Bonferroni)."""
+    require(how in AGGREGATES, f"unknown aggregate {how!r}: one of {', '.join(AGGREGATES)}")
+    require(len(units) > 0, "a claim needs at least one unit to be decided in")
+    direction, k = units[0].direction, len(units)
+    if how == "mean":
+        return decide(mean_estimate(units), units[0].margin, direction)
+    if how == "any":
+        return best_of(units, key=lambda u: u.clearance)[1]
+    ps = {v: sorted((u.decision.p for u in units if u.decision.verdict == v), key=lambda p: -1.0 if p is None else p) for v in (HOLDS, FAILS)}
+    holding, failing = len(ps[HOLDS]), len(ps[FAILS])
+    if how == "most":
+        needed = k // 2 + 1  # a majority
+        if holding >= needed:
+            return Decision(HOLDS, _all_of(ps[HOLDS][:needed]), direction)
+        if failing > k - needed:  # too few units left that could hold
+            return Decision(FAILS, _all_of(ps[FAILS][: k - needed + 1]), direction)
+        return Decision(INCONCLUSIVE, None, direction)
+    if holding == k:
+        return Decision(HOLDS, _all_of(ps[HOLDS]), direction)
+    if failing and holding:
+        return Decision(MIXED, _all_of([_one_of(ps[HOLDS]), _one_of(ps[FAILS])]), direction)
+    if failing:
+        return Decision(FAILS, _one_of(ps[FAILS]), direction)
     return Decision(INCONCLUSIVE, None, direction)
+
+
+def mean_estimate(units: list[Unit]) -> Estimate:
+    """The mean of the units' effects: exact where every unit is, else with the combined standard error of independent
+    estimates (`inference.mean_of`, over the units' kind: "data sets", "benchmarks")."""
+    over = units[0].of
+    if all(u.estimate.exact for u in units):
+        return inference.exact(float(np.mean([u.estimate.value for u in units])), f"mean over {len(units)} {over}, each exact")
+    return inference.mean_of([u.estimate for u in units], over)
 
 
 def best_of(units: list[Unit], key: Callable[[Unit], float]) -> tuple[Unit, Decision]:
@@ -218,10 +252,16 @@ def units_text(units: list[Unit], digits: int = 3, unit_label: str = "") -> str:
     return f"95% intervals {methods.pop()}: " + "; ".join(each)
 
 
-def from_units(units: list[Unit], digits: int = 3, unit_label: str = "", control: str = "", refute: bool = False) -> Outcome:
-    decision = combine(units, refute)
-    weakest = min(units, key=lambda u: u.clearance)  # the unit closest to failing the claim, whatever its direction
-    return outcome(decision, units_text(units, digits, unit_label), weakest.estimate, control)
+def from_units(units: list[Unit], claim: Claim, digits: int = 3, unit_label: str = "", control: str = "") -> Outcome:
+    """The claim decided over its units by its `aggregate`, each unit's result shown beside; the estimate reported is
+    the mean for "mean", the unit that decides for "any", else the unit closest to failing the claim."""
+    decision = aggregate(units, claim.aggregate)
+    text = units_text(units, digits, unit_label)
+    if claim.aggregate == "mean":
+        mean = mean_estimate(units)
+        return outcome(decision, f"mean {mean.text(digits, unit_label)}; per {units[0].of.rstrip('s')}: {text}", mean, control)
+    pick = max if claim.aggregate == "any" else min
+    return outcome(decision, text, pick(units, key=lambda u: u.clearance).estimate, control)
 
 
 def contextual(frame: pd.DataFrame) -> pd.DataFrame:

@@ -189,10 +189,11 @@ def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool
                 "pairs",
             ),
             claim.margin,
+            of="benchmarks",
         )
         for r in t.itertuples()
     ]
-    return from_units(units, 2, " points")
+    return from_units(units, claim, 2, " points")
 
 
 @rule
