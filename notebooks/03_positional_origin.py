@@ -82,7 +82,14 @@ for spec in specs:
     criteria = positional_origin.layernorm_criteria(norms, dims, signs)
     means = profile_collector.means()
     spread = positional.propagation(means, profile_collector.stages, dims, counts=profile_collector.counts, z_threshold=z_threshold)
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": stats.count, "position_offset": view.tables.position_offset}
+    info = {
+        "name": lm.name,
+        "family": lm.family,
+        "n_layers": lm.n_layers,
+        "width": lm.width,
+        "n_tokens": stats.count,
+        "position_offset": view.tables.position_offset,
+    }
     for name, frame in [
         (positional_origin.EMBEDDING_TABLES, view.summary),
         ("position_embedding_rows", view.rows),

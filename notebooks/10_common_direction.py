@@ -102,7 +102,7 @@ for spec in specs:
         common_direction.EMBEDDING_MATRIX,
         spec,
         parameters=parameters,
-        model_info={"name": lm.name, "width": found.summary["width"]},
+        model_info={"name": lm.name, "family": lm.family, "width": found.summary["width"]},
     )
     summary.append(found.summary)
     del lm

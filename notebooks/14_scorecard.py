@@ -35,11 +35,15 @@
 # - **does not hold**: the interval lies on the other side of the margin, or shows the opposite;
 # - **inconclusive**: the interval contains the margin: these data cannot tell (not the same as
 #   "does not hold": absence of evidence is not evidence of absence);
-# - **mixed**: the claim holds in some layers, data sets or tasks and does not hold in others;
+# - **mixed**: the claim holds in some layers, data sets or tasks and does not hold in others (each
+#   claim is decided over its units by the statistic its paper states: in every unit, in some, in most, or on
+#   average, the mean over data sets with each set's result beside it);
 # - **not testable**: the claim needs something the book cannot run offline, the model lacks
 #   what the claim is about (a model without outlier dimensions has none to clip), or our run does not reach the
 #   claim's conditions (**not testable at this scale**: a probe still improving at its last epoch, a calibration that
 #   removed under half of its own penalty, pre-training runs in which no outlier formed), with what would test it;
+# - **not applicable**: the paper makes the claim about another model family (a RoBERTa pattern that it
+#   says does not exist in BERT is not graded on a BERT-like model);
 # - **not run**: the chapter has not written the table for this edition.
 #
 # A quantity measured on everything there is (the whole embedding matrix, every row of a position
@@ -84,12 +88,24 @@ tested = card[card["on_model"]]  # claims tested on a model (a model may still l
 # ## The verdicts at a glance
 #
 # One row per claim, one column per model: ✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive,
-# n/t not testable for that model, – not run. The next section gives the effect behind every mark.
+# n/t not testable for that model, n/a not applicable to its model family, – not run. The next section gives the effect behind every mark.
 
 # %%
-marks = {verdicts.HOLDS: "✓", verdicts.MIXED: "◐", verdicts.FAILS: "✗", verdicts.INCONCLUSIVE: "?", verdicts.UNTESTABLE: "n/t", verdicts.NOT_RUN: "–"}
+marks = {
+    verdicts.HOLDS: "✓",
+    verdicts.MIXED: "◐",
+    verdicts.FAILS: "✗",
+    verdicts.INCONCLUSIVE: "?",
+    verdicts.UNTESTABLE: "n/t",
+    verdicts.NOT_APPLICABLE: "n/a",
+    verdicts.NOT_RUN: "–",
+}
 ch.say(
-    scorecard.glance(card, marks, f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, – not run)")
+    scorecard.glance(
+        card,
+        marks,
+        f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, n/a not applicable, – not run)",
+    )
 )
 counts = (
     card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(verdicts.VERDICTS), fill_value=0).rename(index=paper.name)

@@ -34,13 +34,13 @@ def test_registry_entries_are_complete_and_rules_exist():
     assert set(RULES) == {c.rule for c in claims if c.rule}  # no rule without a claim
 
 
-def _plant(root, model: str, chapter: str, table: str, frame: pd.DataFrame, name: str | None = None) -> None:
+def _plant(root, model: str, chapter: str, table: str, frame: pd.DataFrame, name: str | None = None, family: str | None = None) -> None:
     """Write a planted table; the declared columns a test does not need are left empty (NaN), so that the scorecard's
     schema check passes and a rule that read any of them would see NaN."""
     declared = SCHEMAS.get((chapter, table))
     if declared is not None:
         frame = frame.reindex(columns=[*declared.columns, *[c for c in frame.columns if c not in declared.columns]])
-    Results(chapter, "planted", root=root).table(frame, table, model, {}, {"name": name or model})
+    Results(chapter, "planted", root=root).table(frame, table, model, {}, {"name": name or model} | ({"family": family} if family else {}))
 
 
 def test_every_scored_table_has_a_schema_the_experiments_write():
@@ -340,3 +340,21 @@ def test_an_unknown_aggregate_is_a_one_line_error(tmp_path):
     bad.write_text(yaml.safe_dump([{**REGISTRY[0], "aggregate": "usually"}]))
     with pytest.raises(BookError, match="aggregate 'usually' is not one of all, any, mean, most"):
         scorecard.claims(bad)
+
+
+def test_a_claim_about_one_family_is_not_applicable_to_the_other(tmp_path):
+    """Luo's position-embedding argmax is RoBERTa's (for BERT the paper says the pattern "does not exist"): a BERT-like
+    model is "not applicable", not "does not hold"; a RoBERTa-like one, or one whose family no chapter recorded, is graded."""
+    registry = tmp_path / "claims.yaml"
+    entry = next(e for e in yaml.safe_load(scorecard.REGISTRY.read_text()) if e["id"] == "luo2021/position-embedding-argmax")
+    registry.write_text(yaml.safe_dump([entry]))
+    frame = pd.DataFrame({"table": ["position after the first"], "n_rows": [100], "argmax_dim": [5], "argmax_percent": [40.0]})
+    for model, family in (("b", "bert"), ("r", "roberta")):
+        _plant(tmp_path, model, "03_positional_origin", "embedding_tables", frame, model.upper(), family)
+    _plant(tmp_path, "x", "03_positional_origin", "embedding_tables", frame)
+    card = scorecard.scorecard("planted", root=tmp_path, registry=registry).set_index("model")
+    assert card.loc["B", "verdict"] == verdicts.NOT_APPLICABLE and "about roberta models; this one is bert" in card.loc["B", "ours"]
+    assert card.loc["R", "verdict"] == verdicts.FAILS and card.loc["x", "verdict"] == verdicts.FAILS
+    registry.write_text(yaml.safe_dump([{**entry, "applies_to": ["gpt"]}]))
+    with pytest.raises(BookError, match="applies_to names no known family"):
+        scorecard.claims(registry)

@@ -12,9 +12,10 @@ import pandas as pd
 import yaml
 
 from ..core.sources import chapters
+from ..encode.models import FAMILIES
 from ..errors import require
 from ..experiments import rules, schema
-from ..experiments.verdicts import AGGREGATES, NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
+from ..experiments.verdicts import AGGREGATES, NOT_APPLICABLE, NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
 from ..measure import inference
 from ..provenance import record
 from .tables import escape
@@ -33,7 +34,9 @@ def claims(path: Path = REGISTRY) -> list[Claim]:
     out = []
     for entry in entries:
         require(set(entry) <= known, f"{path.name}: {entry.get('id')}: unknown fields {sorted(set(entry) - known)}")
-        claim = Claim(**entry)
+        claim = Claim(**{**entry, "applies_to": tuple(entry.get("applies_to", ()))})
+        unknown = set(claim.applies_to) - set(FAMILIES)
+        require(not unknown, f"{path.name}: {claim.id}: applies_to names no known family: {sorted(unknown)}; families: {', '.join(FAMILIES)}")
         require(claim.aggregate in AGGREGATES, f"{path.name}: {claim.id}: aggregate {claim.aggregate!r} is not one of {', '.join(AGGREGATES)}")
         if claim.untestable is None:
             missing = [f for f in ("chapter", "table", "rule", "effect", "margin", "reason") if getattr(claim, f) is None]
@@ -81,6 +84,13 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
             continue
         rule, around = rule_of(claim), claim.margins_around()
         for model in models:
+            family = tables.family(model, claim.chapter)
+            if claim.applies_to and family is not None and family not in claim.applies_to:
+                ours = f"the paper makes this claim about {' and '.join(claim.applies_to)} models; this one is {family}"
+                rows.append(
+                    {**base, "model": tables.name(model, claim.chapter), "on_model": True, "verdict": NOT_APPLICABLE, "ours": ours, **where, "source": ""}
+                )
+                continue
             outcome = rule(tables, model, claim)
             smaller, larger = (rule(tables, model, replace(claim, margin=m)).verdict for m in around) if around else (None, None)
             e = outcome.estimate

@@ -101,11 +101,17 @@ def recorded_parameters(profile: str, model: str, chapter: str, root: Path | Non
     return parameters
 
 
-def model_name(profile: str, model: str, chapter: str, root: Path | None = None) -> str:
-    """A model's name as a chapter recorded it (this chapter's first, then any other's), else its folder's name."""
+def model_fact(profile: str, model: str, chapter: str, key: str, root: Path | None = None) -> Any:
+    """A fact about a model (`name`, `family`) as a chapter recorded it (this chapter's first, then any other's), or
+    None when none did."""
     base = (root or results_dir()) / profile / model
     for recorded in [chapter, *sorted(p.parent.name for p in base.glob("*/meta.json"))]:
-        name = (meta(profile, model, recorded, root).get("model_info") or {}).get("name")
-        if name:
-            return name
-    return model
+        value = (meta(profile, model, recorded, root).get("model_info") or {}).get(key)
+        if value:
+            return value
+    return None
+
+
+def model_name(profile: str, model: str, chapter: str, root: Path | None = None) -> str:
+    """A model's name as a chapter recorded it, else its folder's name."""
+    return model_fact(profile, model, chapter, "name", root) or model

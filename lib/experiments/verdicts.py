@@ -9,8 +9,9 @@ registry gives the margin and why it matters):
 - `does not hold`: the interval lies on the other side of the margin (or shows the opposite);
 - `inconclusive`: the interval contains the margin: the data cannot tell;
 - `mixed`: the claim holds in some units (layers, data sets, tasks) and does not hold in others;
-- `not testable` (the claim is outside what the book can run offline, or the model lacks what it is about) and
-  `not run` (the chapter has not written the table for this profile).
+- `not testable` (the claim is outside what the book can run offline, or the model lacks what it is about),
+  `not applicable` (the paper makes the claim about another model family: `applies_to`) and `not run` (the chapter
+  has not written the table for this profile).
 
 A quantity measured on everything there is (a whole embedding matrix) has no interval; it is compared with the margin
 as it is. p-values come from the estimate's own distribution (`inference`). Verdicts that rest on a p-value are
@@ -37,7 +38,8 @@ from ..settings import results_dir
 from . import schema
 
 HOLDS, MIXED, FAILS, INCONCLUSIVE, UNTESTABLE, NOT_RUN = "holds", "mixed", "does not hold", "inconclusive", "not testable", "not run"
-VERDICTS = (HOLDS, MIXED, FAILS, INCONCLUSIVE, UNTESTABLE, NOT_RUN)
+NOT_APPLICABLE = "not applicable"  # the paper makes the claim about another model family (`Claim.applies_to`)
+VERDICTS = (HOLDS, MIXED, FAILS, INCONCLUSIVE, UNTESTABLE, NOT_APPLICABLE, NOT_RUN)
 
 
 ALPHA = 0.05  # family-wise error rate of the scorecard's p-value verdicts (Holm)
@@ -58,6 +60,7 @@ class Claim:
     reason: str | None = None  # why that margin
     control: str | None = None  # the control the verdict uses, if any
     untestable: str | None = None
+    applies_to: tuple[str, ...] = ()  # the model families the paper makes the claim about (models.FAMILIES); empty: every model
     aggregate: str = "all"  # how its units (layers, data sets, tasks) decide it: all | any | mean | most (`aggregate`)
     no_effect: float = 0.0  # the effect's value where there is none (1 for a ratio): the margin's distance is measured from it
     bound: float | None = None  # the most the effect can be (100 for a share in %), if bounded
@@ -104,6 +107,10 @@ class Tables:
 
     def name(self, model: str, chapter: str) -> str:
         return store.model_name(self.profile, model, chapter, self.root)
+
+    def family(self, model: str, chapter: str) -> str | None:
+        """The model's architecture family as a chapter recorded it (`LoadedModel.family`), None if none did."""
+        return store.model_fact(self.profile, model, chapter, "family", self.root)
 
 
 Rule = Callable[[Tables, str, Claim], Outcome]
