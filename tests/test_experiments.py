@@ -115,8 +115,9 @@ def test_clipping_the_planted_common_dimension_removes_the_anisotropy():
     drop = table.loc["clipped", "change_vs_raw"] - control["change_vs_raw"]
     assert (drop < -0.9).all() and (table.loc["clipped", "change_vs_raw_ci95"] < 0.05).all()
     controls = [vector_variants.fit(["clipped-random"], planted_set(), seed=s) for s in range(1, 6)]
-    versus = clipping_geometry.against_random(fitted, controls, tokens, tokens, groups, 200, 0).set_index("layer")
+    versus = clipping_geometry.against_random(fitted, controls, tokens, tokens, groups, 200, 0, [1]).set_index("layer")
     assert versus.index.tolist() == list(range(LAYERS)) and (versus["draws"] == 5).all()
+    assert versus["outliers_here"].tolist() == [i == 1 for i in range(LAYERS)]  # as the outlier set's layers say
     assert (versus["cosine_drop"] > 0.9).all() and (versus["cosine_drop_ci95"] < 0.05).all()  # the cone goes only with the outlier
     np.testing.assert_allclose(versus["cosine_drop"], (control["change_vs_raw"] - table.loc["clipped", "change_vs_raw"]).to_numpy(), atol=0.02)
     by_z = clipping_geometry.clipped_cosines(planted_set(), tokens, 200, 0)
@@ -265,13 +266,23 @@ def test_sts_differences_are_paired_over_pairs_and_shrink_with_them():
     for n in (100, 1600):
         data = encoded(n)
         table = sts.spearman_table(variants, data, {"toy": "Toy"})
-        diff = sts.paired_differences(variants, data, {"toy": "Toy"}, table).set_index(["variant", "baseline"]).loc[("clipped", "raw")]
-        best = table[table["layer"] >= 1].groupby("variant")["spearman_x100"].max()
-        assert diff["difference"] == pytest.approx(best["clipped"] - best["raw"])
+        diff = sts.paired_differences(variants, data, {"toy": "Toy"}, table, [1, 2]).set_index(["variant", "baseline"]).loc[("clipped", "raw")]
+        best = table[table["layer"].isin([1, 2])].groupby("variant")["spearman_x100"].max()
+        assert diff["difference"] == pytest.approx(best["clipped"] - best["raw"]) and diff["layers"] == "1-2"
         assert diff["se"] > 0 and diff["n_pairs"] == n
         ses.append(diff["se"])
     assert 2 < ses[0] / ses[1] < 8  # 16× the pairs: about a quarter of the error
     same = vector_variants.fit(["raw", "clipped"], planted_set(dims=()))  # nothing to clip: the two variants are one
     data = encoded(100)
     table = sts.spearman_table(same, data, {"toy": "Toy"})
-    assert sts.paired_differences(same, data, {"toy": "Toy"}, table)["se"].iloc[0] == pytest.approx(0, abs=1e-9)
+    assert sts.paired_differences(same, data, {"toy": "Toy"}, table, [1])["se"].iloc[0] == pytest.approx(0, abs=1e-9)
+    assert sts.paired_differences(same, data, {"toy": "Toy"}, table, []).empty  # no layer with an outlier: nothing to compare
+
+
+def test_clipping_claims_count_only_layers_where_the_clipped_dims_stand_out():
+    """A model-level outlier that its last LayerNorm zeroes (as MiniLM's and MPNet's final γ and β do, about 1e-33) is
+    clipped there too, but stands out nowhere: that layer is not one a clipping claim can be tested in."""
+    found = planted_set(dims=(3,), layers=4, model_layers=[1, 2])
+    assert found.dims.tolist() == [3] and found.outlier_layers() == [1, 2]
+    assert found.flags("model")[3, 3]  # still zeroed in layer 3, where there is nothing to zero
+    assert planted_set(dims=(3,), layers=4, model_layers=[0]).outlier_layers() == []  # only in the input layer: none

@@ -130,9 +130,18 @@ def pretrain_shares(with_pe: list[float], without_pe: list[float], formed: bool 
     return {("05_pretraining", "summary"): pd.DataFrame(rows)}
 
 
-def geometry(clipped: list[float], random: float = -0.01, half: float = 0.01, dims: str = "5", ss_gain: list[float] | None = None, raw: float = 0.5):
+def geometry(
+    clipped: list[float],
+    random: float = -0.01,
+    half: float = 0.01,
+    dims: str = "5",
+    ss_gain: list[float] | None = None,
+    raw: float = 0.5,
+    quiet: tuple[int, ...] = (),
+):
     """Per layer: the clipped variant's change of the mean cosine from raw (`clipped`), the random control's
-    (`random`), both ± `half`; the gain in self-similarity minus anisotropy over the control; the raw mean cosine."""
+    (`random`), both ± `half`; the gain in self-similarity minus anisotropy over the control; the raw mean cosine;
+    `quiet`: layers where the clipped dims are not flagged outliers."""
     rows = []
     for i, c in enumerate(clipped):
         layer, gain = i + 1, (ss_gain or [0.0] * len(clipped))[i]
@@ -166,11 +175,12 @@ def geometry(clipped: list[float], random: float = -0.01, half: float = 0.01, di
             "self_similarity_gain_ci95": half,
             "pairs": 1000,
             "words": 500,
+            "outliers_here": i + 1 not in quiet,
         }
         for i, c in enumerate(clipped)
         if dims
     ]
-    columns = "layer draws raw_mean_cosine cosine_drop cosine_drop_ci95 self_similarity_gain self_similarity_gain_ci95 pairs words".split()
+    columns = "layer draws raw_mean_cosine cosine_drop cosine_drop_ci95 self_similarity_gain self_similarity_gain_ci95 pairs words outliers_here".split()
     return {
         ("06_clipping_whitening", "geometry_by_variant"): pd.DataFrame(rows),
         ("06_clipping_whitening", "clipping_vs_random"): pd.DataFrame(versus, columns=columns),
@@ -200,7 +210,7 @@ def wic(clip_vs_raw: tuple[int, int], white_vs_clip: tuple[int, int] = (0, 0)):
 STS_SETS = ["STS-12", "STS-13", "STS-14", "STS-15", "STS-16", "STS-B", "SICK-R"]
 
 
-def sts(clipped: list[float], whitened: list[float], glove: list[float] | None = None):
+def sts(clipped: list[float], whitened: list[float], glove: list[float] | None = None, outlier_layers: bool = True):
     rows = [{"dataset": "SICK-R (all pairs)", "variant": "raw", "layer": 1, "spearman_x100": 99.0}]
     for d, c, w in zip(STS_SETS, clipped, whitened):
         rows += [
@@ -210,12 +220,15 @@ def sts(clipped: list[float], whitened: list[float], glove: list[float] | None =
             {"dataset": d, "variant": "whitened", "layer": 1, "spearman_x100": 60.0 + w},
         ]
     differences = [
-        {"dataset": d, "variant": v, "baseline": base, "difference": diff, "se": 0.5, "n_pairs": 1000, "draws": 1000}
+        {"dataset": d, "variant": v, "baseline": base, "difference": diff, "se": 0.5, "n_pairs": 1000, "draws": 1000, "layers": "1-5"}
         for d, c, w in zip(STS_SETS, clipped, whitened)
         for v, base, diff in (("clipped", "raw", c), ("whitened", "raw", w), ("whitened", "clipped", w - c))
     ]
-    differences.append({"dataset": "SICK-R (all pairs)", "variant": "clipped", "baseline": "raw", "difference": -50.0, "se": 0.5, "n_pairs": 9, "draws": 1})
-    tables = {("08_sts", "spearman_by_layer"): pd.DataFrame(rows), ("08_sts", "paired_differences"): pd.DataFrame(differences)}
+    differences.append(
+        {"dataset": "SICK-R (all pairs)", "variant": "clipped", "baseline": "raw", "difference": -50.0, "se": 0.5, "n_pairs": 9, "draws": 1, "layers": "1-5"}
+    )
+    differences = pd.DataFrame(differences if outlier_layers else [], columns=list(differences[0]))  # none: no layer with an outlier to clip
+    tables = {("08_sts", "spearman_by_layer"): pd.DataFrame(rows), ("08_sts", "paired_differences"): differences}
     if glove is not None:
         tables[("chapter/08_sts", "glove_baseline")] = pd.DataFrame({"dataset": STS_SETS[: len(glove)], "spearman_x100": [60.0 + g for g in glove]})
     return tables
@@ -400,6 +413,10 @@ CASES = [
     ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.1, -0.1, 0.05, 0.04]), H),  # three of four: most layers
     ("clipping_raises_self_similarity", geometry([-0.1] * 4, ss_gain=[0.005, -0.004, 0.003, 0.0]), INC),
     ("clipping_raises_self_similarity", geometry([0.0] * 4, dims=""), U),
+    # the last layer's clipped dims are not outliers (its LayerNorm zeroes them): it is left out, not counted against
+    ("clipping_lowers_cosine", geometry([-0.3, -0.4, -0.01], quiet=(3,)), H),
+    ("clipping_raises_self_similarity", geometry([-0.1] * 3, ss_gain=[0.1, 0.1, 0.0003], quiet=(3,)), H),
+    ("clipping_raises_self_similarity", geometry([-0.1] * 3, ss_gain=[0.1, 0.1, 0.0003], quiet=(1, 2, 3)), U),  # no layer to test in
     ("wic_clipping_gain", wic((60, 10)), H),
     ("wic_clipping_gain", wic((10, 60)), F),
     ("wic_clipping_gain", wic((26, 25)), INC),
@@ -414,6 +431,8 @@ CASES = [
     ("sts_transform_gain", sts([5, -5, 4, -4, 3, -3, 0], [5, -5, 4, -4, 3, -3, 0]), F),  # sets gain and lose, by nothing on average
     ("sts_transform_gain", sts([5, -1, 4, -1, 3, -1, 2], [5, -1, 4, -1, 3, -1, 2]), H),  # a set that loses does not refute the mean gain
     ("sts_whitening_beats_clipping", sts([0] * 7, [5, 6, 5, 6, 5, 6, 5]), H),
+    ("sts_whitening_beats_clipping", sts([0] * 7, [5, 6, 5, 6, 5, 6, 5], outlier_layers=False), U),
+    ("sts_transform_gain", sts([2, 3, 4, 3, 2, 3, 4], [5, 6, 5, 6, 5, 6, 5], outlier_layers=False), U),
     ("sts_whitening_beats_clipping", sts([5, 6, 5, 6, 5, 6, 5], [0] * 7), F),
     ("sts_whitening_beats_clipping", sts([0] * 7, [1.2, 0.8, 1.0, 1.1, 0.9, 1.0, 1.0]), INC),
     ("sts_whitening_beats_clipping", sts([0] * 7, [5, -5, 4, -4, 3, -3, 0]), F),  # nothing on average

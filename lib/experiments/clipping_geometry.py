@@ -69,11 +69,13 @@ def against_random(
     word_groups: np.ndarray,
     n_pairs: int,
     seed: int,
+    outlier_layers: list[int],
 ) -> pd.DataFrame:
     """Per layer where clipping zeroes dimensions: how much more clipping lowers the mean cosine of random pairs than
     zeroing as many random never-flagged dimensions, averaged over the draws of `controls` (paired over the same pairs),
     and how much more it raises self-similarity minus anisotropy (words and pairs are separate samples: their errors
-    add), each with its 95% half-width."""
+    add), each with its 95% half-width; `outliers_here`: whether the clipped dimensions are flagged outliers in that
+    layer (`OutlierSet.outlier_layers`), the layers the clipping claims are tested in."""
     rows = []
     for layer in range(fitted.n_layers):
         if not fitted.clipped_dims(layer):
@@ -99,6 +101,7 @@ def against_random(
                 "self_similarity_gain_ci95": inference.Z * np.hypot(words_gain.std(ddof=1) / np.sqrt(len(words_gain)), drop.std(ddof=1) / np.sqrt(len(drop))),
                 "pairs": len(drop),
                 "words": len(words_gain),
+                "outliers_here": layer in outlier_layers,
             }
         )
     return CLIPPING_VS_RANDOM.frame(rows)
@@ -152,7 +155,7 @@ def run(
     controls = [vector_variants.fit([CLIPPED_RANDOM], outlier_set, protocol, seed=seed + 1 + draw) for draw in range(RANDOM_DRAWS)]
     return Geometry(
         layer_geometry(fitted, tokens, word_vectors, word_groups, n_pairs, seed),
-        against_random(fitted, controls, tokens, word_vectors, word_groups, n_pairs, seed),
+        against_random(fitted, controls, tokens, word_vectors, word_groups, n_pairs, seed, outlier_set.outlier_layers(protocol)),
         fitted,
         tokens,
         reservoir,
@@ -171,28 +174,36 @@ GEOMETRY_BY_VARIANT = declare(
 CLIPPING_VS_RANDOM = declare(
     "06_clipping_whitening",
     "clipping_vs_random",
-    "layer draws raw_mean_cosine cosine_drop cosine_drop_ci95 self_similarity_gain self_similarity_gain_ci95 pairs words",
+    "layer draws raw_mean_cosine cosine_drop cosine_drop_ci95 self_similarity_gain self_similarity_gain_ci95 pairs words outliers_here",
 )
 
 
-def _versus_random(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
-    return contextual(tables.read(model, claim.chapter, CLIPPING_VS_RANDOM.name))
+def _versus_random(tables: Tables, model: str, claim: Claim) -> tuple[pd.DataFrame, str]:
+    """The contextual layers a clipping claim is tested in (those where the clipped dimensions are flagged outliers),
+    and the layers left out, in words."""
+    t = contextual(tables.read(model, claim.chapter, CLIPPING_VS_RANDOM.name))
+    left = t.loc[~t["outliers_here"].astype(bool), "layer"]
+    note = f"; layer{'s' * (len(left) > 1)} {', '.join(str(int(v)) for v in left)} not testable at this layer (the clipped dims are not outliers there)"
+    return t[t["outliers_here"].astype(bool)], note if len(left) else ""
 
 
 def _unit(name: str, value: float, half: float, n: int, of: str, margin: float) -> Unit:
     return unit(name, inference.from_interval(value, value - half, value + half, f"paired over {n:,} {of}, vs random dims", n, of), margin, of="layers")
 
 
+NOTHING = "nothing to test: no layer in which the clipped dims are flagged outliers (or no model-level outlier dimension to clip)"
+
+
 @rule
 def clipping_lowers_cosine(tables: Tables, model: str, claim: Claim) -> Outcome:
-    t = _versus_random(tables, model, claim)
+    t, left_out = _versus_random(tables, model, claim)
     if t.empty:
-        return Outcome(UNTESTABLE, "nothing is clipped in this model (no model-level outlier dimension)")
+        return Outcome(UNTESTABLE, NOTHING)
     room = t[t["raw_mean_cosine"] > claim.margin]
     if room.empty:
         return Outcome(UNTESTABLE, f"the raw mean cosine is already below {claim.margin:g} in every clipped layer: no drop of that size is possible")
     units = [_unit(f"layer {int(r.layer)}", r.cosine_drop, r.cosine_drop_ci95, int(r.pairs), "pairs", claim.margin) for r in room.itertuples()]
-    control = f"averaged over {int(t['draws'].iloc[0])} random draws of as many never-flagged dims"
+    control = f"averaged over {int(t['draws'].iloc[0])} random draws of as many never-flagged dims{left_out}"
     if len(room) < len(t):
         low = ", ".join(str(int(v)) for v in t.loc[t["raw_mean_cosine"] <= claim.margin, "layer"])
         control += f"; layers {low} left out (raw mean cosine already below the margin)"
@@ -201,11 +212,11 @@ def clipping_lowers_cosine(tables: Tables, model: str, claim: Claim) -> Outcome:
 
 @rule
 def clipping_raises_self_similarity(tables: Tables, model: str, claim: Claim) -> Outcome:
-    t = _versus_random(tables, model, claim)
+    t, left_out = _versus_random(tables, model, claim)
     if t.empty:
-        return Outcome(UNTESTABLE, "nothing is clipped in this model (no model-level outlier dimension)")
+        return Outcome(UNTESTABLE, NOTHING)
     units = [
         _unit(f"layer {int(r.layer)}", r.self_similarity_gain, r.self_similarity_gain_ci95, int(r.words), "words (and pairs)", claim.margin)
         for r in t.itertuples()
     ]
-    return from_units(units, claim, control=f"clipped minus the mean of {int(t['draws'].iloc[0])} random draws of as many never-flagged dims")
+    return from_units(units, claim, control=f"clipped minus the mean of {int(t['draws'].iloc[0])} random draws of as many never-flagged dims{left_out}")

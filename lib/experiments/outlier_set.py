@@ -73,6 +73,13 @@ class OutlierSet:
         """(layers, width) bool: what clipping zeroes per layer (`outliers.clip_flags`)."""
         return outliers.clip_flags(self.mean, self.criterion.z_threshold, self.criterion.min_layer_share, protocol)
 
+    def outlier_layers(self, protocol: str = "model") -> list[int]:
+        """The contextual layers in which at least one dimension clipping zeroes is itself a flagged outlier (chapter
+        02's criterion, read per layer): where a clipping or whitening claim can be tested. Elsewhere clipping removes
+        nothing that stands out (a last layer whose LayerNorm zeroes those dimensions, say)."""
+        here = outliers.flagged(self.mean, self.criterion.z_threshold) & self.flags(protocol)
+        return [int(layer) for layer in np.flatnonzero(here.any(axis=1)) if layer >= 1]
+
     def with_threshold(self, z_threshold: float) -> OutlierSet:
         """The same average vectors read with another z threshold (what-if: a stricter or looser criterion)."""
         return replace(self, criterion=replace(self.criterion, z_threshold=z_threshold))

@@ -6,7 +6,7 @@ The transforms are fitted on a training sample (the STS-B training sentences), n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,7 @@ from ..core.store import declare
 from ..encode.collectors import LayerStats, SentenceMeans
 from ..encode.extraction import extract
 from ..encode.models import LoadedModel
-from ..measure import geometry, inference, metrics
+from ..measure import geometry, inference, metrics, outliers
 from . import vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, RAW, WHITENED
@@ -25,6 +25,7 @@ from .verdicts import (
     HOLDS,
     INCONCLUSIVE,
     NOT_RUN,
+    UNTESTABLE,
     Claim,
     Outcome,
     Tables,
@@ -120,18 +121,26 @@ def run(
     fitted = vector_variants.fit(wanted, outlier_set, protocol, token_stats=stats, sentence_vectors=fit_pooled.result())
     encoded = encode_pairs(lm, pairs, pool_special)
     table = spearman_table(fitted, encoded, labels)
-    return StsRun(table, paired_differences(fitted, encoded, labels, table), len(fit_sentences), stats.count)
+    differences = paired_differences(fitted, encoded, labels, table, outlier_set.outlier_layers(protocol))
+    return StsRun(table, differences, len(fit_sentences), stats.count)
 
 
 COMPARISONS = ((CLIPPED, RAW), (WHITENED, RAW), (WHITENED, CLIPPED))  # (variant, baseline): the claims' comparisons
 DRAWS = 1000  # bootstrap resamples of a data set's pairs
 
 
-def paired_differences(variants: vector_variants.Variants, encoded: Encoded, labels: dict[str, str], table: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """Per data set and comparison of COMPARISONS, both variants at their best contextual layer: the difference of
-    Spearman × 100 and its standard error from a bootstrap over the set's pairs (DRAWS resamples, the same pairs for
-    both variants: the pairs are what was sampled). The layers are chosen on all pairs, as the paper chooses them."""
-    top = table[table["layer"] >= 1].loc[lambda t: t.groupby(["dataset", "variant"])["spearman_x100"].idxmax()].set_index(["dataset", "variant"])["layer"]
+def paired_differences(
+    variants: vector_variants.Variants, encoded: Encoded, labels: dict[str, str], table: pd.DataFrame, layers: list[int], seed: int = 0
+) -> pd.DataFrame:
+    """Per data set and comparison of COMPARISONS, both variants at their best layer among `layers` (those where the
+    clipped dimensions are flagged outliers, `OutlierSet.outlier_layers`: a clipping or whitening claim is tested only
+    where there is an outlier to remove): the difference of Spearman × 100 and its standard error from a bootstrap over
+    the set's pairs (DRAWS resamples, the same pairs for both variants: the pairs are what was sampled). The layers are
+    chosen on all pairs, as the paper chooses them. No rows when no layer has such an outlier."""
+    if not layers:
+        return STS_DIFFERENCES.frame([])
+    counted = table[table["layer"].isin(layers)]
+    top = counted.loc[counted.groupby(["dataset", "variant"])["spearman_x100"].idxmax()].set_index(["dataset", "variant"])["layer"]
     cache: dict[tuple[str, int], np.ndarray] = {}
 
     def vectors(variant: str, layer: int) -> np.ndarray:
@@ -161,6 +170,7 @@ def paired_differences(variants: vector_variants.Variants, encoded: Encoded, lab
                     "se": float(np.std(reps[variant] - reps[baseline], ddof=1)),
                     "n_pairs": len(gold),
                     "draws": DRAWS,
+                    "layers": outliers.layer_ranges(np.asarray(layers)),
                 }
             )
     return STS_DIFFERENCES.frame(rows)
@@ -169,7 +179,7 @@ def paired_differences(variants: vector_variants.Variants, encoded: Encoded, lab
 STS_BY_LAYER = declare("08_sts", "spearman_by_layer", "dataset variant layer spearman_x100 subset_mean_spearman_x100 n_pairs n_sentences")
 
 
-STS_DIFFERENCES = declare("08_sts", "paired_differences", "dataset variant baseline difference se n_pairs draws")
+STS_DIFFERENCES = declare("08_sts", "paired_differences", "dataset variant baseline difference se n_pairs draws layers")
 
 
 STS_BEST = declare("08_sts", "best", "model spec dataset variant layer spearman_x100 subset_mean_spearman_x100 embedding_output_spearman_x100")
@@ -218,9 +228,19 @@ def findings(scores: dict[str, tuple[str, pd.DataFrame]], best: pd.DataFrame, ba
     return lines
 
 
+NO_OUTLIER_LAYER = "not testable: the clipped dims are flagged outliers in no layer of this model (nothing for clipping or whitening to remove)"
+
+
+def compared_layers(tables: Tables, model: str, claim: Claim) -> str:
+    """The layers the STS comparisons were made in (where the clipped dims are outliers), "" when none."""
+    t = tables.read(model, claim.chapter, STS_DIFFERENCES.name)
+    return str(t["layers"].iloc[0]) if len(t) else ""
+
+
 def per_set_units(tables: Tables, model: str, claim: Claim, comparisons: tuple[tuple[str, str], ...]) -> list:
-    """One unit per data set and comparison (variant, baseline): the paired difference of the best-layer Spearman × 100
-    with its bootstrap standard error over the set's pairs (normal interval); SICK's all-pairs view left out."""
+    """One unit per data set and comparison (variant, baseline): the paired difference of Spearman × 100, both at their
+    best layer among those where the clipped dims are outliers, with its bootstrap standard error over the set's pairs
+    (normal interval); SICK's all-pairs view left out."""
     t = tables.read(model, claim.chapter, STS_DIFFERENCES.name)
     t = t[~t["dataset"].str.contains("all pairs")]
     units = []
@@ -239,13 +259,16 @@ def sts_transform_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     """Clipping and whitening each raise STS: each variant decided over its data sets by the claim's statistic (the
     mean gain), then the claim over the two variants (it needs both)."""
     units = per_set_units(tables, model, claim, ((CLIPPED, RAW), (WHITENED, RAW)))
+    if not units:
+        return Outcome(UNTESTABLE, NO_OUTLIER_LAYER)
     by_variant: dict[str, list[Unit]] = {}
     for u in units:
         by_variant.setdefault(u.name.split(", ")[0], []).append(u)
     variants = [variant_unit(v, us, claim) for v, us in by_variant.items()]
     summary = "; ".join(f"{v.name}: {v.decision.verdict}, {v.estimate.text(2, ' points')} ({sets_count(by_variant[v.name])})" for v in variants)
     weakest = min(variants, key=lambda u: u.clearance)
-    return outcome(aggregate(variants, "all"), f"{summary}. Per data set: {units_text(units, 2, ' points')}", weakest.estimate)
+    where = f"best layers among {compared_layers(tables, model, claim)} (where the clipped dims are outliers)"
+    return outcome(aggregate(variants, "all"), f"{where}: {summary}. Per data set: {units_text(units, 2, ' points')}", weakest.estimate)
 
 
 def variant_unit(name: str, units: list[Unit], claim: Claim) -> Unit:
@@ -264,7 +287,11 @@ def sets_count(units: list[Unit]) -> str:
 
 @rule
 def sts_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Outcome:
-    return from_units(per_set_units(tables, model, claim, ((WHITENED, CLIPPED),)), claim, 2, " points")
+    units = per_set_units(tables, model, claim, ((WHITENED, CLIPPED),))
+    if not units:
+        return Outcome(UNTESTABLE, NO_OUTLIER_LAYER)
+    decided = from_units(units, claim, 2, " points")
+    return replace(decided, ours=f"best layers among {compared_layers(tables, model, claim)} (where the clipped dims are outliers): {decided.ours}")
 
 
 @rule
