@@ -129,7 +129,7 @@ for spec in specs:
     table = pd.concat([run.table for run in runs], ignore_index=True)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": sets[lm.name].describe()}
     results.table(table, frozen.FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)
-    summary.append(frozen.best(runs, lm.name, spec))
+    summary.append(frozen.best(runs, lm.name, spec, sets[lm.name].outlier_layers(clip)))
     results.table(summary[-1], frozen.FROZEN_BEST, spec, parameters=parameters, model_info=info)
     scores[spec] = (lm.name, table)
     del lm

@@ -194,11 +194,15 @@ def test_frozen_classifiers_learn_a_planted_label_in_every_variant():
     for (variant, layer), right in run.correct.items():  # the paired record agrees with the table's accuracy
         row = table[(table["variant"] == variant) & (table["layer"] == layer)]
         assert 100 * right.mean() == pytest.approx(float(row["test_accuracy"].iloc[0]))
-    best = frozen.best([run], "planted", "p").set_index("variant")
+    best = frozen.best([run], "planted", "p", [1, 2]).set_index("variant")
     assert set(best.index) == {"raw", "clipped", "whitened-sentences"} and (best["test_at_best_dev_layer"] > 90).all()
     assert (best["test_examples"] == 100).all() and best.loc["raw", ["test_right_only_here", "test_right_only_raw"]].eq(0).all()
+    at = table[table["layer"].isin([1, 2])].set_index(["variant", "layer"])
+    layer = int(at.loc["raw", "dev_accuracy"].idxmax())  # one layer for both: the raw classifier's best among the outlier layers
+    assert (best["paired_layer"] == layer).all()
     gain = (best.loc["clipped", "test_right_only_here"] - best.loc["clipped", "test_right_only_raw"]) / 100
-    assert 100 * gain == pytest.approx(best.loc["clipped", "test_at_best_dev_layer"] - best.loc["raw", "test_at_best_dev_layer"])
+    assert 100 * gain == pytest.approx(at.loc[("clipped", layer), "test_accuracy"] - at.loc[("raw", layer), "test_accuracy"])
+    assert frozen.best([run], "planted", "p", [])["paired_layer"].isna().all()  # no outlier layer: nothing paired
     label_clipped = frozen.classify(vector_variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True).table
     assert (label_clipped["test_accuracy"] < 70).all()  # the dimension that carries the label is gone
 

@@ -239,6 +239,7 @@ def supervised(discordant: list[tuple[int, int]], n: int, clipped_dims: int = 1)
     best = pd.DataFrame(
         [
             {"task": t, "variant": v, "test_examples": n, "test_right_only_here": a if v == "clipped" else 0, "test_right_only_raw": b if v == "clipped" else 0}
+            | {"paired_layer": 1}
             for t, (a, b) in zip(tasks, discordant)
             for v in ("raw", "clipped")
         ]

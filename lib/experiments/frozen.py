@@ -80,32 +80,34 @@ def run_task(
     return classify(fitted, vectors, labels, task, len(fit_vectors), bias)
 
 
-def best(runs: list[TaskRun], model: str, spec: str) -> pd.DataFrame:
+def best(runs: list[TaskRun], model: str, spec: str, layers: list[int]) -> pd.DataFrame:
     """Per task and variant: the best test accuracy over layers (the paper's number), the test accuracy of the layer
-    with the best development accuracy, and at those chosen layers the test examples only this variant or only the raw
-    vectors get right (the discordant examples of a paired comparison)."""
+    with the best development accuracy, and the paired comparison with the raw vectors at one common layer (`paired_layer`:
+    the raw classifier's best development layer among `layers`, those where the clipped dimensions are outliers, so that
+    a difference is clipping's and not a change of layer): the test examples only this variant or only the raw vectors
+    get right there. Without such a layer the paired columns are empty."""
     rows = []
     for run in runs:
-        chosen = {}
         for (task, variant), part in run.table.groupby(["task", "variant"], sort=False):
-            top, chosen[variant] = part.loc[part["test_accuracy"].idxmax()], part.loc[part["dev_accuracy"].idxmax()]
-            rows.append(
-                {
-                    "model": model,
-                    "spec": spec,
-                    "task": task,
-                    "variant": variant,
-                    "best_test": top["test_accuracy"],
-                    "best_test_layer": int(top["layer"]),
-                    "test_at_best_dev_layer": chosen[variant]["test_accuracy"],
-                    "best_dev_layer": int(chosen[variant]["layer"]),
-                }
-            )
-        right = {variant: run.correct[(variant, int(row["layer"]))] for variant, row in chosen.items()}
-        for row in rows[len(rows) - len(chosen) :]:
-            here, raw = right[row["variant"]], right[RAW]
-            row.update(test_examples=len(here), test_right_only_here=int((here & ~raw).sum()), test_right_only_raw=int((raw & ~here).sum()))
-    return FROZEN_BEST.frame(rows)
+            top, chosen = part.loc[part["test_accuracy"].idxmax()], part.loc[part["dev_accuracy"].idxmax()]
+            raw = run.table[(run.table["task"] == task) & (run.table["variant"] == RAW) & run.table["layer"].isin(layers)]
+            row = {
+                "model": model,
+                "spec": spec,
+                "task": task,
+                "variant": variant,
+                "best_test": top["test_accuracy"],
+                "best_test_layer": int(top["layer"]),
+                "test_at_best_dev_layer": chosen["test_accuracy"],
+                "best_dev_layer": int(chosen["layer"]),
+            }
+            if len(raw):
+                layer = int(raw.loc[raw["dev_accuracy"].idxmax(), "layer"])
+                here, base = run.correct[(variant, layer)], run.correct[(RAW, layer)]
+                row |= {"paired_layer": layer, "test_examples": len(here)}
+                row |= {"test_right_only_here": int((here & ~base).sum()), "test_right_only_raw": int((base & ~here).sum())}
+            rows.append(row)
+    return FROZEN_BEST.check(pd.DataFrame(rows).reindex(columns=list(FROZEN_BEST.columns)))
 
 
 FROZEN_ACCURACY = declare("09_supervised", "accuracy_by_layer", "task variant layer dev_accuracy test_accuracy C converged clipped_dims whitening_fit_texts")
@@ -114,7 +116,8 @@ FROZEN_ACCURACY = declare("09_supervised", "accuracy_by_layer", "task variant la
 FROZEN_BEST = declare(
     "09_supervised",
     "best",
-    "model spec task variant best_test best_test_layer test_at_best_dev_layer best_dev_layer test_examples test_right_only_here test_right_only_raw",
+    "model spec task variant best_test best_test_layer test_at_best_dev_layer best_dev_layer paired_layer test_examples test_right_only_here "
+    "test_right_only_raw",
 )
 
 
@@ -130,6 +133,8 @@ def supervised_clipping_small(tables: Tables, model: str, claim: Claim) -> Outco
     units = []
     for task in tasks:
         r = t.loc[(task, CLIPPED)]
+        if pd.isna(r["paired_layer"]):
+            return Outcome(UNTESTABLE, "the clipped dims are flagged outliers in no layer of this model: no layer to compare clipped and raw at")
         estimate = inference.paired_proportions(int(r["test_right_only_here"]), int(r["test_right_only_raw"]), int(r["test_examples"]), "test examples")
-        units.append(unit(task, estimate.scaled(100), claim.margin, "within", of="tasks"))
+        units.append(unit(f"{task} (layer {int(r['paired_layer'])})", estimate.scaled(100), claim.margin, "within", of="tasks"))
     return from_units(units, claim, 1, " points")
