@@ -85,8 +85,10 @@ ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".
 # ## Best layer and threshold
 #
 # `train_accuracy` is the paper's number: the best of all layers × thresholds on the training
-# pairs. `dev_accuracy_of_that_choice` applies that layer and threshold to the development
-# pairs. `dev_best_accuracy` is, for comparison, the best the development set itself would
+# pairs, here among the layers where the clipped dimensions are flagged outliers (`outlier_layers`: a clipping or
+# whitening claim is tested only where there is an outlier to remove; every layer when there is none).
+# `dev_accuracy_of_that_choice` applies that layer and threshold to the development pairs.
+# `dev_best_accuracy` is, for comparison, the best the development set itself would
 # allow (the same optimism as the paper's number, on the development pairs). The second table
 # counts the development pairs that only this variant, or only the raw (or clipped) vectors, get
 # right: the pairs on which a paired comparison of the two turns. 638 development pairs alone give a paired interval of

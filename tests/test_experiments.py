@@ -136,10 +136,11 @@ def test_wic_chooses_on_train_and_counts_the_pairs_clipping_wins():
     fitted = vector_variants.fit(["raw", "clipped"], planted_set())
     grid = wic.accuracy_grid(fitted, splits, labels)
     assert len(grid) == 2 * LAYERS * 2 * len(wic.THRESHOLDS)
-    cross = wic.cross_fitted(fitted, splits["train"], labels["train"])
+    every = list(range(LAYERS))
+    cross = wic.cross_fitted(fitted, splits["train"], labels["train"], every)
     assert cross["clipped"].mean() > 0.95 and cross["raw"].sum() == n // 2  # held-out decisions: clipping gets nearly every pair, raw half
-    assert wic.cross_fitted(fitted, splits["train"], labels["train"])["raw"].tolist() == cross["raw"].tolist()  # seeded folds
-    best = wic.best_settings(grid, fitted, splits["dev"], labels["dev"], "planted", "p", cross).set_index("variant")
+    assert wic.cross_fitted(fitted, splits["train"], labels["train"], every)["raw"].tolist() == cross["raw"].tolist()  # seeded folds
+    best = wic.best_settings(grid, fitted, splits["dev"], labels["dev"], "planted", "p", cross, every, "0-2").set_index("variant")
     assert best.loc["clipped", "cross_pairs"] == n and best.loc["clipped", "cross_right_only_here"] == int((cross["clipped"] & ~cross["raw"]).sum()) > 90
     assert best.loc["clipped", "train_accuracy"] == 100.0 and best.loc["clipped", "dev_accuracy_of_that_choice"] == 100.0
     assert best.loc["raw", "train_accuracy"] == 50.0
@@ -147,6 +148,8 @@ def test_wic_chooses_on_train_and_counts_the_pairs_clipping_wins():
     assert best.loc["raw", "dev_right_only_here"] == 0
     # the paired counts against the clipped variant: clipped against itself has none, raw loses the same 50 pairs
     assert best.loc["clipped", "dev_right_only_here_vs_clipped"] == 0 and best.loc["raw", "dev_right_only_clipped"] == 50
+    only = wic.best_settings(grid, fitted, splits["dev"], labels["dev"], "planted", "p", cross, [2], "2").set_index("variant")
+    assert (only["layer"] == 2).all() and (only["outlier_layers"] == "2").all()  # chosen only among the layers named
 
 
 def test_the_random_control_draws_as_many_never_flagged_dimensions():

@@ -187,7 +187,7 @@ def geometry(
     }
 
 
-def wic(clip_vs_raw: tuple[int, int], white_vs_clip: tuple[int, int] = (0, 0)):
+def wic(clip_vs_raw: tuple[int, int], white_vs_clip: tuple[int, int] = (0, 0), outlier_layers: bool = True):
     frame = pd.DataFrame(
         {
             "variant": ["raw", "clipped", "clipped-random", "whitened"],
@@ -202,6 +202,7 @@ def wic(clip_vs_raw: tuple[int, int], white_vs_clip: tuple[int, int] = (0, 0)):
             "cross_right_only_raw": [0, 8 * clip_vs_raw[1], 40, 0],
             "cross_right_only_here_vs_clipped": [0, 0, 0, 8 * white_vs_clip[0]],
             "cross_right_only_clipped": [0, 0, 0, 8 * white_vs_clip[1]],
+            "outlier_layers": "1-5" if outlier_layers else "",
         }
     )
     return {("07_wic", "best"): frame}
@@ -421,6 +422,8 @@ CASES = [
     ("wic_clipping_gain", wic((60, 10)), H),
     ("wic_clipping_gain", wic((10, 60)), F),
     ("wic_clipping_gain", wic((26, 25)), INC),
+    ("wic_clipping_gain", wic((60, 10), outlier_layers=False), U),  # no layer with an outlier to clip
+    ("wic_whitening_beats_clipping", wic((0, 0), (60, 10), outlier_layers=False), U),
     ("wic_whitening_beats_clipping", wic((0, 0), (60, 10)), H),
     ("wic_whitening_beats_clipping", wic((0, 0), (10, 60)), F),
     ("wic_whitening_beats_clipping", wic((0, 0), (30, 27)), INC),

@@ -16,11 +16,11 @@ from ..core.store import declare
 from ..encode import words
 from ..encode.collectors import LayerStats
 from ..encode.models import LoadedModel
-from ..measure import geometry, inference, metrics
+from ..measure import geometry, inference, metrics, outliers
 from . import vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
-from .verdicts import Claim, Outcome, Tables, decide, outcome, rule
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome, rule
 
 THRESHOLDS = np.round(np.arange(1, 10) / 10, 1)  # the paper's 0.1, 0.2, …, 0.9
 VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
@@ -67,14 +67,18 @@ def best_settings(
     model: str,
     spec: str,
     cross: dict[str, np.ndarray],
+    layers: list[int],
+    outlier_layers: str,
 ) -> pd.DataFrame:
-    """Per variant: the best (layer, threshold) on the training pairs, its development accuracy, the best development
-    accuracy of any setting (an optimistic bound), and the development pairs that only this variant or only the raw
-    (and only the clipped) vectors get right at their chosen settings: the discordant pairs of paired comparisons; the
-    same counts over the training pairs cross-fitted (`cross`: each pair decided by a setting chosen without it)."""
+    """Per variant: the best (layer, threshold) on the training pairs among `layers` (those where the clipped dims are
+    outliers, `outlier_layers` in words, "" when there are none and every layer is searched), its development accuracy,
+    the best development accuracy of any setting (an optimistic bound), and the development pairs that only this variant
+    or only the raw (and only the clipped) vectors get right at their chosen settings: the discordant pairs of paired
+    comparisons; the same counts over the training pairs cross-fitted (`cross`: each pair decided by a setting chosen
+    without it, among the same layers)."""
     chosen, correct = {}, {}
     for variant, part in grid.groupby("variant", sort=False):
-        train = part[part["split"] == "train"]
+        train = part[(part["split"] == "train") & part["layer"].isin(layers)]
         chosen[variant] = train.loc[train["accuracy"].idxmax()]
         layer, threshold = int(chosen[variant]["layer"]), float(chosen[variant]["threshold"])
         correct[variant] = (_cosines(variants.transforms[variant][layer].transform, dev, layer) > threshold) == dev_labels
@@ -103,6 +107,7 @@ def best_settings(
             "cross_right_only_raw": only(RAW, variant, cross),
             "cross_right_only_here_vs_clipped": only(variant, CLIPPED, cross),
             "cross_right_only_clipped": only(CLIPPED, variant, cross),
+            "outlier_layers": outlier_layers,
         }
         for variant, top in chosen.items()
     ]
@@ -112,14 +117,16 @@ def best_settings(
 FOLDS = 5  # cross-fitting folds of the training pairs
 
 
-def cross_fitted(variants: vector_variants.Variants, train: tuple[np.ndarray, np.ndarray], labels: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
-    """Per variant, whether each training pair is classified right by the (layer, threshold) chosen on the other
-    FOLDS − 1 folds (seeded folds): out-of-sample decisions on the training pairs, so that they can join the
+def cross_fitted(
+    variants: vector_variants.Variants, train: tuple[np.ndarray, np.ndarray], labels: np.ndarray, layers: list[int], seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Per variant, whether each training pair is classified right by the (layer among `layers`, threshold) chosen on
+    the other FOLDS − 1 folds (seeded folds): out-of-sample decisions on the training pairs, so that they can join the
     development pairs in a paired comparison."""
     fold = np.random.default_rng(seed).permutation(len(labels)) % FOLDS
     right = {}
     for variant, transforms in variants.transforms.items():
-        cos = np.stack([_cosines(t.transform, train, layer) for layer, t in enumerate(transforms)])  # (layers, pairs)
+        cos = np.stack([_cosines(transforms[layer].transform, train, layer) for layer in layers])  # (layers, pairs)
         correct = (cos[:, None, :] > THRESHOLDS[None, :, None]) == labels[None, None, :]  # (layers, thresholds, pairs)
         out = np.zeros(len(labels), dtype=bool)
         for k in range(FOLDS):
@@ -151,7 +158,10 @@ def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outl
     labels = {split: frame["same_sense"].to_numpy()[usable[split]] for split, frame in (("train", train), ("dev", dev))}
     fitted = vector_variants.fit(VARIANTS, outlier_set, protocol, token_stats=stats)
     grid = accuracy_grid(fitted, splits, labels)
-    best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec, cross_fitted(fitted, splits["train"], labels["train"]))
+    counted = outlier_set.outlier_layers(protocol)  # a clipping claim is tested where there is an outlier to clip
+    layers = counted or list(range(lm.n_layers + 1))
+    cross = cross_fitted(fitted, splits["train"], labels["train"], layers)
+    best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec, cross, layers, outliers.layer_ranges(np.asarray(counted)))
     return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()))
 
 
@@ -163,7 +173,7 @@ WIC_BEST = declare(
     "best",
     "model spec variant layer threshold train_accuracy dev_accuracy_of_that_choice dev_best_accuracy dev_pairs dev_right_only_here dev_right_only_raw "
     "dev_right_only_here_vs_clipped dev_right_only_clipped cross_pairs cross_accuracy cross_right_only_here cross_right_only_raw "
-    "cross_right_only_here_vs_clipped cross_right_only_clipped",
+    "cross_right_only_here_vs_clipped cross_right_only_clipped outlier_layers",
 )
 
 
@@ -180,14 +190,26 @@ def _wic(tables: Tables, model: str, claim: Claim) -> pd.DataFrame:
     return tables.read(model, claim.chapter, claim.table).set_index("variant")
 
 
+NO_OUTLIER_LAYER = "not testable: the clipped dims are flagged outliers in no layer of this model (nothing for clipping or whitening to remove)"
+
+
+def _layers(t: pd.DataFrame) -> str:
+    """The layers the settings were chosen among, "" when the clipped dims are outliers in none."""
+    value = t["outlier_layers"].iloc[0]
+    return "" if pd.isna(value) else str(value)
+
+
 @rule
 def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = _wic(tables, model, claim)
+    if not _layers(t):
+        return Outcome(UNTESTABLE, NO_OUTLIER_LAYER)
     c = t.loc[CLIPPED]
     estimate = _paired(c, "right_only_here", "right_only_raw")
     raw_acc, clip_acc = t.loc[RAW, "dev_accuracy_of_that_choice"], c["dev_accuracy_of_that_choice"]
     control = f"as many random dims zeroed: {t.loc[CLIPPED_RANDOM, 'dev_accuracy_of_that_choice'] - raw_acc:+.1f} points" if CLIPPED_RANDOM in t.index else ""
     text = (
+        f"settings chosen among layers {_layers(t)} (where the clipped dims are outliers): "
         f"development accuracy {raw_acc:.1f} raw, {clip_acc:.1f} clipped; over the {int(c['dev_pairs'])} development and "
         f"{int(c['cross_pairs'])} cross-fitted training pairs: {estimate.text(1, ' points')}"
     )
@@ -197,11 +219,14 @@ def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
 @rule
 def wic_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = _wic(tables, model, claim)
+    if not _layers(t):
+        return Outcome(UNTESTABLE, NO_OUTLIER_LAYER)
     w = t.loc[WHITENED]
     estimate = _paired(w, "right_only_here_vs_clipped", "right_only_clipped")
     accuracy = t["dev_accuracy_of_that_choice"]
     text = (
-        f"development accuracy {accuracy['clipped']:.1f} clipped, {accuracy['whitened']:.1f} whitened; over the {int(w['dev_pairs'])} development and "
+        f"settings chosen among layers {_layers(t)}: development accuracy {accuracy['clipped']:.1f} clipped, {accuracy['whitened']:.1f} whitened; "
+        f"over the {int(w['dev_pairs'])} development and "
         f"{int(w['cross_pairs'])} cross-fitted training pairs: {estimate.text(1, ' points')}"
     )
     return outcome(decide(estimate, claim.margin), text, estimate)
