@@ -69,7 +69,7 @@ sentences = ch.sst2_sentences(n_sentences, seed)
 parameters = ch.parameters("02_outlier_neurons", globals())
 
 # %%
-stats, reports, facts = {}, {}, {}
+stats, reports, facts, last_norms = {}, {}, {}, {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     per_sentence = SentenceExtremes()
@@ -77,12 +77,14 @@ for spec in specs:
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
     report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
     report.pooled = report.pooled.assign(model=lm.name, spec=spec)
+    last_norms[lm.name] = outlier_neurons.last_layernorm(lm, report.detected)
     for schema, frame in [
         (outlier_neurons.EXTREMES_BY_LAYER, report.extremes),
         (outlier_neurons.EXTREMES_POOLED, report.pooled),
         (outlier_neurons.EXTREMES_BY_SENTENCE, outlier_neurons.by_sentence(report.pooled, per_sentence)),  # the unit the scorecard resamples
         (outlier_neurons.OUTLIER_DIMENSIONS, report.detected),
         (outlier_neurons.MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
+        (outlier_neurons.LAST_LAYERNORM, last_norms[lm.name]),
     ]:
         results.table(frame, schema, spec, parameters=parameters, model_info=info)
     stats[lm.name], reports[lm.name], facts[lm.name] = st, report, info
@@ -161,6 +163,19 @@ for name, report in reports.items():
         f"Layers in which no dimension is flagged: {', '.join(quiet) or 'none'}."
     )
 ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+
+# %% [markdown]
+# ## What the last LayerNorm does to the outliers
+#
+# The last layer's output passes through a LayerNorm whose gain γ and bias β are learned per dimension. Where both are
+# about zero on an outlier dimension, that dimension is erased from the model's output: the last layer has no outlier
+# there, and clipping it removes nothing. The chapters that clip therefore test their claims only in the layers where
+# the clipped dimensions are flagged (chapters 06-09).
+
+# %%
+for name, frame in last_norms.items():
+    ch.show(frame, f"{name}: the last LayerNorm's γ and β on the model-level outlier dimensions, and the median over all dimensions", precision=4, tab=name)
+ch.say("\n".join(outlier_neurons.layernorm_finding(name, frame, facts[name]["n_layers"]) for name, frame in last_norms.items()))
 
 # %% [markdown]
 # The pattern the paper describes for BERT-base and RoBERTa-base (one or two dimensions that

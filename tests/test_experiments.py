@@ -12,7 +12,7 @@ import torch
 from lib.encode.collectors import LayerStats
 from lib.encode.extraction import TokenBatch
 from lib.errors import BookError
-from lib.experiments import clipping_geometry, frozen, outlier_set, position_probe, rare_tokens, sts, vector_variants, wic, word_geometry
+from lib.experiments import clipping_geometry, frozen, outlier_neurons, outlier_set, position_probe, rare_tokens, sts, vector_variants, wic, word_geometry
 from lib.measure import transforms
 
 from .conftest import SENTENCES, tiny_model
@@ -293,3 +293,16 @@ def test_clipping_claims_count_only_layers_where_the_clipped_dims_stand_out():
     assert found.dims.tolist() == [3] and found.outlier_layers() == [1, 2]
     assert found.flags("model")[3, 3]  # still zeroed in layer 3, where there is nothing to zero
     assert planted_set(dims=(3,), layers=4, model_layers=[0]).outlier_layers() == []  # only in the input layer: none
+
+
+def test_minilms_last_layernorm_erases_its_outlier(minilm):
+    """The packaged MiniLM's last LayerNorm has γ and β of about 1e-33 on dimension 223, one of its outliers: chapter 02
+    says so, and that layer's output has nothing to clip there."""
+    detected = pd.DataFrame({"dim": [223, 5], "layers": ["1-5", "2"], "model_outlier": [True, False]})
+    frame = outlier_neurons.last_layernorm(minilm, detected)
+    assert frame["dim"].tolist() == [223] and abs(frame["gamma"].iloc[0]) < 1e-20 and abs(frame["beta"].iloc[0]) < 1e-20
+    assert 0.1 < frame["median_abs_gamma"].iloc[0] < 10
+    assert "sets every outlier dimension to about zero in layer 6's output" in outlier_neurons.layernorm_finding("MiniLM", frame, 6)
+    kept = frame.assign(gamma=[0.5], beta=[0.1])
+    assert "keeps the outlier dimensions" in outlier_neurons.layernorm_finding("MiniLM", kept, 6)
+    assert "erases dim 223 from layer 6's output" in outlier_neurons.layernorm_finding("MiniLM", pd.concat([frame, kept.assign(dim=[7])]), 6)

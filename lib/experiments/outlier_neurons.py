@@ -10,7 +10,8 @@ import pandas as pd
 
 from ..core.store import declare
 from ..encode.collectors import SentenceExtremes
-from ..measure import inference
+from ..encode.models import LoadedModel
+from ..measure import inference, positional
 from .outlier_set import CHAPTER, OUTLIER_COLUMNS, SOURCE_TABLE
 from .plotting import COLORS
 from .verdicts import Claim, Outcome, Tables, best_of, decide, outcome, rule, unit
@@ -70,6 +71,46 @@ OUTLIER_DIMENSIONS = declare(CHAPTER, "outlier_dimensions", OUTLIER_COLUMNS)
 
 
 MEAN_VECTORS = declare(CHAPTER, SOURCE_TABLE, "layer dim mean")
+
+
+LAST_LAYERNORM = declare(CHAPTER, "last_layernorm", "dim layers gamma beta median_abs_gamma median_abs_beta")
+
+
+def last_layernorm(lm: LoadedModel, detected: pd.DataFrame) -> pd.DataFrame:
+    """The last layer's final LayerNorm (its output) on each model-level outlier dimension: γ and β there, beside the
+    median |γ| and |β| over all dimensions. Where both are about zero the LayerNorm erases the outlier from the model's
+    output, so the last layer has nothing to clip (the clipping claims leave such a layer out)."""
+    last = [p for p in positional.layernorms(lm) if p.layer == lm.n_layers][-1]
+    model_level = detected[detected["model_outlier"]]
+    rows = [
+        {
+            "dim": int(r.dim),
+            "layers": r.layers,
+            "gamma": float(last.gamma[int(r.dim)]),
+            "beta": float(last.beta[int(r.dim)]),
+            "median_abs_gamma": float(np.median(np.abs(last.gamma))),
+            "median_abs_beta": float(np.median(np.abs(last.beta))),
+        }
+        for r in model_level.itertuples()
+    ]
+    return LAST_LAYERNORM.frame(rows)
+
+
+def layernorm_finding(name: str, frame: pd.DataFrame, n_layers: int, relative: float = 1e-3) -> str:
+    """One line on what the last LayerNorm does to the model's outlier dimensions: erased where both |γ| and |β| are
+    below `relative` × the median of all dimensions'."""
+    if frame.empty:
+        return f"- **{name}**: no model-level outlier dimension, so nothing for the last LayerNorm to erase."
+    erased = frame[(frame["gamma"].abs() < relative * frame["median_abs_gamma"]) & (frame["beta"].abs() < relative * frame["median_abs_beta"])]
+    values = "; ".join(f"dim {int(r.dim)}: γ {r.gamma:.1e}, β {r.beta:.1e}" for r in frame.itertuples())
+    median = f"median |γ| {frame['median_abs_gamma'].iloc[0]:.2f}, |β| {frame['median_abs_beta'].iloc[0]:.2f}"
+    if len(erased) == len(frame):
+        verdict = f"the last LayerNorm sets every outlier dimension to about zero in layer {n_layers}'s output: nothing stands out there to clip"
+    elif len(erased):
+        verdict = f"it erases dim{'s' * (len(erased) > 1)} {', '.join(str(int(d)) for d in erased['dim'])} from layer {n_layers}'s output"
+    else:
+        verdict = f"it keeps the outlier dimensions in layer {n_layers}'s output"
+    return f"- **{name}**: last LayerNorm on the outlier dimensions ({values}; {median}): {verdict}."
 
 
 @rule
