@@ -110,6 +110,19 @@ def test_twenty_step_fine_tune_reduces_the_loss_and_learns_the_task():
     assert 0 < out.i1_context <= 1 and out.i2_context >= 0
 
 
+def test_step_times_interleave_the_methods_on_copies_of_the_encoder():
+    """The flow-cost claim's measurement: every method's optimiser steps on the same batch, one of each per round, each on
+    its own copy of the encoder (the model the chapter loaded is left as it was)."""
+    lm = tiny_model("bert")
+    before = lm.model.get_input_embeddings().weight.detach().clone()
+    times = finetune.step_times(lm, "sst2", toy(3), [config(), config(method="flow", flow_hidden=16)], rounds=4, warm=1)
+    assert times["method"].tolist() == ["none", "flow"] * 4 and times["round"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert (times["seconds"] > 0).all()
+    assert torch.equal(lm.model.get_input_embeddings().weight, before)
+    summary = isotropy_calibration.step_summary(times).set_index("method")
+    assert summary.loc["none", "× none (median of rounds)"] == 1.0 and summary.index.tolist() == ["none", "flow"]
+
+
 def test_predictions_scored_longest_first_come_back_in_the_rows_order():
     """Scoring in length-sorted batches gives each row the prediction it gets scored alone (padding is masked)."""
     lm = tiny_model("bert")

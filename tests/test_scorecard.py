@@ -85,7 +85,7 @@ REGISTRY = [
         "claim": "The flow costs time.",
         "paper_value": "4.2×",
         "chapter": "13_isotropy_calibration",
-        "table": "summary",
+        "table": "step_times",
         "rule": "flow_costly",
         "effect": "time ratio",
         "margin": 2.0,
@@ -144,13 +144,16 @@ def test_mixed_and_thresholds(planted):
     registry, root = planted
     _plant(root, "gamma", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.5, 0.3, 0.02], 0.01))
     _plant(root, "delta", "01_anisotropy", "anisotropy_by_layer", _anisotropy([0.5, 0.12, 0.1], 0.05))
-    flow = pd.DataFrame({"task": ["a", "a", "b"], "method": ["none", "flow", "flow"], "time_ratio": [1.0, 1.5, 1.7]})
-    _plant(root, "alpha", "13_isotropy_calibration", "summary", flow, "Alpha")
+    seconds = {"none": [1.0, 1.0, 1.0], "flow": [1.5, 1.7, 3.0]}  # three interleaved rounds of one step each
+    flow = pd.DataFrame([{"method": m, "round": r, "seconds": s} for m, values in seconds.items() for r, s in enumerate(values)])
+    _plant(root, "alpha", "13_isotropy_calibration", "step_times", flow, "Alpha")
     card = scorecard.scorecard("planted", root=root, registry=registry).set_index(["claim_id", "model"])
     assert card.loc[("luo2021/anisotropy", "gamma"), "verdict"] == "mixed"  # holds in one layer, not in the other
     assert card.loc[("luo2021/anisotropy", "delta"), "verdict"] == "inconclusive"  # intervals contain the margin
     flow_row = card.loc[("ding2022/flow-cost", "Alpha")]
-    assert flow_row["verdict"] == "inconclusive" and flow_row["ours"].startswith("1.60× (95% interval 0.33 to 2.87×; t over 2 tasks)")
+    geometric = float(np.exp(np.mean(np.log([1.5, 1.7, 3.0]))))
+    assert flow_row["verdict"] == "inconclusive" and flow_row["ours"].startswith(f"{geometric:.2f}× (95% interval ")
+    assert "geometric mean over 3 interleaved rounds" in flow_row["ours"] and flow_row["low"] < 2.0 < flow_row["high"]
 
 
 def test_each_verdict_carries_its_verdicts_at_a_smaller_and_a_larger_margin(planted):
@@ -191,6 +194,7 @@ def test_wic_verdict_is_paired_over_the_same_development_pairs(tmp_path):
             "dev_right_only_here": [0, 15],
             "dev_right_only_raw": [0, 2],
             **{f"cross_{c}": 0 for c in ("pairs", "right_only_here", "right_only_raw")},  # no training pairs cross-fitted
+            "outlier_layers": "1-5",
         }
     )
     _plant(tmp_path, "m", "07_wic", "best", frame)

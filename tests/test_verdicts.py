@@ -340,8 +340,12 @@ def calibration(
 
 
 def flow(ratios: list[float]):
-    frame = pd.DataFrame({"task": [f"t{i}" for i in range(len(ratios))] + ["t0"], "method": ["flow"] * len(ratios) + ["none"], "time_ratio": ratios + [1.0]})
-    return {("13_isotropy_calibration", "summary"): frame}
+    """Interleaved step times: per round the uncalibrated step takes 1 s (± a little) and the flow's `ratios[r]` times it."""
+    rows = []
+    for r, ratio in enumerate(ratios):
+        none = 1.0 + 0.01 * r
+        rows += [{"method": "none", "round": r, "seconds": none}, {"method": "flow", "round": r, "seconds": ratio * none}]
+    return {("13_isotropy_calibration", "step_times"): pd.DataFrame(rows)}
 
 
 def _cells(method: str, values: list[tuple[float, float, float, float]]):

@@ -16,6 +16,7 @@ Finished runs are cached under a key that includes the code of the modules that 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import sys
@@ -187,16 +188,48 @@ def predict(
     return predicted, pooled
 
 
-def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, desc: str = "") -> FinetuneResult:
-    """Fine-tune lm.model (changed in place) on train_set, score on dev_set with the task's GLUE metric."""
+@dataclass
+class Trainer:
+    """One method's model, optimiser and calibration target on an encoder, and how one optimiser step is taken."""
+
+    model: SequenceModel
+    optimizer: torch.optim.Optimizer
+    cfg: FinetuneConfig
+    prior: torch.Tensor | None
+    regression: bool
+    centre: float = 0.0  # a regression target's mean and scale on the training sample (the head starts at the right scale)
+    scale: float = 1.0
+
+    def step(self, batch: dict[str, torch.Tensor], labels: torch.Tensor) -> tuple[float, float]:
+        """One optimiser step on a batch: (task loss, calibration loss)."""
+        with autocast(self.cfg.precision, labels.device):  # the forward pass only; losses and the calibration terms in float32
+            out, pooled = self.model(batch)
+        out, pooled = out.float(), pooled.float()
+        if self.regression:
+            task_loss = nn.functional.mse_loss(out.squeeze(-1), (labels.float() - self.centre) / self.scale)
+        else:
+            task_loss = nn.functional.cross_entropy(out, labels)
+        extra = calibration_loss(self.model, self.cfg, self.prior, pooled)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.model.flow is None:
+            (task_loss + extra).backward()
+        else:  # the task loss trains encoder and head through the flow; only the likelihood trains the flow
+            task_loss.backward()
+            self.model.flow.zero_grad(set_to_none=True)
+            extra.backward()
+        self.optimizer.step()
+        return task_loss.item(), extra.item()
+
+
+def trainer(lm: LoadedModel, encoder: nn.Module, task: str, train_set: pd.DataFrame, cfg: FinetuneConfig) -> Trainer:
+    """The model (encoder + pooling + head, and the flow for that method), its optimiser and the spectrum prior, seeded."""
     cfg.check()
     require(task in GLUE_TASKS, f"unknown GLUE task {task!r}; known: {', '.join(GLUE_TASKS)}")
     regression = task == "stsb"
-    # regression targets standardised on the training sample: the head starts at the right scale (Pearson is unaffected)
     centre, scale = (float(train_set["label"].mean()), float(train_set["label"].std()) or 1.0) if regression else (0.0, 1.0)
     torch.manual_seed(cfg.seed)
     flow = calibration.Flow(lm.width, cfg.flow_layers, cfg.flow_hidden) if cfg.method == "flow" else None
-    model = SequenceModel(lm.model, lm.width, 1 if regression else int(train_set["label"].max()) + 1, flow).to(lm.device)
+    model = SequenceModel(encoder, lm.width, 1 if regression else int(train_set["label"].max()) + 1, flow).to(lm.device)
     w = model.encoder.get_input_embeddings().weight
     prior = spectrum_target(w.detach(), cfg) if cfg.method.startswith("spectrum") else None
     if cfg.start_at_prior:
@@ -205,8 +238,15 @@ def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
     groups = [{"params": [p for n, p in model.named_parameters() if not n.startswith("flow.")], "lr": cfg.lr}]
     if flow is not None:
         groups.append({"params": list(flow.parameters()), "lr": cfg.flow_lr})
-    penalty_start = weight_penalty(model, cfg, prior)
     optimizer = torch.optim.AdamW(groups, weight_decay=0.0, fused=True)  # fused: one kernel for all tensors, 2-3× faster steps on CPU
+    return Trainer(model, optimizer, cfg, prior, regression, centre, scale)
+
+
+def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, desc: str = "") -> FinetuneResult:
+    """Fine-tune lm.model (changed in place) on train_set, score on dev_set with the task's GLUE metric."""
+    run = trainer(lm, lm.model, task, train_set, cfg)
+    model, w = run.model, run.model.encoder.get_input_embeddings().weight
+    penalty_start = weight_penalty(model, cfg, run.prior)
     rng = np.random.default_rng(cfg.seed)
     history, seconds = [], []
     for epoch in range(1, cfg.epochs + 1):
@@ -222,23 +262,11 @@ def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
             leave=False,
         )
         for batch, labels in bar:
-            with autocast(cfg.precision, lm.device):  # the forward pass only; losses and the calibration terms in float32
-                out, pooled = model(batch)
-            out, pooled = out.float(), pooled.float()
-            task_loss = nn.functional.mse_loss(out.squeeze(-1), (labels.float() - centre) / scale) if regression else nn.functional.cross_entropy(out, labels)
-            extra = calibration_loss(model, cfg, prior, pooled)
-            optimizer.zero_grad(set_to_none=True)
-            if flow is None:
-                (task_loss + extra).backward()
-            else:  # the task loss trains encoder and head through the flow; only the likelihood trains the flow
-                task_loss.backward()
-                flow.zero_grad(set_to_none=True)
-                extra.backward()
-            optimizer.step()
-            task_total, extra_total, n = task_total + task_loss.item(), extra_total + extra.item(), n + 1
+            task_loss, extra = run.step(batch, labels)
+            task_total, extra_total, n = task_total + task_loss, extra_total + extra, n + 1
         seconds.append(time.perf_counter() - start)
         history.append({"epoch": epoch, "task_loss": task_total / n, "calibration_loss": extra_total / n, "seconds": seconds[-1]})
-    predicted, pooled = predict(model, lm.tokenizer, dev_set, cfg.max_length, lm.device, regression, cfg.precision)
+    predicted, pooled = predict(model, lm.tokenizer, dev_set, cfg.max_length, lm.device, run.regression, cfg.precision)
     measures, context = isotropy.partition_measures(w.detach().double().cpu().numpy()), isotropy.partition_measures(pooled)
     return FinetuneResult(
         glue_score(GLUE_TASKS[task][1], dev_set["label"].to_numpy(), predicted),
@@ -250,8 +278,39 @@ def finetune(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
         cfg.epochs * -(-len(train_set) // cfg.batch_size),
         pd.DataFrame(history),
         penalty_start,
-        weight_penalty(model, cfg, prior),
+        weight_penalty(model, cfg, run.prior),
     )
+
+
+def step_times(lm: LoadedModel, task: str, train_set: pd.DataFrame, cfgs: list[FinetuneConfig], rounds: int = 20, warm: int = 3) -> pd.DataFrame:
+    """Seconds per optimiser step of each configuration's method, measured in this one process on the same batch: each
+    method on its own copy of the encoder, `warm` untimed steps each, then `rounds` rounds of one timed step per method,
+    interleaved, so that whatever else the machine runs slows every method alike. One row per (method, round): the
+    flow's cost as a ratio of these, not of epoch times measured beside other chapters' work."""
+    trainers = {cfg.method: trainer(lm, copy.deepcopy(lm.model), task, train_set, cfg) for cfg in cfgs}
+    first = next(iter(trainers.values()))
+    batch, labels = next(
+        _batches(lm.tokenizer, train_set, np.arange(min(len(train_set), first.cfg.batch_size)), first.cfg.batch_size, first.cfg.max_length, lm.device)
+    )
+    for run in trainers.values():
+        run.model.train()
+        for _ in range(warm):
+            run.step(batch, labels)
+    rows = []
+    for r in tqdm(range(rounds), desc=f"{lm.name} step times ({', '.join(trainers)})", unit="round", leave=False):
+        for method, run in trainers.items():
+            _synchronise(lm.device)
+            start = time.perf_counter()
+            run.step(batch, labels)
+            _synchronise(lm.device)
+            rows.append({"method": method, "round": r, "seconds": time.perf_counter() - start})
+    return pd.DataFrame(rows)
+
+
+def _synchronise(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a step's time is its own (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def _run_key(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig) -> str:
