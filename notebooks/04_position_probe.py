@@ -55,7 +55,7 @@ max_positions = 300  # M, the probe's classes (paper: 300)
 epochs = 10  # passes over the training tokens; the best on dev is kept (paper: 10)
 batch_size = 128  # tokens per probe update (paper: 128)
 lr = 1e-2  # Adam learning rate (not given in the paper; see the note above)
-probe_seeds = 3  # trainings of the centred probe (batch orders) whose contributions the scorecard reads; the paper trains one
+probe_seeds = 3  # trainings (batch orders) of the paper's probe and the centred one, whose accuracy and ranks the scorecard reads; the paper trains one
 heatmap_positions = 40  # positions shown in the heatmaps
 seed = 0
 device = "auto"  # "auto" uses CUDA when present, for the model and the probe
@@ -118,6 +118,7 @@ for spec in specs:
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "outlier_dims": dims.tolist(), "dropped_tokens": run.dropped}
     for name, frame in [
         (position_probe.PROBE_ACCURACY, run.accuracy),
+        (position_probe.PROBE_SENTENCES, run.by_sentence),  # the sampled unit the scorecard resamples
         (position_probe.PROBE_CONTRIBUTION, run.contribution),
         ("contribution_all_neurons", run.all_neurons),
         ("contribution_by_position", position_probe.by_position_table(run.heatmaps)),

@@ -295,7 +295,13 @@ def test_a_constant_dimension_without_position_information_is_not_ranked_first()
     assert ranks["shuffled"] == 1  # the control: first with no position to predict
     first = run.contribution.set_index("probe")["outlier_first_share"]
     assert first["paper"] == 1.0 and first["centred"] == 0.0  # first (not first) in every resample of the test sentences
-    assert run.contribution.set_index("probe")["probe_seeds"].to_dict() == {"paper": 1, "centred": 2, "shuffled": 1}  # the centred probe twice
+    assert run.contribution.set_index("probe")["probe_seeds"].to_dict() == {"paper": 2, "centred": 2, "shuffled": 1}  # paper's and centred twice
+    hits = run.by_sentence  # the sampled unit of the accuracy: every test sentence, per training of the paper's probe
+    assert hits["seed"].tolist() == [0] * hits["sentence"].nunique() + [1] * hits["sentence"].nunique()
+    first = hits[hits["seed"] == 0]
+    assert first["tokens"].sum() == run.accuracy["test_tokens"].iloc[0] and first["hits"].sum() / first["tokens"].sum() == pytest.approx(
+        run.accuracy["test_accuracy"].iloc[0], abs=1e-9
+    )
     accuracy = run.accuracy.iloc[0]
     assert accuracy["centred_test_accuracy"] > 0.5 and accuracy["shuffled_test_accuracy"] < 0.2  # 16 positions: chance 1/16
 

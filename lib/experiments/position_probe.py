@@ -42,6 +42,7 @@ def probe_inputs(x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) 
 @dataclass
 class ProbeRun:
     accuracy: pd.DataFrame  # PROBE_ACCURACY
+    by_sentence: pd.DataFrame  # PROBE_SENTENCES: the paper's probe, per layer, training seed and test sentence
     contribution: pd.DataFrame  # PROBE_CONTRIBUTION: per layer, the outlier dims' mean contribution and rank
     all_neurons: pd.DataFrame  # layer, dim, mean_contribution
     heatmaps: dict[str, np.ndarray]  # label -> (positions, layers) mean contribution by position
@@ -63,34 +64,42 @@ def run(
 ) -> ProbeRun:
     """Train the paper's probe and its two controls (PROBES) per layer (0 … n_layers) on the "train" tokens, choose the
     epoch on "dev", score and attribute on "test"; `train` goes to `probe.train_probe` (epochs, batch_size, lr, seed, device).
-    The centred probe, whose ranks the scorecard reads, is trained `probe_seeds` times (batch orders seed, seed + 1, …):
-    `outlier_first_share` is the share of (seed, sentence resample) pairs in which an outlier dimension ranks first, so
-    that both the test sample and the probe's training are in the uncertainty."""
+    The paper's probe, whose accuracy the scorecard reads, and the centred probe, whose ranks it reads, are trained
+    `probe_seeds` times (batch orders seed, seed + 1, …), so that both the test sample and the probe's training are in
+    the uncertainty: `by_sentence` holds the paper's probe's tokens right per layer, training and test sentence (the
+    sampled unit), and `outlier_first_share` the share of (seed, sentence resample) pairs in which an outlier dimension
+    ranks first. The accuracy, contribution and heatmap columns are the first training's."""
     keep = {split: t.positions < max_positions for split, t in tokens.items()}
     y = {split: t.positions[keep[split]] for split, t in tokens.items()}
     sentences = tokens["test"].sentence_ids[keep["test"]]
-    acc_rows, contrib_rows, mean_by_dim, maps = [], [], [], []
+    ids, inverse = np.unique(sentences, return_inverse=True)
+    per_sentence = np.bincount(inverse, minlength=len(ids))
+    seed = int(train.get("seed", 0))
+    acc_rows, contrib_rows, mean_by_dim, maps, hit_rows = [], [], [], [], []
     for layer in range(n_layers + 1):
         layer_x = {split: t.layer(layer)[keep[split]] for split, t in tokens.items()}
         accuracy = {}
-        for kind, (x, y_train) in probe_inputs(layer_x, y, int(train.get("seed", 0))).items():
-            trained = probe.train_probe(x["train"], y_train, x["dev"], y["dev"], max_positions, desc=f"{name} layer {layer} ({kind})", **train)
-            contrib = probe.contributions(trained.weight, x["test"], y["test"])
-            row, mean_c, heat = probe.contribution_summary(contrib, y["test"], dims, heatmap_positions)
-            first = [probe.first_share(contrib, sentences, dims, seed=int(train.get("seed", 0)))]
-            for extra in range(1, probe_seeds if kind == "centred" else 1):  # the same probe, other batch orders
-                again = probe.train_probe(
+        for kind, (x, y_train) in probe_inputs(layer_x, y, seed).items():
+            first = []
+            for extra in range(probe_seeds if kind in ("paper", "centred") else 1):  # the same probe, other batch orders
+                trained = probe.train_probe(
                     x["train"],
                     y_train,
                     x["dev"],
                     y["dev"],
                     max_positions,
                     desc=f"{name} layer {layer} ({kind}, seed +{extra})",
-                    **{**train, "seed": int(train.get("seed", 0)) + extra},
+                    **{**train, "seed": seed + extra},
                 )
-                first.append(probe.first_share(probe.contributions(again.weight, x["test"], y["test"]), sentences, dims, seed=extra))
+                contrib = probe.contributions(trained.weight, x["test"], y["test"])
+                first.append(probe.first_share(contrib, sentences, dims, seed=seed + extra))
+                if kind == "paper":  # the sampled unit of its accuracy: each test sentence's tokens right, per training
+                    hits = np.bincount(inverse, weights=probe.correct(trained.weight, x["test"], y["test"]), minlength=len(ids))
+                    hit_rows.append(pd.DataFrame({"layer": layer, "seed": extra, "sentence": ids, "hits": hits.astype(int), "tokens": per_sentence}))
+                if extra == 0:
+                    row, mean_c, heat = probe.contribution_summary(contrib, y["test"], dims, heatmap_positions)
+                    accuracy[kind] = (trained, probe.accuracy(trained.weight, x["test"], y["test"]))
             contrib_rows.append({"layer": layer, "probe": kind, **row, "outlier_first_share": float(np.mean(first)), "probe_seeds": len(first)})
-            accuracy[kind] = (trained, probe.accuracy(trained.weight, x["test"], y["test"]))
             if kind == "paper":
                 mean_by_dim.append(mean_c)
                 maps.append(heat)
@@ -114,6 +123,7 @@ def run(
     all_neurons = pd.DataFrame(np.array(mean_by_dim)).rename_axis("layer").reset_index().melt(id_vars="layer", var_name="dim", value_name="mean_contribution")
     return ProbeRun(
         PROBE_ACCURACY.frame(acc_rows),
+        PROBE_SENTENCES.check(pd.concat(hit_rows, ignore_index=True)),
         PROBE_CONTRIBUTION.frame(contrib_rows),
         all_neurons,
         heatmaps,
@@ -181,6 +191,9 @@ PROBE_ACCURACY = declare(
 )
 
 
+PROBE_SENTENCES = declare("04_position_probe", "accuracy_by_sentence", "layer seed sentence hits tokens")
+
+
 PROBE_CONTRIBUTION = declare(
     "04_position_probe", "contribution_by_layer", "layer probe mean_all top_dim top_other_dim top_other outlier_first_share probe_seeds", r"dim \d+( rank)?"
 )
@@ -210,16 +223,30 @@ def unconverged(accuracy: pd.DataFrame, column: str) -> Outcome | None:
     )
 
 
+def layer_accuracies(tables: Tables, model: str, claim: Claim) -> dict[int, pd.DataFrame]:
+    """Per layer, each test sentence's tokens right by the paper's probe, averaged over its trainings (`hits`), and the
+    sentence's tokens: the sampled unit of an accuracy is the sentence, whose tokens go together."""
+    t = tables.read(model, claim.chapter, PROBE_SENTENCES.name)
+    mean = t.groupby(["layer", "sentence"], sort=True).agg(hits=("hits", "mean"), tokens=("tokens", "first"), seeds=("seed", "nunique")).reset_index()
+    return {int(layer): part for layer, part in mean.groupby("layer")}
+
+
+def sentence_share(hits: pd.Series, tokens: pd.Series, seeds: int, seed: int = 0) -> inference.Estimate:
+    """A share of tokens (accuracy, or a difference of two) resampled by test sentence, averaged over `seeds` trainings."""
+    return inference.cluster_share(hits.to_numpy(), tokens.to_numpy(), f"test sentences ({seeds} probe trainings averaged)", seed=seed)
+
+
 @rule
 def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     low = t[t["layer"].between(1, lowest_layers(int(t["layer"].max())))]
     if (low["shuffled_test_accuracy"] >= claim.margin).any():
         return Outcome(UNTESTABLE, "the shuffled-position control reaches the margin: the probe would score without position information")
-    units = [
-        unit(f"layer {int(layer)}", inference.proportion(round(a * n), int(n), "test tokens"), claim.margin, of="layers")
-        for layer, a, n in zip(low["layer"], low["test_accuracy"], low["test_tokens"])
-    ]
+    by_layer = layer_accuracies(tables, model, claim)
+    units = []
+    for layer in low["layer"].astype(int):
+        part = by_layer[layer]
+        units.append(unit(f"layer {layer}", sentence_share(part["hits"], part["tokens"], int(part["seeds"].min()), layer), claim.margin, of="layers"))
     settled = low["converged"].astype(bool).to_numpy()
     # a probe cut short under-reads its layer: only a layer that already holds, or a converged one, can decide
     if not any(u.decision.verdict == FAILS and ok for u, ok in zip(units, settled)):
@@ -233,9 +260,10 @@ def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
 def probe_falls_with_depth(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = contextual(tables.read(model, claim.chapter, claim.table)).sort_values("layer")
     first, last = t.iloc[0], t.iloc[-1]
-    n = int(first["test_tokens"])
-    estimate = inference.independent_proportions(first["test_accuracy"], n, last["test_accuracy"], n, "test tokens (the same tokens: conservative)")
-    estimate = estimate.scaled(100)
+    by_layer = layer_accuracies(tables, model, claim)
+    a, b = by_layer[int(first["layer"])].set_index("sentence"), by_layer[int(last["layer"])].set_index("sentence")
+    seeds = int(min(a["seeds"].min(), b["seeds"].min()))
+    estimate = sentence_share(a["hits"] - b["hits"].reindex(a.index), a["tokens"], seeds).scaled(100)  # the same sentences: paired
     decision = decide(estimate, claim.margin)
     # a probe cut short under-reads its layer: the first layer's makes the fall look smaller, the last layer's larger
     robust = {HOLDS: bool(last["converged"]), FAILS: bool(first["converged"])}.get(decision.verdict, bool(first["converged"] and last["converged"]))

@@ -207,6 +207,13 @@ def accuracy(weight: np.ndarray, x: np.ndarray, y: np.ndarray, bias: np.ndarray 
     return _accuracy(torch.as_tensor(weight, dtype=torch.float32), b, torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y))
 
 
+def correct(weight: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(n,) bool: whether each row's highest-scoring class (x W^T, no bias) is its label (what `accuracy` averages)."""
+    _check(x, y, weight.shape[0], "evaluation set")
+    logits = torch.as_tensor(x, dtype=torch.float32) @ torch.as_tensor(weight, dtype=torch.float32).T
+    return (logits.argmax(dim=1) == torch.as_tensor(y)).numpy()
+
+
 def contributions(weight: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """(n, width): c(i) = |w_{y,i} * v_i| for each row v with true class y."""
     _check(x, y, weight.shape[0], "contribution set")
