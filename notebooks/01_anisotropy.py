@@ -62,11 +62,11 @@ from lib.encode.collectors import SentenceTokenSampler, TokenReservoir
 from lib.encode.extraction import extract
 from lib.encode.models import layer_index, load_model
 from lib.errors import require
-from lib.experiments import anisotropy, figure_kinds
+from lib.experiments import anisotropy, figure_kinds, outlier_set
 from lib.measure import geometry
 
 specs, results = ch.begin("01_anisotropy", profile, models)
-sentences = ch.sst2_sentences(n_sentences, seed)
+sentences = ch.sst2_sentences(n_sentences, seed, avoid=outlier_set.selection_sample(profile))  # not chapter 02's outlier-selection sample
 ch.positive_int("n_pairs", n_pairs)
 ch.sample_size("pca_tokens", pca_tokens, n_sentences)
 require(

@@ -77,7 +77,7 @@ for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=
     ch.positive_int(name, value)
 ch.sample_size("pca_tokens", pca_tokens, n_sentences)
 specs, results = ch.begin("06_clipping_whitening", profile, models)
-drawn = ch.sst2_sentences(n_sentences + n_fit, seed)
+drawn = ch.sst2_sentences(n_sentences + n_fit, seed, avoid=outlier_set.selection_sample(profile))  # not chapter 02's outlier-selection sample
 measure, fit = drawn[:n_sentences], drawn[n_sentences:]
 require(2 * n_pairs <= len(measure), f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; the sample has {len(measure):,}")
 require(len(fit) > 1, f"SST-2 has {len(drawn):,} training sentences: none are left to fit the whitening on after n_sentences {n_sentences:,}; ask for fewer")

@@ -113,6 +113,16 @@ def test_sampling_is_seeded(shared_data):
     assert len(everything) == 872 and sorted(everything) == sorted(registry.load("sst2", "dev")["sentence"])
 
 
+def test_a_measurement_sample_avoids_the_selection_sample(shared_data):
+    """Chapters 01 and 06 measure on sentences chapter 02 did not select the outliers on (`avoid`: that sample's size
+    and seed): with the same seed, a plain sample shares sentences with the selection sample; avoiding it, none."""
+    selection = set(tasks.sample_sentences("sst2", "train", 20_000, seed=0))
+    assert set(tasks.sample_sentences("sst2", "train", 3000, seed=0)) & selection
+    apart = tasks.sample_sentences("sst2", "train", 3000, seed=0, avoid=(20_000, 0))
+    assert len(apart) == 3000 and not set(apart) & selection
+    assert apart == tasks.sample_sentences("sst2", "train", 3000, seed=0, avoid=(20_000, 0))  # seeded
+
+
 def test_missing_data_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(BookError, match="does not exist; set BOOK_DATA_DIR"):

@@ -104,11 +104,12 @@ def begin(chapter: str, profile: str, models: str) -> tuple[list[str], Results]:
     return parse_models(models, profile), Results(chapter, profile)
 
 
-def sst2_sentences(n: int, seed: int) -> list[str]:
-    """A seeded sample of SST-2 training sentences (the corpus of most Luo et al. measurements), announced in one line."""
+def sst2_sentences(n: int, seed: int, avoid: tuple[int, int] | None = None) -> list[str]:
+    """A seeded sample of SST-2 training sentences (the corpus of most Luo et al. measurements), announced in one line;
+    `avoid`: another sample's (n, seed) whose sentences are left out (chapter 02's, where the outliers were selected)."""
     positive_int("n_sentences", n)
-    sentences = sample_sentences("sst2", "train", n, seed)
-    print(f"{len(sentences):,} SST-2 training sentences (seed {seed})")
+    sentences = sample_sentences("sst2", "train", n, seed, avoid=avoid)
+    print(f"{len(sentences):,} SST-2 training sentences (seed {seed}){f', none of the {avoid[0]:,} chapter 02 selected its outliers on' if avoid else ''}")
     return sentences
 
 

@@ -31,10 +31,16 @@ def subsample(frame: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     return frame if n >= len(frame) else frame.sample(n=n, random_state=seed).reset_index(drop=True)
 
 
-def sample_sentences(name: str, split: str, n: int, seed: int, column: str = "sentence") -> list[str]:
-    """n sentences of a split (all, if it has fewer), in the drawn order."""
+def sample_sentences(name: str, split: str, n: int, seed: int, column: str = "sentence", avoid: tuple[int, int] | None = None) -> list[str]:
+    """n sentences of a split (all, if it has fewer), in the drawn order; `avoid`: the (n, seed) of another sample of the
+    same split whose sentences are left out (every row with the same text: a split may repeat one), so that a
+    measurement never reuses what a selection was made on."""
     frame = load(name, split)
-    return frame[column].iloc[draw(np.random.default_rng(seed), len(frame), n)].tolist()
+    rows = np.arange(len(frame))
+    if avoid is not None:
+        taken = frame[column].iloc[draw(np.random.default_rng(avoid[1]), len(frame), avoid[0])]
+        rows = rows[~frame[column].isin(set(taken)).to_numpy()]
+    return frame[column].iloc[rows[draw(np.random.default_rng(seed), len(rows), n)]].tolist()
 
 
 STS_SETS = ["stsb", "sick", "sickall", "sts12", "sts13", "sts14", "sts15", "sts16"]

@@ -140,6 +140,14 @@ def outlier_criterion(profile: str) -> Criterion:
     return Criterion(float(p["z_threshold"]), float(p["min_layer_share"]), int(p["n_sentences"]), int(p["seed"]))
 
 
+def selection_sample(profile: str) -> tuple[int, int]:
+    """The (n_sentences, seed) of the SST-2 sample chapter 02 selects the outlier dimensions on in this edition: the
+    sample a chapter that measures what clipping them does must avoid (`sample_sentences(avoid=...)`), so that the
+    selection and the measurement are separate samples."""
+    criterion = outlier_criterion(profile)
+    return criterion.n_sentences, criterion.seed
+
+
 def outliers_of(lm: LoadedModel, spec: str, profile: str) -> OutlierSet:
     """The model's outlier set in this edition (chapter 02's results, or recomputed as chapter 02 would); a chapter shows
     it with `describe`."""
