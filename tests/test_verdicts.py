@@ -147,18 +147,24 @@ def geometry(
     ss_gain: list[float] | None = None,
     raw: float = 0.5,
     quiet: tuple[int, ...] = (),
+    whitened: list[float] | None = None,
 ):
-    """Per layer: the clipped variant's change of the mean cosine from raw (`clipped`), the random control's
-    (`random`), both ± `half`; the gain in self-similarity minus anisotropy over the control; the raw mean cosine;
-    `quiet`: layers where the clipped dims are not flagged outliers."""
+    """Per layer: the clipped variant's change of the mean cosine from raw (`clipped`; its mean cosine raw + that),
+    the random control's (`random`), both ± `half`; the gain in self-similarity minus anisotropy over the control; the
+    raw mean cosine; `quiet`: layers where the clipped dims are not flagged outliers; `whitened`: the whitened mean
+    cosine per layer (± `half`)."""
     rows = []
     for i, c in enumerate(clipped):
         layer, gain = i + 1, (ss_gain or [0.0] * len(clipped))[i]
+        if whitened is not None:
+            rows.append({"variant": "whitened", "layer": layer, "mean_cosine": whitened[i], "ci95": half, "clipped_dims": ""})
         rows += [
             {"variant": "raw", "layer": layer, "change_vs_raw": 0.0, "change_vs_raw_ci95": 0.0, "self_similarity_minus_anisotropy": 0.2, "clipped_dims": ""},
             {
                 "variant": "clipped",
                 "layer": layer,
+                "mean_cosine": raw + c,
+                "ci95": half,
                 "change_vs_raw": c,
                 "change_vs_raw_ci95": half,
                 "self_similarity_minus_anisotropy": 0.2 + gain,
@@ -319,10 +325,11 @@ def calibration(
     base_sd: float | dict[str, tuple[float, float]] = 0.1,
     removed: float = 0.9,
     base_i1: float = 0.5,
+    unscored: tuple[tuple[str, str], ...] = (),
 ):
     """cells: (task, method) -> (score difference, score sd, I1 change, I1 sd); every task gets an uncalibrated row
     with I1 `base_i1` (its score sd `base_sd`, or per task (score sd, I1 sd)); `removed`: the share of its penalty on W
-    each calibrated run removed."""
+    each calibrated run removed; `unscored`: cells in which no run defined a score (a constant prediction)."""
     rows = []
     for task in dict.fromkeys(t for t, _ in cells):
         score_sd, i1_sd = base_sd[task] if isinstance(base_sd, dict) else (base_sd, 0.001)
@@ -336,9 +343,9 @@ def calibration(
                 "task": task,
                 "method": method,
                 "runs": runs,
-                "scored_runs": runs,
-                "score_mean": 80.0 + d,
+                "score_mean": np.nan if (task, method) in unscored else 80.0 + d,
                 "score_std": sd,
+                "scored_runs": 0 if (task, method) in unscored else runs,
                 "difference": d,
                 "I1_mean": base_i1 + di,
                 "I1_std": isd,
@@ -522,6 +529,35 @@ CASES = [
     ("isotropy_costs_score", calibration(_cells("cosreg", [(d, 0.1, d / 10, 0.01) for d in range(1, 10)])), F),
     ("isotropy_costs_score", calibration(_cells("cosreg", [(d * (-1) ** d, 0.1, d / 10, 0.01) for d in range(1, 10)])), INC),
     ("isotropy_costs_score", calibration(_cells("cosreg", [(1, 0.1, 0.1, 0.01)] * 3)), U),
+    ("clipping_near_isotropic", geometry([-0.45, -0.46]), H),
+    ("clipping_near_isotropic", geometry([-0.1, -0.12]), F),
+    ("clipping_near_isotropic", geometry([-0.45, -0.1]), M),
+    ("clipping_near_isotropic", geometry([-0.4, -0.41], half=0.02), INC),  # 0.10 ± 0.02 against 0.1
+    ("clipping_near_isotropic", geometry([-0.45, -0.1], quiet=(2,)), H),  # the layer without an outlier is left out
+    ("clipping_near_isotropic", geometry([0.0, 0.0], dims=""), U),
+    ("whitening_isotropic", geometry([0.0, 0.0], whitened=[0.01, -0.02]), H),
+    ("whitening_isotropic", geometry([0.0, 0.0], whitened=[0.3, 0.4]), F),
+    ("whitening_isotropic", geometry([0.0, 0.0], whitened=[0.01, 0.3]), M),
+    ("whitening_isotropic", geometry([0.0, 0.0], whitened=[0.09, 0.1], half=0.03), INC),
+    ("whitening_isotropic", geometry([0.0, 0.0]), U),
+    ("whitened_beats_glove", sts([0] * 7, [5, 6, 5, 6, 5, 6, 5], glove=[0] * 7), H),
+    ("whitened_beats_glove", sts([0] * 7, [-5, -6, -5, -6, -5, -6, -5], glove=[0] * 7), F),
+    ("whitened_beats_glove", sts([0] * 7, [3, -2, 4, -3, 2, -1, 1], glove=[0] * 7), INC),
+    ("whitened_beats_glove", sts([0] * 7, [5, 6, 5, 6, 5, 6, 5]), N),
+    (
+        "spectrum_degrades",
+        calibration({("CoLA", "spectrum-pol"): (-50, 1, 0, 0.01), ("STS-B", "spectrum-pol"): (0, 1, 0, 0.01)}, unscored=(("STS-B", "spectrum-pol"),)),
+        H,
+    ),
+    ("spectrum_degrades", calibration({("CoLA", "spectrum-pol"): (-1, 1, 0, 0.01), ("STS-B", "spectrum-pol"): (0.5, 1, 0, 0.01)}), F),
+    ("spectrum_degrades", calibration({("CoLA", "spectrum-pol"): (-50, 1, 0, 0.01), ("STS-B", "spectrum-pol"): (0.5, 1, 0, 0.01)}), M),
+    ("spectrum_degrades", calibration({("CoLA", "spectrum-pol"): (-10, 8, 0, 0.01)}, runs=3), INC),
+    ("spectrum_degrades", calibration({("CoLA", "flow"): (-50, 1, 0, 0.01)}), U),  # an edition without spectrum control
+    ("cosreg_flow_unchanged", calibration({**_cells("cosreg", [(0.5, 1, 0, 0.01)] * 3), **_cells("flow", [(-0.5, 1, 0, 0.01)] * 3)}), H),
+    ("cosreg_flow_unchanged", calibration({**_cells("cosreg", [(-9, 1, 0, 0.01)] * 3), **_cells("flow", [(-8, 1, 0, 0.01)] * 3)}), F),
+    ("cosreg_flow_unchanged", calibration({**_cells("cosreg", [(0.5, 1, 0, 0.01)] * 3), **_cells("flow", [(-8, 1, 0, 0.01)] * 3)}), M),
+    ("cosreg_flow_unchanged", calibration(_cells("flow", [(-4, 6, 0, 0.01)] * 3), runs=3), INC),
+    ("cosreg_flow_unchanged", calibration(_cells("spectrum-pol", [(0, 1, 0, 0.01)] * 3)), U),
     ("flow_costly", flow([4.1, 4.3]), H),
     ("flow_costly", flow([1.1, 1.2]), F),
     ("flow_costly", flow([1.5, 3.0]), INC),

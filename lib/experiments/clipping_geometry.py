@@ -220,3 +220,44 @@ def clipping_raises_self_similarity(tables: Tables, model: str, claim: Claim) ->
         for r in t.itertuples()
     ]
     return from_units(units, claim, control=f"clipped minus the mean of {int(t['draws'].iloc[0])} random draws of as many never-flagged dims{left_out}")
+
+
+def _variant_units(tables: Tables, model: str, claim: Claim, variant: str, layers: pd.Series | None, direction: str) -> list[Unit]:
+    """Per contextual layer (those in `layers`, when given), the variant's mean cosine of random token pairs with its
+    interval over the pairs."""
+    t = contextual(tables.read(model, claim.chapter, GEOMETRY_BY_VARIANT.name))
+    t = t[t["variant"] == variant]
+    if layers is not None:
+        t = t[t["layer"].isin(layers)]
+    return [
+        unit(
+            f"layer {int(r.layer)}",
+            inference.from_interval(r.mean_cosine, r.mean_cosine - r.ci95, r.mean_cosine + r.ci95, "over the random pairs"),
+            claim.margin,
+            direction,
+            of="layers",
+        )
+        for r in t.itertuples()
+    ]
+
+
+@rule
+def clipping_near_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
+    """After clipping, random tokens are about as close as isotropic vectors would be, in every layer where the clipped
+    dims are outliers: the clipped mean cosine below the margin."""
+    t, left_out = _versus_random(tables, model, claim)
+    if t.empty:
+        return Outcome(UNTESTABLE, NOTHING)
+    units = _variant_units(tables, model, claim, CLIPPED, t["layer"], "below")
+    raw = dict(zip(t["layer"].astype(int), t["raw_mean_cosine"]))
+    control = "raw mean cosine " + ", ".join(f"layer {layer}: {value:.2f}" for layer, value in raw.items()) + left_out
+    return from_units(units, claim, control=control)
+
+
+@rule
+def whitening_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
+    """After whitening, the mean cosine of random tokens is about zero in every contextual layer."""
+    units = _variant_units(tables, model, claim, WHITENED, None, "within")
+    if not units:
+        return Outcome(UNTESTABLE, "no whitened vectors in this run")
+    return from_units(units, claim)

@@ -182,6 +182,48 @@ def no_consistent_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     return decided
 
 
+DEGRADING_TASKS = ("CoLA", "STS-B")  # the paper's examples of spectrum control's "severe performance degradation"
+
+
+@rule
+def spectrum_degrades(tables: Tables, model: str, claim: Claim) -> Outcome:
+    """Spectrum control lowers CoLA and STS-B by more than the margin, or prevents learning (a score no run defines, as
+    the paper's NaN, counts as prevented: exact)."""
+    if not any(m.startswith("spectrum") for m in _methods(tables, model, claim)):
+        return not_in_this_edition("spectrum control")
+    t = tables.read(model, claim.chapter, claim.table)
+    cells = _calibration_cells(tables, model, claim, "score_mean", "score_std", runs="scored_runs")
+    units = []
+    for r in t[t["method"].str.startswith("spectrum") & t["task"].isin(DEGRADING_TASKS)].itertuples():
+        name = f"{r.task}, {r.method}"
+        if (r.task, r.method) in cells:
+            units.append(unit(name, cells[(r.task, r.method)], claim.margin, "below", of="task × method cells"))
+        elif int(r.scored_runs) == 0:  # no run learned a defined score
+            units.append(
+                unit(f"{name} (no run defined a score)", inference.exact(-100.0, "prevented learning"), claim.margin, "below", of="task × method cells")
+            )
+    if not units:
+        return Outcome(NOT_RUN, f"no spectrum-control runs on {' or '.join(DEGRADING_TASKS)} with two seeds")
+    return from_units(units, claim, 2, " points")
+
+
+@rule
+def cosreg_flow_unchanged(tables: Tables, model: str, claim: Claim) -> Outcome:
+    """CosReg and the flow leave the score about where it was: per method, the mean over tasks of its Welch difference
+    from the uncalibrated runs, within the margin."""
+    cells = _calibration_cells(tables, model, claim, "score_mean", "score_std", runs="scored_runs")
+    units = []
+    for method in ("cosreg", "flow"):
+        diffs = [e for (_, m), e in cells.items() if m == method]
+        if diffs:
+            units.append(unit(method, inference.mean_of(diffs, "tasks of Welch differences"), claim.margin, "within", of="methods"))
+    if not units:
+        return not_in_this_edition("CosReg or flow")
+    decided = from_units(units, claim, 2, " points")
+    missing = [m for m in ("cosreg", "flow") if m not in {u.name for u in units}]
+    return replace(decided, ours=f"{decided.ours}; not run here: {', '.join(missing)}") if missing else decided
+
+
 @rule
 def spectrum_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
     if not any(m.startswith("spectrum") for m in _methods(tables, model, claim)):
