@@ -82,6 +82,7 @@ for spec in specs:
         (outlier_neurons.EXTREMES_BY_LAYER, report.extremes),
         (outlier_neurons.EXTREMES_POOLED, report.pooled),
         (outlier_neurons.EXTREMES_BY_SENTENCE, outlier_neurons.by_sentence(report.pooled, per_sentence)),  # the unit the scorecard resamples
+        (outlier_neurons.EXTREMES_BY_LAYER_SENTENCE, outlier_neurons.by_layer_sentence(report.pooled, per_sentence, lm.n_layers)),
         (outlier_neurons.OUTLIER_DIMENSIONS, report.detected),
         (outlier_neurons.MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
         (outlier_neurons.LAST_LAYERNORM, last_norms[lm.name]),

@@ -158,3 +158,10 @@ def test_sentence_extremes_add_up_to_the_layer_counts(tiny):
         assert hits.sum() == counts[1:, dim].sum()
         np.testing.assert_array_equal(vectors, np.asarray(lengths) * (stats.n_layers - 1))
         np.testing.assert_array_equal(small_batches.counts(kind, dim)[0], hits)
+        for layer in range(1, stats.n_layers):  # and per layer: each layer's counts, each sentence's tokens
+            top = int(counts[layer].argmax())
+            in_layer, tokens = by_sentence.in_layer(kind, layer, top)
+            assert in_layer.sum() == counts[layer, top] and (in_layer <= tokens).all()
+            np.testing.assert_array_equal(tokens, lengths)
+            np.testing.assert_array_equal(small_batches.in_layer(kind, layer, top)[0], in_layer)
+        assert sum(by_sentence.in_layer(kind, layer, dim)[0].sum() for layer in range(1, stats.n_layers)) == hits.sum()

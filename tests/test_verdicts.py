@@ -45,6 +45,18 @@ def extremes(percent: float, n: int):
     return {("02_outlier_neurons", "extreme_dimensions_pooled"): frame, ("02_outlier_neurons", "extreme_dimensions_by_sentence"): pd.concat(rows)}
 
 
+def extremes_by_layer(percents: list[float], n: int = 200):
+    """The pooled minimum dim 5 per contextual layer in `percents`% of the vectors of n sentences of 10 tokens (± 10
+    points from one sentence to the next); the pooled maximum dim 7 in almost none."""
+    swing = np.resize([-1, 1], n)
+    rows = [
+        pd.DataFrame({"kind": kind, "dim": dim, "layer": layer, "sentence": range(n), "hits": hits, "vectors": 10})
+        for layer, percent in enumerate(percents, start=1)
+        for kind, dim, hits in (("argmin", 5, np.clip(np.round(percent / 10) + swing, 0, 10)), ("argmax", 7, np.resize([0, 1], n)))
+    ]
+    return {("02_outlier_neurons", "extreme_dimensions_by_layer_sentence"): pd.concat(rows, ignore_index=True)}
+
+
 def outliers(flags: list[bool]):
     frame = pd.DataFrame({"dim": range(len(flags)), "sign": "+", "max_abs_z": 20.0, "layers": "1", "n_layers": 3, "model_outlier": flags})
     return {("02_outlier_neurons", "outlier_dimensions"): frame}
@@ -382,6 +394,10 @@ CASES = [
     ("top_extreme_share", extremes(80.0, 1000), H),
     ("top_extreme_share", extremes(20.0, 1000), F),
     ("top_extreme_share", extremes(52.0, 100), INC),
+    ("extreme_in_every_layer", extremes_by_layer([90, 95, 80]), H),
+    ("extreme_in_every_layer", extremes_by_layer([20, 10, 30]), F),
+    ("extreme_in_every_layer", extremes_by_layer([90, 95, 10]), M),  # the pooled share would hide the last layer
+    ("extreme_in_every_layer", extremes_by_layer([50, 50], n=20), INC),
     ("model_outliers_exist", outliers([True, False]), H),
     ("model_outliers_exist", outliers([False, False]), F),
     ("position_argmax_share", position_table(99.0), H),

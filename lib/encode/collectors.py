@@ -237,12 +237,17 @@ class SentenceTokenSampler:
 class SentenceExtremes:
     """Per sentence and dimension, how many of the sentence's vectors in the contextual layers (1 … L) have their
     minimum (maximum) there: the counts a share of extreme vectors is resampled from, sentence by sentence (a
-    sentence's tokens are not independent draws)."""
+    sentence's tokens are not independent draws); and the same per layer (`in_layer`), kept sparse: a sentence's
+    vectors in one layer mostly share their extreme dimension."""
+
+    _SHIFT = 2**21  # sentences and dimensions each below 2**21: (layer, sentence, dim) packed in one int64
 
     def __init__(self) -> None:
         self._lo: np.ndarray | None = None  # (sentences, width) int32
         self._hi: np.ndarray | None = None
         self._vectors = np.zeros(0, dtype=np.int64)  # contextual vectors per sentence
+        self._layers = 0
+        self._packed: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"argmin": [], "argmax": []}  # (keys, counts) per batch
 
     def _grow(self, sentences: int, width: int) -> None:
         if self._lo is None:
@@ -264,6 +269,10 @@ class SentenceExtremes:
         for counts, idx in ((self._lo, lo), (self._hi, hi)):
             np.add.at(counts.reshape(-1), (cells + idx).ravel(), 1)
         np.add.at(self._vectors, batch.sentence_ids, layers)
+        self._layers = layers
+        where = (np.arange(1, layers + 1, dtype=np.int64)[:, None] * self._SHIFT + batch.sentence_ids.astype(np.int64)[None, :]) * self._SHIFT
+        for kind, idx in (("argmin", lo), ("argmax", hi)):
+            self._packed[kind].append(np.unique((where + idx).ravel(), return_counts=True))
 
     def counts(self, kind: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """Per sentence: how many of its contextual vectors have their `kind` ("argmin" or "argmax") in `dim`, and how
@@ -271,6 +280,18 @@ class SentenceExtremes:
         require(self._lo is not None, "no tokens were collected: the sample is empty")
         require(kind in ("argmin", "argmax"), f"kind must be 'argmin' or 'argmax', got {kind!r}")
         return (self._lo if kind == "argmin" else self._hi)[:, dim].astype(np.int64), self._vectors.copy()
+
+    def in_layer(self, kind: str, layer: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per sentence: how many of its vectors in contextual layer `layer` have their `kind` in `dim`, and how many
+        vectors (tokens) it has there."""
+        require(self._lo is not None, "no tokens were collected: the sample is empty")
+        require(1 <= layer <= self._layers, f"layer must be a contextual layer 1 … {self._layers}, got {layer}")
+        keys = np.concatenate([k for k, _ in self._packed[kind]])
+        counts = np.concatenate([c for _, c in self._packed[kind]])
+        chosen = (keys // self._SHIFT // self._SHIFT == layer) & (keys % self._SHIFT == dim)
+        hits = np.zeros(len(self._vectors), dtype=np.int64)
+        np.add.at(hits, (keys[chosen] // self._SHIFT) % self._SHIFT, counts[chosen])
+        return hits, self._vectors // self._layers
 
 
 class AllTokens:

@@ -3,6 +3,8 @@ verdict rules. (The outlier set every chapter that clips uses, detected by the s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,7 +16,7 @@ from ..encode.models import LoadedModel
 from ..measure import inference, positional
 from .outlier_set import CHAPTER, OUTLIER_COLUMNS, SOURCE_TABLE
 from .plotting import COLORS
-from .verdicts import Claim, Outcome, Tables, best_of, decide, outcome, rule, unit
+from .verdicts import HOLDS, Claim, Outcome, Tables, best_of, decide, from_units, outcome, rule, unit
 
 
 def extreme_shares(tables: dict[str, pd.DataFrame]):
@@ -65,6 +67,21 @@ def by_sentence(pooled: pd.DataFrame, extremes: SentenceExtremes) -> pd.DataFram
         hits, vectors = extremes.counts(r.kind, int(r.dim))
         frames.append(pd.DataFrame({"kind": r.kind, "dim": int(r.dim), "sentence": np.arange(len(hits)), "hits": hits, "vectors": vectors}))
     return EXTREMES_BY_SENTENCE.check(pd.concat(frames, ignore_index=True))
+
+
+EXTREMES_BY_LAYER_SENTENCE = declare(CHAPTER, "extreme_dimensions_by_layer_sentence", "kind dim layer sentence hits vectors")
+
+
+def by_layer_sentence(pooled: pd.DataFrame, extremes: SentenceExtremes, n_layers: int) -> pd.DataFrame:
+    """For each pooled extreme dimension: per contextual layer and sentence, how many of the sentence's vectors in that
+    layer have their extreme there, of how many: whether the pooled outlier holds the extremes in every layer, the
+    sentence being the unit resampled."""
+    frames = []
+    for r in pooled.itertuples():
+        for layer in range(1, n_layers + 1):
+            hits, vectors = extremes.in_layer(r.kind, layer, int(r.dim))
+            frames.append(pd.DataFrame({"kind": r.kind, "dim": int(r.dim), "layer": layer, "sentence": np.arange(len(hits)), "hits": hits, "vectors": vectors}))
+    return EXTREMES_BY_LAYER_SENTENCE.check(pd.concat(frames, ignore_index=True))
 
 
 OUTLIER_DIMENSIONS = declare(CHAPTER, "outlier_dimensions", OUTLIER_COLUMNS)
@@ -125,6 +142,31 @@ def top_extreme_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     best, decision = best_of(units, key=lambda u: u.estimate.value)  # the most frequent of the extreme dimensions: p × their number
     dim, kind = best.name.split(" (")
     return outcome(decision, f"{dim} is the {kind.rstrip(')')} of {best.estimate.scaled(100).text(1, '%')}", best.estimate.scaled(100))
+
+
+@rule
+def extreme_in_every_layer(tables: Tables, model: str, claim: Claim) -> Outcome:
+    """The pooled extreme dimension holds the minimum (maximum) of most vectors in every contextual layer, not only
+    over all layers together: per layer a bootstrap over sentences; of the pooled minimum and maximum dimension, the one
+    that holds in more layers (its p-values doubled for the choice)."""
+    t = tables.read(model, claim.chapter, claim.table)
+    by_kind = {}
+    for (kind, dim), part in t.groupby(["kind", "dim"], sort=False):
+        units = [
+            unit(
+                f"layer {int(layer)}",
+                inference.cluster_share(rows["hits"], rows["vectors"], "sentences", seed=int(layer)).scaled(100),
+                claim.margin,
+                of="layers",
+            )
+            for layer, rows in part.groupby("layer")
+        ]
+        by_kind[(kind, int(dim))] = units
+    (kind, dim), units = max(by_kind.items(), key=lambda item: (sum(u.decision.verdict == HOLDS for u in item[1]), min(u.estimate.value for u in item[1])))
+    decided = from_units(units, claim, 1, "%")
+    p = None if decided.p is None else min(1.0, decided.p * len(by_kind))
+    word = "minimum" if kind == "argmin" else "maximum"
+    return replace(decided, ours=f"dim {dim} as the {word}, per layer: {decided.ours}", p=p)
 
 
 @rule
