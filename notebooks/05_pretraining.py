@@ -154,12 +154,18 @@ for name, cfg in configs.items():
     results.table(tracks[name], "outlier_track", f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
 
 # %%
-sizes = {}
+sizes, drift = {}, []
+counts = pretraining.token_counts(train_blocks, len(tokenizer))
 for name, cfg in configs.items():
     lm = load_model(f"trained:{name}", device=device, dtype=dtype)
     trainable = sum(p.numel() for n, p in lm.model.named_parameters() if cfg.position_embeddings or "position_embeddings" not in n)
     sizes[name] = dict(parameters_millions=trainable / 1e6, n_layers=lm.n_layers, width=lm.width)
+    stages = {"initial": pretrain.build_model(cfg, tokenizer).get_input_embeddings().weight.detach().numpy()}  # the seeded start
+    stages["trained"] = lm.model.get_input_embeddings().weight.detach().float().cpu().numpy()
+    drift.append(pretraining.embedding_drift(name, cfg.seed, cfg.position_embeddings, stages, counts, tokenizer.all_special_ids))
     del lm
+drift = pd.concat(drift, ignore_index=True)
+_ = results.table(drift, pretraining.EMBEDDING_DRIFT, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
 ch.show(
     paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]],
     "Luo et al. (2021), §3 (paper): RoBERTa-base pre-trained on Wikipedia, 200k steps × 256 sequences of up to 512 tokens",
@@ -297,6 +303,23 @@ ch.show(
     pd.concat([reports[n].pooled for n in first], ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]],
     "Most frequent minimum/maximum dimension over all contextual layers (paper, RoBERTa-base w/ PE: dim 81 is the maximum of 82.56%)",
     precision=2,
+)
+
+# %% [markdown]
+# ## Do the embeddings drift in one direction while they train?
+#
+# Biš et al. (2021) argue that every training step pushes the embeddings of all the words that are not the target in
+# the same direction, so that the rows of the embedding matrix drift together, rare words most ("The effects are the
+# most evident in representations of rare words"). Our runs start from a seeded random matrix, so the drift can be
+# watched from its start: for each run, the length of the mean row against the average row length, before and after
+# training, and each frequency fifth's mean cosine with the mean row (token frequencies counted on the training blocks).
+
+# %%
+ch.show(
+    pretraining.drift_view(drift),
+    "Input embedding matrix of every run, before (the seeded initial weights) and after training: mean cosine of each frequency fifth's rows "
+    "with the mean row (rarest fifth first), and the mean row's length over the average row length",
+    precision=3,
 )
 
 # %% [markdown]

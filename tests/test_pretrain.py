@@ -265,3 +265,25 @@ def test_token_streams_on_disk_equal_the_in_memory_blocks(tokenizer, blocks, tmp
     assert len(list(tmp_path.glob("*.tokens"))) == 2
     with pytest.raises(BookError, match="block numbers must be below"):
         disk[torch.tensor([len(blocks)])]
+
+
+def test_embedding_drift_measures_the_common_direction_by_frequency():
+    """Rows that share a direction in proportion to their rarity: the ratio of the mean row to the average row rises
+    from the random start, the rarest fifth lines up with the mean row most, special tokens and never-seen ids apart."""
+    from lib.experiments import pretraining
+
+    rng = np.random.default_rng(0)
+    vocab, width = 60, 16
+    counts = np.concatenate([[0, 0], np.arange(1, vocab - 1)])  # ids 0-1 special, then from rare to frequent
+    counts[5] = 0  # one token never seen in training
+    initial = rng.normal(size=(vocab, width))
+    direction = np.eye(width)[0] * 6
+    rarity = 1 - np.argsort(np.argsort(counts)) / vocab
+    trained = initial + rarity[:, None] * direction
+    frame = pretraining.embedding_drift("run", 0, True, {"initial": initial, "trained": trained}, counts, special=[0, 1]).set_index(["stage", "bin"])
+    assert frame.loc[("trained", "all"), "mean_norm_over_avg_norm"] > frame.loc[("initial", "all"), "mean_norm_over_avg_norm"] + 0.2
+    assert frame.loc[("trained", "never seen"), "tokens"] == 1 and frame.loc[("trained", "all"), "tokens"] == vocab - 2
+    rare, common = frame.loc[("trained", "bin 1 of 5"), "mean_cosine_to_mean"], frame.loc[("trained", "bin 5 of 5"), "mean_cosine_to_mean"]
+    assert rare > common + 0.1 and frame.loc[("trained", "bin 1 of 5"), "max_count"] < frame.loc[("trained", "bin 5 of 5"), "min_count"]
+    view = pretraining.drift_view(frame.reset_index())
+    assert view.columns[-1] == "|mean| / avg norm" and len(view) == 2

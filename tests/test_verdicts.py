@@ -57,6 +57,18 @@ def extremes_by_layer(percents: list[float], n: int = 200):
     return {("02_outlier_neurons", "extreme_dimensions_by_layer_sentence"): pd.concat(rows, ignore_index=True)}
 
 
+def drift(rises: list[float], rare_gaps: list[float]):
+    """Per pre-training run: |mean| / average norm rising from 0.05 by `rises[r]`, and after training the rarest fifth's
+    mean cosine with the mean row `rare_gaps[r]` above the most frequent fifth's (both 0.1 apart at initialisation)."""
+    rows = []
+    for r, (rise, gap) in enumerate(zip(rises, rare_gaps)):
+        for stage, ratio, rare in (("initial", 0.05, 0.1), ("trained", 0.05 + rise, 0.2 + gap)):
+            for label, cos in (("all", 0.2), ("bin 1 of 5", rare), ("bin 5 of 5", 0.2)):
+                rows.append({"model": f"run{r}", "seed": r, "position_embeddings": True, "stage": stage, "bin": label, "tokens": 100})
+                rows[-1] |= {"min_count": 1, "max_count": 9, "mean_cosine_to_mean": cos, "mean_norm_over_avg_norm": ratio}
+    return {("05_pretraining", "embedding_drift"): pd.DataFrame(rows)}
+
+
 def outliers(flags: list[bool]):
     frame = pd.DataFrame({"dim": range(len(flags)), "sign": "+", "max_abs_z": 20.0, "layers": "1", "n_layers": 3, "model_outlier": flags})
     return {("02_outlier_neurons", "outlier_dimensions"): frame}
@@ -398,6 +410,13 @@ CASES = [
     ("extreme_in_every_layer", extremes_by_layer([20, 10, 30]), F),
     ("extreme_in_every_layer", extremes_by_layer([90, 95, 10]), M),  # the pooled share would hide the last layer
     ("extreme_in_every_layer", extremes_by_layer([50, 50], n=20), INC),
+    ("drift_arises_in_training", drift([0.4, 0.45, 0.42], [0, 0, 0]), H),
+    ("drift_arises_in_training", drift([0.01, 0.02, 0.0], [0, 0, 0]), F),
+    ("drift_arises_in_training", drift([0.3, -0.1, 0.2], [0, 0, 0]), INC),
+    ("drift_arises_in_training", drift([0.4], [0]), U),  # one run: no spread over runs
+    ("drift_strongest_for_rare", drift([0.4] * 3, [0.3, 0.35, 0.32]), H),
+    ("drift_strongest_for_rare", drift([0.4] * 3, [0.0, 0.01, -0.01]), F),
+    ("drift_strongest_for_rare", drift([0.4] * 3, [0.3, -0.1, 0.1]), INC),
     ("model_outliers_exist", outliers([True, False]), H),
     ("model_outliers_exist", outliers([False, False]), F),
     ("position_argmax_share", position_table(99.0), H),

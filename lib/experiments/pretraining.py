@@ -309,3 +309,102 @@ def outliers_only_with_pe(tables: Tables, model: str, claim: Claim) -> Outcome:
         estimate,
         control,
     )
+
+
+EMBEDDING_DRIFT = declare(
+    "05_pretraining",
+    "embedding_drift",
+    "model seed position_embeddings stage bin tokens min_count max_count mean_cosine_to_mean mean_norm_over_avg_norm",
+)
+FREQUENCY_BINS = 5  # quantile bins of the training corpus's token frequencies (rarest first)
+
+
+def token_counts(blocks: pretrain.shards.Blocks, vocab: int) -> np.ndarray:
+    """How often each token id occurs in the training blocks (framing tokens not counted)."""
+    counts = np.zeros(vocab, dtype=np.int64)
+    for chunk in blocks.token_chunks():
+        counts += np.bincount(chunk, minlength=vocab)[:vocab]
+    return counts
+
+
+def embedding_drift(name: str, seed: int, position_embeddings: bool, stages: Mapping[str, np.ndarray], counts: np.ndarray, special: list[int]) -> pd.DataFrame:
+    """Per stage (the seeded initial matrix, the trained one) of a model's input embedding matrix: how far its rows share
+    one direction (the mean row's norm over the rows' average norm, Biš et al.'s Table 1 ratio) and, per frequency bin
+    of the training corpus (FREQUENCY_BINS quantile bins of the seen tokens, rarest first; never-seen tokens apart),
+    the rows' mean cosine with the mean row. Special tokens are left out."""
+    keep = np.setdiff1d(np.arange(len(counts)), special)
+    seen = keep[counts[keep] > 0]
+    order = seen[np.argsort(counts[seen], kind="stable")]
+    bins = {f"bin {i + 1} of {FREQUENCY_BINS}": part for i, part in enumerate(np.array_split(order, FREQUENCY_BINS))}
+    if (unseen := keep[counts[keep] == 0]).size:
+        bins = {"never seen": unseen, **bins}
+    rows = []
+    for stage, w in stages.items():
+        w = np.asarray(w, dtype=np.float64)[keep]
+        mean = w.mean(axis=0)
+        ratio = float(np.linalg.norm(mean) / np.linalg.norm(w, axis=1).mean())
+        cosines = (w @ mean) / (np.linalg.norm(w, axis=1) * np.linalg.norm(mean))
+        by_id = dict(zip(keep, cosines))
+        for label, ids in {"all": keep, **bins}.items():
+            rows.append(
+                {
+                    "model": name,
+                    "seed": seed,
+                    "position_embeddings": position_embeddings,
+                    "stage": stage,
+                    "bin": label,
+                    "tokens": len(ids),
+                    "min_count": int(counts[ids].min()),
+                    "max_count": int(counts[ids].max()),
+                    "mean_cosine_to_mean": float(np.mean([by_id[i] for i in ids])),
+                    "mean_norm_over_avg_norm": ratio,
+                }
+            )
+    return EMBEDDING_DRIFT.frame(rows)
+
+
+def drift_view(drift: pd.DataFrame) -> pd.DataFrame:
+    """One row per run and stage: the mean row's norm over the average row norm, and each frequency bin's mean cosine
+    with the mean row (columns rarest first)."""
+    view = drift.pivot_table(index=["model", "stage"], columns="bin", values="mean_cosine_to_mean", sort=False)
+    ratio = drift.groupby(["model", "stage"], sort=False)["mean_norm_over_avg_norm"].first()
+    return view.assign(**{"|mean| / avg norm": ratio}).reset_index().rename_axis(columns=None)
+
+
+def _drift_runs(tables: Tables, model: str, claim: Claim) -> pd.DataFrame | None:
+    t = tables.read(model, claim.chapter, claim.table)
+    return t if t is not None and t["model"].nunique() >= 2 else None
+
+
+@rule
+def drift_arises_in_training(tables: Tables, model: str, claim: Claim) -> Outcome:
+    """The rows of the input embedding matrix come to share one direction during training: the mean row's norm over the
+    average row norm, trained minus initial, per run; t over the runs (each trained from its own seed)."""
+    t = _drift_runs(tables, model, claim)
+    if t is None:
+        return Outcome(UNTESTABLE, "fewer than two pre-training runs: no spread over runs to test against")
+    whole = t[t["bin"] == "all"].pivot(index="model", columns="stage", values="mean_norm_over_avg_norm")
+    rise = whole["trained"] - whole["initial"]
+    estimate = inference.mean_t(rise, "pre-training runs")
+    text = f"|mean row| / average row norm, trained minus initial: {estimate.text(3)}; per run " + ", ".join(
+        f"{whole.loc[m, 'initial']:.3f} → {whole.loc[m, 'trained']:.3f}" for m in whole.index
+    )
+    return outcome(decide(estimate, claim.margin), text, estimate)
+
+
+@rule
+def drift_strongest_for_rare(tables: Tables, model: str, claim: Claim) -> Outcome:
+    """After training, the rarest tokens' rows point along the mean row more than the most frequent ones': mean cosine
+    with the mean row, rarest seen bin minus most frequent bin, per run; t over the runs."""
+    t = _drift_runs(tables, model, claim)
+    if t is None:
+        return Outcome(UNTESTABLE, "fewer than two pre-training runs: no spread over runs to test against")
+    trained = t[t["stage"] == "trained"]
+    rarest, commonest = f"bin 1 of {FREQUENCY_BINS}", f"bin {FREQUENCY_BINS} of {FREQUENCY_BINS}"
+    wide = trained.pivot(index="model", columns="bin", values="mean_cosine_to_mean")
+    gap = wide[rarest] - wide[commonest]
+    estimate = inference.mean_t(gap, "pre-training runs")
+    initial = t[t["stage"] == "initial"].pivot(index="model", columns="bin", values="mean_cosine_to_mean")
+    control = f"at initialisation the same gap is {float((initial[rarest] - initial[commonest]).mean()):+.3f} on average"
+    text = f"mean cosine with the mean row, rarest fifth minus most frequent fifth of the tokens, trained: {estimate.text(3)}"
+    return outcome(decide(estimate, claim.margin), text, estimate, control)
