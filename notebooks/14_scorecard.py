@@ -136,7 +136,7 @@ def _p(r) -> str:
     rests on no test (inconclusive, not testable)."""
     if pd.isna(r.p_holm):
         return "exact" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
-    return scorecard.p_text(r.p_holm, r.p_floor, r.p_method, r.family)
+    return scorecard.p_text(r.p, r.p_holm, r.p_floor, r.p_method, r.family)
 
 
 def corrected(r) -> str:
@@ -154,6 +154,8 @@ def to_decide(r) -> str:
 
 def sensitivity(r) -> str:
     """The verdicts at a smaller and a larger margin, flagged where the margin alone decides."""
+    if r.verdict == verdicts.NOT_APPLICABLE:
+        return "–"
     if not isinstance(r.at_smaller, str):
         return "– (a claim about a sign)"
     return f"{r.at_smaller} at {r.smaller_margin:g} · {r.at_larger} at {r.larger_margin:g}" + (" (**the margin decides**)" if r.margin_decides else "")
@@ -190,7 +192,8 @@ summary = tested.groupby("verdict").size()
 ch.say(
     f"**In this edition**: {len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
     + ", ".join(f"{summary.get(v, 0)} {v}" for v in (verdicts.HOLDS, verdicts.MIXED, verdicts.FAILS, verdicts.INCONCLUSIVE))
-    + f" and {summary.get(verdicts.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about, or our run cannot reach its conditions)"
+    + f", {summary.get(verdicts.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about, or our run cannot reach its conditions)"
+    + f" and {summary.get(verdicts.NOT_APPLICABLE, 0)} not applicable (the paper makes the claim about another model family)"
     + f". {with_p} of them rest on a p-value and were corrected within their paper's family (Holm; "
     + ", ".join(f"{paper.name(key)}: {n}" for key, n in card[card["tested"]].groupby("paper", sort=False).size().items())
     + "); "

@@ -232,7 +232,9 @@ def test_an_exact_unit_never_enters_holm_as_p_zero():
     assert decision.verdict == "mixed" and decision.p is None
     sampled = [verdicts.unit("a", inference.mean_t([0.9, 1.0, 0.95], "seeds"), 0.5), verdicts.unit("b", inference.mean_t([0.1, 0.0, 0.05], "seeds"), 0.5)]
     mixed = verdicts.aggregate(sampled)
-    assert mixed.verdict == "mixed" and 0 < mixed.p == pytest.approx(max(2 * u.estimate.p(0.5, s) for u, s in zip(sampled, ["above", "below"])))
+    # each side needs one of the 2 units: its two-sided p times 2 (the units looked at); the verdict needs both sides
+    two_sided = [2 * u.estimate.p(0.5, s) for u, s in zip(sampled, ["above", "below"])]
+    assert mixed.verdict == "mixed" and 0 < mixed.p == pytest.approx(max(2 * p for p in two_sided))
     card = verdicts.holm_corrected(pd.DataFrame({"paper": "a", "verdict": ["mixed", "mixed"], "ours": "x", "p": [decision.p, mixed.p]}))
     assert card["tested"].tolist() == [False, True]
 
@@ -362,3 +364,23 @@ def test_a_claim_about_one_family_is_not_applicable_to_the_other(tmp_path):
     registry.write_text(yaml.safe_dump([{**entry, "applies_to": ["gpt"]}]))
     with pytest.raises(BookError, match="applies_to names no known family"):
         scorecard.claims(registry)
+
+
+def test_a_verdict_on_some_of_many_units_pays_for_looking_at_all_of_them():
+    """One failing layer of ten refutes "in every layer" with the smallest p times 10, not times the number that
+    failed; "most" of 12 needs the 7th smallest p times 6 (Benjamini & Heller); "any" holds on one unit, paid ×k, and
+    does not hold only where every unit does not."""
+
+    def planted(values, se=0.1):
+        return [verdicts.unit(f"u{i}", inference.from_interval(v, v - 1.96 * se, v + 1.96 * se, "planted"), 0.0) for i, v in enumerate(values)]
+
+    units = planted([-0.5] + [0.05] * 9)  # one clearly below, nine inconclusive
+    refuted = verdicts.aggregate(units, "all")
+    assert refuted.verdict == "does not hold" and refuted.p == pytest.approx(min(1, 10 * units[0].decision.p))
+    most = planted([1.0 + 0.1 * i for i in range(7)] + [0.0] * 5)
+    held = verdicts.aggregate(most, "most")
+    seventh = sorted(u.decision.p for u in most if u.decision.verdict == "holds")[6]
+    assert held.verdict == "holds" and held.p == pytest.approx(min(1, 6 * seventh))
+    assert verdicts.aggregate(planted([0.0, 0.05, 1.0]), "any").verdict == "holds"
+    assert verdicts.aggregate(planted([-1.0, 0.05]), "any").verdict == "inconclusive"  # one unit still might hold
+    assert verdicts.aggregate(planted([-1.0, -0.8]), "any").verdict == "does not hold"

@@ -4,6 +4,7 @@ verdict means, and Holm's correction over the whole card)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -122,11 +123,14 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
     return holm_corrected(pd.DataFrame(rows))
 
 
-def p_text(p_holm: float, floor: float, method: str, family: int) -> str:
-    """A Holm-adjusted p-value as printed: two digits, or, below what its method supports (`Estimate.p_floor`, times
-    the family Holm multiplied by), that bound and the method: "< 1e-09 (normal approximation)"."""
+def p_text(p: float, p_holm: float, floor: float, method: str, family: int) -> str:
+    """A Holm-adjusted p-value as printed: two digits; or, where the p-value before Holm lies below what its method
+    supports (`Estimate.p_floor`), the bound that follows (the floor times the family, Holm's largest factor), rounded
+    up to a power of ten, and the method: "< 1e-08 (normal approximation)"."""
+    if not p <= floor:
+        return f"{p_holm:.2g}"
     bound = min(1.0, floor * max(family, 1))
-    return f"< {bound:.0e} ({method})" if p_holm < bound else f"{p_holm:.2g}"
+    return f"< {10.0 ** math.ceil(math.log10(bound)):.0e} ({method})"
 
 
 def glance(card: pd.DataFrame, marks: dict[str, str], caption: str) -> str:

