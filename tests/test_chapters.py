@@ -118,8 +118,10 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
         "extreme_dimensions_by_layer",
         "extreme_dimensions_pooled",
         "extreme_dimensions_by_sentence",
+        "extreme_dimensions_by_layer_sentence",
         "outlier_dimensions",
         "mean_vectors",
+        "last_layernorm",
     }
     assert (results / "figures" / "02_outlier_neurons" / "extreme_dimension_shares.png").is_file()
     offsets = {m: json.loads((results / m / "03_positional_origin" / "meta.json").read_text())["model_info"]["position_offset"] for m in ("minilm", "mpnet")}
@@ -132,6 +134,10 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
         and pretrained["seed"].tolist() == [10, 10, 11, 11]  # the scored seeds start at 10 (seeds 0-3 chose the configuration)
         and pretrained["valid_perplexity"].between(1, 2000).all()
     )
+    drift = pd.read_csv(results / "chapter" / "05_pretraining" / "embedding_drift.csv").query("bin == 'all'")
+    assert (
+        drift.query("stage == 'trained'")["mean_norm_over_avg_norm"].to_numpy() > drift.query("stage == 'initial'")["mean_norm_over_avg_norm"].to_numpy()
+    ).all()
     history = pd.read_csv(results / "trained_quick-roberta-nope" / "05_pretraining" / "training_history.csv")
     assert history["step"].tolist() == [20, 40, 60] and history["valid_loss"].is_monotonic_decreasing
     assert (tmp_path / "models" / "quick-roberta-pe" / "tokenizer.json").is_file()
@@ -209,7 +215,8 @@ def assert_clean_failure(tmp_path, done, expected):
     [
         (["-p", "n_sentences", "0"], "n_sentences must be a positive integer"),
         (["-p", "n_pairs", "600"], "need at least 1200 sentences"),
-        (["-p", "n_sentences", "100000", "-p", "n_pairs", "40000"], "the sample has 67,349"),  # before any extraction
+        # before any extraction; SST-2's 67,349 training sentences less the 400 chapter 02 selects its outliers on
+        (["-p", "n_sentences", "100000", "-p", "n_pairs", "40000"], "the sample has 66,947"),
         (["-p", "pca_tokens", "1e12"], "is more tokens than 300 sentences can hold"),
         (["-p", "models", "no-such-model"], "embedded models (offline): minilm, mpnet"),
         (["-p", "models", "minilm", "-p", "pca_layer", "9"], "layer 9 does not exist"),

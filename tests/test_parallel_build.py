@@ -126,7 +126,9 @@ def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path)
 
 def test_prerequisites_are_read_from_what_a_chapter_calls_and_its_parameters():
     everything = set(sources.chapters())
-    assert cache.prerequisites("01_anisotropy", sources.declared_parameters("01_anisotropy")) == set()
+    assert cache.prerequisites("03_positional_origin", {}) == {"02_outlier_neurons"}  # it reads the outlier set
+    # chapter 01 draws its sentences outside chapter 02's selection sample: it reads chapter 02's definition of it
+    assert cache.prerequisites("01_anisotropy", sources.declared_parameters("01_anisotropy")) == {"02_outlier_neurons"}
     assert cache.prerequisites("06_clipping_whitening", sources.declared_parameters("06_clipping_whitening")) == {"02_outlier_neurons"}
     assert cache.prerequisites("10_common_direction", sources.declared_parameters("10_common_direction")) == {"05_pretraining"}
     assert cache.prerequisites("10_common_direction", {"models": "minilm,mpnet"}) == set()

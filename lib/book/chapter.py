@@ -109,6 +109,11 @@ def sst2_sentences(n: int, seed: int, avoid: tuple[int, int] | None = None) -> l
     `avoid`: another sample's (n, seed) whose sentences are left out (chapter 02's, where the outliers were selected)."""
     positive_int("n_sentences", n)
     sentences = sample_sentences("sst2", "train", n, seed, avoid=avoid)
+    if avoid is not None:
+        require(
+            sentences,
+            f"chapter 02 selects its outliers on {avoid[0]:,} sentences, all of SST-2's training set: none is left to measure on; lower its n_sentences",
+        )
     print(f"{len(sentences):,} SST-2 training sentences (seed {seed}){f', none of the {avoid[0]:,} chapter 02 selected its outliers on' if avoid else ''}")
     return sentences
 
