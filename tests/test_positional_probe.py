@@ -139,6 +139,39 @@ def test_probe_learns_positions_on_a_toy_set_and_is_deterministic():
     assert probe.accuracy(chance.weight, xt, yt) < 0.2  # shuffled labels: nothing to learn
 
 
+def _plain_probe(x, y, x_dev, y_dev, n_classes, epochs, seed, batch_size=128, lr=1e-2):
+    """The probe as the paper trains it: every class a row of its own, one probe at a time (the reference)."""
+    xt, yt, xd = torch.as_tensor(x), torch.as_tensor(y), torch.as_tensor(x_dev)
+    weight = torch.zeros(n_classes, x.shape[1], requires_grad=True)
+    optimizer, generator, history = torch.optim.Adam([weight], lr=lr), torch.Generator().manual_seed(seed), []
+    for _ in range(epochs):
+        order = torch.randperm(len(yt), generator=generator)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            loss = torch.nn.functional.cross_entropy(xt[idx] @ weight.T, yt[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        history.append(float(((xd @ weight.T).argmax(1).numpy() == y_dev).mean()))
+    return weight.detach().numpy(), history
+
+
+def test_probes_trained_side_by_side_are_the_plain_probes():
+    """Several probes in one batched product (own labels, offsets and batch orders), with the classes no label uses
+    trained as one shared row, give the weights and development accuracies of the plain one-at-a-time probe: classes
+    15-29 never occur in training, two development labels are such classes, and one probe is centred."""
+    x, y = _toy(2000, 0, n_classes=15)
+    xd, yd = _toy(400, 1, n_classes=17)
+    centre, shuffled = x.mean(axis=0), np.random.default_rng(5).permutation(y)
+    together = probe.train_probes(x, [y, y, shuffled], xd, yd, 30, seeds=[0, 1, 0], offsets=[None, centre, None], epochs=3, batch_size=128, lr=1e-2, device="cpu")
+    for trained, (x_in, xd_in, labels, seed) in zip(together, [(x, xd, y, 0), (x - centre, xd - centre, y, 1), (x, xd, shuffled, 0)]):
+        weight, history = _plain_probe(x_in, labels, xd_in, yd, 30, epochs=3, seed=seed)
+        assert trained.best_epoch == int(np.argmax(history)) + 1 and trained.dev_accuracy == pytest.approx(history, abs=1e-3)
+        if trained.best_epoch == 3:
+            assert np.abs(trained.weight - weight).max() < 1e-5 * np.abs(weight).max()  # float32 rounding, over 48 Adam steps
+        assert np.array_equal(trained.weight[15], trained.weight[29])  # the unused classes share one row
+
+
 def test_a_probe_says_whether_it_converged():
     """A probe stopped while its development accuracy still rises says so; one that levelled off (or peaked earlier)
     does not; and flushing denormals while training leaves the global setting as it was."""

@@ -64,7 +64,8 @@ def run(
     tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_positions: int, heatmap_positions: int, name: str, probe_seeds: int = 1, **train: object
 ) -> ProbeRun:
     """Train the paper's probe and its two controls (PROBES) per layer (0 … n_layers) on the "train" tokens, choose the
-    epoch on "dev", score and attribute on "test"; `train` goes to `probe.train_probe` (epochs, batch_size, lr, seed, device).
+    epoch on "dev", score and attribute on "test", all of a layer's probes side by side; `train` goes to `probe.train_probes`
+    (epochs, batch_size, lr, device; seed the first batch order).
     The paper's probe, whose accuracy the scorecard reads, and the centred probe, whose ranks it reads, are trained
     `probe_seeds` times (batch orders seed, seed + 1, …), so that both the test sample and the probe's training are in
     the uncertainty: `by_sentence` holds the paper's probe's tokens right per layer, training and test sentence (the
@@ -81,18 +82,25 @@ def run(
     for layer in range(n_layers + 1):
         layer_x = {split: t.layer(layer)[keep[split]] for split, t in tokens.items()}
         accuracy = {}
-        for kind, (x, y_train) in probe_inputs(layer_x, y, seed).items():
-            first = []
-            for extra in range(probe_seeds if kind in ("paper", "centred") else 1):  # the same probe, other batch orders
-                trained = probe.train_probe(
-                    x["train"],
-                    y_train,
-                    x["dev"],
-                    y["dev"],
-                    max_positions,
-                    desc=f"{name} layer {layer} ({kind}, seed +{extra})",
-                    **{**train, "seed": seed + extra},
-                )
+        inputs = probe_inputs(layer_x, y, seed)
+        jobs = [(kind, extra) for kind in PROBES for extra in range(probe_seeds if kind in ("paper", "centred") else 1)]  # other batch orders
+        centre = layer_x["train"].mean(axis=0)
+        probes = probe.train_probes(
+            layer_x["train"],
+            [inputs[kind][1] for kind, _ in jobs],
+            layer_x["dev"],
+            y["dev"],
+            max_positions,
+            seeds=[seed + extra for _, extra in jobs],
+            offsets=[centre if kind == "centred" else None for kind, _ in jobs],
+            desc=f"{name} layer {layer} ({len(jobs)} probes)",
+            **{key: value for key, value in train.items() if key != "seed"},
+        )
+        for kind in PROBES:
+            x, first = inputs[kind][0], []
+            for (job_kind, extra), trained in zip(jobs, probes):
+                if job_kind != kind:
+                    continue
                 contrib = probe.contributions(trained.weight, x["test"], y["test"])
                 first.append(probe.first_share(contrib, sentences, dims, seed=seed + extra))
                 if kind == "paper":  # the sampled unit of its accuracy: each test sentence's tokens right, per training
