@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Literal
 
 ENV = "BOOK_PROVENANCE"
-Kind = Literal["data", "model", "output"]
+Kind = Literal["data", "model", "output", "reused"]
 
 
 def record(kind: Kind, path: Path | str, label: str | None = None) -> None:
-    """Note that the running chapter read (`data`, `model`) or wrote (`output`) path; `label` names it on the build
-    report (e.g. a data set split or a model spec). A path that is not on this machine (a hub id) is kept as given."""
+    """Note that the running chapter read (`data`, `model`) or wrote (`output`) path, or took the result of earlier
+    work from a cache instead of computing it (`reused`: a pre-training checkpoint or saved run, a cached fine-tuning
+    run; the run's time is then not what the chapter costs); `label` names it on the build report (e.g. a data set split
+    or a model spec). A path that is not on this machine (a hub id) is kept as given."""
     log = os.environ.get(ENV)
     if not log:
         return

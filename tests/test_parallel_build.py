@@ -103,6 +103,24 @@ def test_a_first_build_starts_the_longest_by_the_committed_times_and_records_wha
     sources.declared_parameters.cache_clear()
 
 
+def test_a_run_that_reused_cached_work_keeps_the_committed_time(tmp_path, monkeypatch, capsys):
+    """A chapter that took a cached pre-training checkpoint or fine-tuning run (provenance kind "reused") ran faster
+    than it costs: its committed time stays, in a parallel and in a serial build, and the runner says why."""
+    reuse = 'from lib.provenance import record\nrecord("reused", "fine-tuning run x", "fine-tuning run x")\n'
+    sources_ = {"01_cached": TIMED.format(name="01_cached", pause=0).replace("started = time.time()", reuse + "started = time.time()")}
+    sources_["02_fresh"] = TIMED.format(name="02_fresh", pause=0)
+    book_of(tmp_path, monkeypatch, sources_)
+    monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
+    (tmp_path / "profiles" / "costs").mkdir()
+    (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("01_cached: {seconds: 900, measured: elsewhere}\n")
+    for jobs in (2, 1):
+        runner.build("quick", _plans(), jobs=jobs, force=True)
+        assert costs.load("quick")["01_cached"] == {"seconds": 900, "measured": "elsewhere"} and "02_fresh" in costs.load("quick")
+        assert "01_cached: its time" in capsys.readouterr().out
+        assert cache.Entry.load(Edition("quick").entry("01_cached")).inputs == []  # a cached run is not an input
+    sources.declared_parameters.cache_clear()
+
+
 def test_default_jobs_follow_the_cores(monkeypatch):
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
     assert runner.default_jobs() == 2

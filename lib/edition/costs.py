@@ -57,6 +57,15 @@ def where(facts: dict[str, Any], jobs: int) -> str:
     return f"commit {str(facts.get('commit', 'unknown'))[:7]}, {facts.get('device', 'CPU')}, {threads} thread{'' if threads == 1 else 's'}, {jobs} at once"
 
 
+def record_unless_reused(profile: str, chapter: str, facts: dict[str, Any], where: str) -> None:
+    """Record a chapter run's seconds (`record`), unless the run took cached results of earlier work (a pre-training
+    checkpoint, cached fine-tuning runs: facts["reused"]), whose time is not what the chapter costs; say which."""
+    if facts.get("reused"):
+        print(f"== {chapter}: its time ({facts['seconds']:.0f} s) is not recorded in {path(profile).name}: it reused {facts['reused']} cached run(s)")
+        return
+    record(profile, chapter, facts["seconds"], where)
+
+
 def record(profile: str, chapter: str, seconds: float, where: str) -> None:
     """Write a chapter's measured seconds into the profile's file (atomically; the runner is its only writer)."""
     rows = load(profile)

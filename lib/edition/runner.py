@@ -187,6 +187,8 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         if guard is not None:
             guard()
         recorded = provenance.read(log)
+        reused = sum(r["kind"] == "reused" for r in recorded)  # cached results of earlier work: not inputs, and not its cost
+        recorded = [r for r in recorded if r["kind"] != "reused"]
         missing = [r["label"] for r in recorded if r["kind"] == "output" and not (staged / r["label"]).is_file()]
         if missing:  # checked before anything is replaced: a failed run leaves the last good entry and results as they were
             shutil.rmtree(staged, ignore_errors=True)
@@ -201,6 +203,7 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         records = cache.with_digests(records)
         # the CPU threads the kernel computed with: float sums, and so the last digits of results, depend on them
         facts = {"started": started, "finished": now(), "seconds": round(time.time() - start, 1), "threads": _threads(), "device": costs.device(), **commit()}
+        facts |= {"reused": reused} if reused else {}
         path = write_atomic(edition.notebook(chapter), lambda p: shutil.copyfile(executed_out, p))
     entry = cache.Entry(
         chapter=chapter,
@@ -231,7 +234,7 @@ def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dic
         raise
     edition.set_status(name, "executed", reason, entry.facts["seconds"])
     if timed:
-        costs.record(edition.profile, name, entry.facts["seconds"], costs.where(entry.facts, 1))
+        costs.record_unless_reused(edition.profile, name, entry.facts, costs.where(entry.facts, 1))
     print(f"== {name}: done in {entry.facts['seconds']:.0f} s", flush=True)
 
 
@@ -363,7 +366,8 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                     seconds = entry.facts["seconds"] if entry else time.time() - start
                     edition.set_status(name, "executed", reason, seconds)
                     if timed:
-                        costs.record(profile, name, seconds, costs.where(entry.facts if entry else {}, jobs))
+                        facts = entry.facts if entry else {"seconds": seconds}
+                        costs.record_unless_reused(profile, name, facts, costs.where(facts, jobs))
                     done.add(name)
                 else:
                     edition.set_status(name, "failed", reason, time.time() - start)

@@ -16,6 +16,7 @@ from ..encode.models import load_model
 from ..measure import inference
 from ..measure.inference import Estimate
 from ..measure.metrics import student_p, welch_p
+from ..provenance import record
 from ..train import workers
 from ..train.finetune import METHODS, FinetuneConfig, cached_run, step_times
 from .plotting import COLORS, PAGE_WIDTH
@@ -324,6 +325,9 @@ def run_grid(
     bar = tqdm(zip(grid, results), total=len(grid), desc="fine-tuning runs", unit="run")
     for (_, task, method, s), (row, cached) in bar:
         rows.append(row)
+        if cached:  # its time is not what the chapter costs
+            label = f"fine-tuning run {row['model']} {task} {method} seed {s}"
+            record("reused", label, label)
         bar.write(
             f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
             f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}"

@@ -21,7 +21,8 @@ from ..errors import require
 from ..measure import inference, metrics
 from ..measure.outliers import OutlierReport
 from ..measure.positional import AFTER_FIRST
-from ..settings import autocast_precision, models_dir, pick_device
+from ..provenance import record
+from ..settings import autocast_precision, cache_dir, models_dir, pick_device
 from ..train import pretrain
 from .outlier_set import OUTLIER_COLUMNS
 from .plotting import COLORS
@@ -70,8 +71,17 @@ def train_unless_saved(
         if saved is None:
             what = "with" if cfg.position_embeddings else "without"
             many = f", {processes} processes" if processes > 1 else ""
+            checkpoints = cache_dir() / "pretrain"
+            if main and (checkpoints / cfg.key() / "checkpoint.pt").exists():  # resumed: this run's time is not its cost
+                record("reused", checkpoints / cfg.key(), f"{name}: pre-training checkpoint")
             run = pretrain.train(
-                cfg, *corpus, track_blocks=track_blocks, device=device, desc=f"{name} ({what} position embeddings{many})", micro_batch=micro_batch
+                cfg,
+                *corpus,
+                track_blocks=track_blocks,
+                device=device,
+                checkpoint_dir=checkpoints,
+                desc=f"{name} ({what} position embeddings{many})",
+                micro_batch=micro_batch,
             )
             if main:
                 print(f"{name}: saved in {pretrain.save(run, models_dir() / name)}")
@@ -80,6 +90,8 @@ def train_unless_saved(
             del run
         elif main:
             print(f"{name}: saved with these settings in {models_dir() / name}: reused (retrain=True trains it again)")
+            record("reused", models_dir() / name, f"{name}: saved pre-training run")
+            record("reused", models_dir() / name, f"saved pre-training run {name}")
         out[name] = saved
     return out
 
