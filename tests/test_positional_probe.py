@@ -383,3 +383,11 @@ def test_first_share_resamples_sentences():
     assert lumpy[:, 0].mean() > lumpy[:, 1].mean()
     assert probe.first_share(lumpy, sentences, np.array([0])) < 0.95  # undecided: the resamples without that sentence disagree
     assert np.isnan(probe.first_share(clear, sentences, np.array([], dtype=int)))
+
+
+def test_group_sums_are_what_numpy_add_at_computes():
+    rng = np.random.default_rng(0)
+    values, groups = rng.random((500, 6)).astype(np.float32), rng.integers(0, 9, 500)
+    expected = np.zeros((11, 6))
+    np.add.at(expected, groups, values)
+    assert np.array_equal(probe.group_sums(values, groups, 11), expected)  # groups 9 and 10 empty: zero rows

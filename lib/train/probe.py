@@ -301,11 +301,17 @@ def contributions(weight: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarra
     return np.abs(weight[y] * x)
 
 
+def group_sums(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """(n_groups, width) float64: the sum of the rows of values (n, width) in each group (ids 0 … n_groups - 1); what
+    np.add.at computes, 8× faster here (torch's index_add_)."""
+    out = torch.zeros(n_groups, values.shape[1], dtype=torch.float64)
+    return out.index_add_(0, torch.as_tensor(groups, dtype=torch.long), torch.as_tensor(values, dtype=torch.float64)).numpy()
+
+
 def contribution_by_position(contrib: np.ndarray, positions: np.ndarray, n_positions: int) -> np.ndarray:
     """(n_positions, width): mean contribution of each neuron over the tokens at each position (NaN where none)."""
-    sums = np.zeros((n_positions, contrib.shape[1]))
     keep = positions < n_positions
-    np.add.at(sums, positions[keep], contrib[keep])
+    sums = group_sums(contrib[keep], positions[keep], n_positions)
     counts = np.bincount(positions[keep], minlength=n_positions)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(counts > 0, sums / counts, np.nan)
@@ -318,8 +324,7 @@ def first_share(contrib: np.ndarray, sentences: np.ndarray, dims: np.ndarray, dr
     if dims.size == 0:
         return float("nan")
     ids, inverse = np.unique(sentences, return_inverse=True)
-    sums = np.zeros((len(ids), contrib.shape[1]))
-    np.add.at(sums, inverse, contrib)
+    sums = group_sums(contrib, inverse, len(ids))
     counts = np.bincount(inverse, minlength=len(ids)).astype(float)
     weights = np.random.default_rng(seed).multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=draws).astype(float)  # resampled sentences
     means = (weights @ sums) / (weights @ counts)[:, None]
