@@ -163,7 +163,9 @@ def test_probes_trained_side_by_side_are_the_plain_probes():
     x, y = _toy(2000, 0, n_classes=15)
     xd, yd = _toy(400, 1, n_classes=17)
     centre, shuffled = x.mean(axis=0), np.random.default_rng(5).permutation(y)
-    together = probe.train_probes(x, [y, y, shuffled], xd, yd, 30, seeds=[0, 1, 0], offsets=[None, centre, None], epochs=3, batch_size=128, lr=1e-2, device="cpu")
+    together = probe.train_probes(
+        x, [y, y, shuffled], xd, yd, 30, seeds=[0, 1, 0], offsets=[None, centre, None], epochs=3, batch_size=128, lr=1e-2, device="cpu"
+    )
     for trained, (x_in, xd_in, labels, seed) in zip(together, [(x, xd, y, 0), (x - centre, xd - centre, y, 1), (x, xd, shuffled, 0)]):
         weight, history = _plain_probe(x_in, labels, xd_in, yd, 30, epochs=3, seed=seed)
         assert trained.best_epoch == int(np.argmax(history)) + 1 and trained.dev_accuracy == pytest.approx(history, abs=1e-3)
