@@ -48,7 +48,6 @@ class LoadedModel:
     tokenizer: PreTrainedTokenizerBase
     device: torch.device
     precision: str = "none"  # "bfloat16": forward passes under bf16 autocast (settings.autocast_precision)
-    attention: str = "eager"  # the attention kernel: "sdpa" (torch's fused one) or transformers' eager form
 
     @property
     def n_layers(self) -> int:
@@ -183,7 +182,8 @@ def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, spec: str, 
     if tokenizer.pad_token is None:  # GPT-2 style tokenizers: pad with EOS, the attention mask hides it
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=device, precision=precision, attention=attention.fuse(model))
+    attention.fuse(model)  # MPNet's attention through torch's fused kernel (the others use it already)
+    return LoadedModel(spec=spec, name=name, model=model, tokenizer=tokenizer, device=device, precision=precision)
 
 
 def check_available(spec: str) -> tuple[str, str]:

@@ -33,11 +33,13 @@ PROBES = {
 }
 
 
-def probe_inputs(x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) -> dict[str, tuple[dict, np.ndarray]]:
-    """Per probe of PROBES, its inputs per split and its training labels."""
-    mean = x["train"].mean(axis=0, keepdims=True)
+def probe_inputs(x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) -> dict[str, tuple[dict, np.ndarray, np.ndarray | None]]:
+    """Per probe of PROBES, its inputs per split, its training labels, and what is subtracted from the vectors (the
+    training mean for the centred probe, else None)."""
+    mean = x["train"].mean(axis=0)
     shuffled = np.random.default_rng(seed).permutation(y["train"])
-    return {"paper": (x, y["train"]), "centred": ({k: v - mean for k, v in x.items()}, y["train"]), "shuffled": (x, shuffled)}
+    centred = {k: v - mean for k, v in x.items()}
+    return {"paper": (x, y["train"], None), "centred": (centred, y["train"], mean), "shuffled": (x, shuffled, None)}
 
 
 @dataclass
@@ -84,7 +86,6 @@ def run(
         accuracy = {}
         inputs = probe_inputs(layer_x, y, seed)
         jobs = [(kind, extra) for kind in PROBES for extra in range(probe_seeds if kind in ("paper", "centred") else 1)]  # other batch orders
-        centre = layer_x["train"].mean(axis=0)
         probes = probe.train_probes(
             layer_x["train"],
             [inputs[kind][1] for kind, _ in jobs],
@@ -92,7 +93,7 @@ def run(
             y["dev"],
             max_positions,
             seeds=[seed + extra for _, extra in jobs],
-            offsets=[centre if kind == "centred" else None for kind, _ in jobs],
+            offsets=[inputs[kind][2] for kind, _ in jobs],
             desc=f"{name} layer {layer} ({len(jobs)} probes)",
             **{key: value for key, value in train.items() if key != "seed"},
         )

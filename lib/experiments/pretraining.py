@@ -91,7 +91,6 @@ def train_unless_saved(
         elif main:
             print(f"{name}: saved with these settings in {models_dir() / name}: reused (retrain=True trains it again)")
             record("reused", models_dir() / name, f"{name}: saved pre-training run")
-            record("reused", models_dir() / name, f"saved pre-training run {name}")
         out[name] = saved
     return out
 
