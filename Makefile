@@ -12,7 +12,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env lint test book chapters html pdf student publish site data benchmark gpu-check clean
+.PHONY: env lint test book chapters html pdf student publish site data benchmark gpu-check gpu-pack gpu-grade clean
 
 env: $(STAMP)
 
@@ -62,6 +62,12 @@ benchmark: env
 
 gpu-check: env  # one check on a GPU in at most 8 minutes (scripts/gpu_check.py), its table in _build/gpu_check.csv; TINY=1: tiny sizes (a CPU, a minute)
 	$(PY) -m scripts.gpu_check $(if $(TINY),--tiny) --out _build/gpu_check.csv
+
+gpu-pack: env  # what a borrowed GPU machine needs for chapters 05 and 13 (data, MiniLM in 16-bit) into .gpu/; there: python3 -m scripts.gpu_edition run --out DIR
+	$(PY) -m scripts.gpu_edition pack
+
+gpu-grade: env  # FROM=DIR: the results a borrowed GPU sent back into results/, its measured times into profiles/costs/gpu.yaml, the verdicts
+	$(PY) -m scripts.gpu_edition grade $(FROM)
 
 clean:  # every edition (executed chapters, cache entries, HTML); results/ and models/ stay; refused while a build writes one
 	@if [ -x $(PY) ]; then $(PY) -m lib.edition.clean; else rm -rf _build; fi

@@ -54,7 +54,7 @@
 # section to show the regime the paper reports. The full grid, every method on the GLUE training
 # sets, is the gpu edition's (`make book PROFILE=gpu`); `-p methods none,cosreg,spectrum-pol,spectrum-exp,flow`
 # runs it here too. The runs execute side by side, one CPU thread each, on the cores the rest of
-# the build leaves free (`workers = "cores"`).
+# the build leaves free (`workers = "cores"`); with a GPU, as processes sharing it, one per 8 GiB of its memory.
 #
 # The paper's translation and summarisation experiments need models and data that are not
 # available offline; the last section shows how the same losses plug into a sequence-to-sequence
@@ -84,7 +84,7 @@ flow_layers = 4  # coupling layers of the RealNVP flow
 flow_hidden = 256  # width of each coupling layer's network
 seed = 0  # first seed; runs use seed, seed + 1, ...
 device = "auto"  # "auto" uses CUDA when present
-workers = "cores"  # "cores": side by side on the free CPU cores (in turn where CUDA is); "": in turn; "local:N": Dask processes; a Dask address
+workers = "cores"  # "cores": side by side on the free CPU cores (with CUDA: processes sharing the GPU); "": in turn; "local:N": Dask processes; a Dask address
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import pandas as pd
-from IPython.display import Markdown, display
 
 from ..core.profiles import chapter_parameters, config  # noqa: F401  (config: `ch.config` in the chapters)
 from ..core.sources import comma_list, declared_parameters
@@ -14,6 +13,7 @@ from ..encode.models import check_available
 from ..errors import require
 from ..experiments import plotting
 from . import paper
+from .output import Markdown, display
 from .results import Results
 from .tables import show
 

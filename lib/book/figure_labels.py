@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import copy
 import re
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat  # notebook tooling: staging only, not where a chapter executes (`lib.edition.headless`)
+
 
 KEY = "book_figure"  # output metadata: {"name": label, "caption": MyST text}
 CONTINUED = "# (continued)"  # the hidden input of a cell that holds the outputs after a figure
@@ -62,6 +65,8 @@ def _worth_keeping(cell: nbformat.NotebookNode) -> bool:
 def _cell(cell_id: str, comment: str, metadata: dict, outputs: list) -> nbformat.NotebookNode:
     """A code cell holding only a comment (MyST-NB skips empty cells; the page hides the input) with a fixed id (a random
     one would change the staged page on every build)."""
+    import nbformat
+
     cell = nbformat.v4.new_code_cell(comment, metadata=metadata, outputs=outputs)
     cell.id = cell_id
     return cell

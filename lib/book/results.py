@@ -16,7 +16,6 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import display
 
 from .. import __version__
 from ..core import store
@@ -27,6 +26,7 @@ from ..io import write_atomic
 from ..provenance import record
 from ..settings import output_dir, slug
 from . import figure_labels, tabs
+from .output import display
 
 
 def _json_default(obj: Any) -> Any:

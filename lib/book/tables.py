@@ -6,13 +6,16 @@ label. A chapter shows a table (`chapter.show`) as a MyST `{table}` directive, s
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import nbformat
 import numpy as np
 import pandas as pd
-from IPython.display import display
 
 from . import tabs
+from .output import display
+
+if TYPE_CHECKING:
+    import nbformat  # notebook tooling: staging only, not where a chapter executes (`lib.edition.headless`)
 
 KEY = "book_table"  # output metadata of a table shown by `chapter.show`: {"name": given name or None}
 PLACEHOLDER = "tbl-unlabelled"  # the `:name:` a table has until the edition labels it

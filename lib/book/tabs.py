@@ -8,10 +8,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from . import figure_labels
+
+if TYPE_CHECKING:
+    import nbformat  # notebook tooling: staging only, not where a chapter executes (`lib.edition.headless`)
 
 KEY = "book_tab"  # output metadata: the tab (model name) an output belongs to
 FOLDER = "figures"  # beside the staged chapters: the images of figures that moved into tabs
@@ -64,4 +66,6 @@ def _tab_set(run: list[nbformat.NotebookNode], folder: Path, write: Callable[[Pa
         body = "\n".join(_content(o, folder, write) for o in run if o["metadata"][KEY] == name)
         items.append(f"::::{{tab-item}} {name}\n{body}\n::::")
     text = ":::::{tab-set}\n" + "\n".join(items) + "\n:::::\n"
+    import nbformat
+
     return nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": f"[{len(names)} tabs: {', '.join(names)}]"})

@@ -180,3 +180,20 @@ def chapter_parameters(chapter: str, profile: str) -> dict[str, object]:
         record("data", PROFILES / f"{profile}.yaml", f"profile {profile}")
         values.update(profile_parameters(profile, chapter))
     return values
+
+
+def plan(profile: str, names: list[str], overrides: dict[str, Any], scale: float = 1.0) -> list[tuple[str, dict[str, Any]]]:
+    """(chapter, parameters) for each chapter to run, every value checked. An override goes to the chapters that
+    declare it; one that none of them declares is an error. With scale < 1 the profile's sizes shrink (`scaled`)."""
+    for name in names:
+        require(name in chapters(), f"no chapter {name!r}; chapters are: {', '.join(chapters())}")
+    for key in overrides:
+        if not any(key in declared_parameters(c) for c in names):
+            listing = "; ".join(f"{c}: {', '.join(declared_parameters(c))}" for c in names)
+            raise BookError(f"unknown parameter {key!r} for {', '.join(names)}; parameters are: {listing}")
+    out = []
+    for chapter in names:
+        own = {k: checked_value(chapter, k, v) for k, v in overrides.items() if k in declared_parameters(chapter)}
+        values = profile_parameters(profile, chapter)
+        out.append((chapter, {**(scaled(chapter, values, scale) if scale != 1 else values), **own}))
+    return out

@@ -8,10 +8,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jupytext
-
 from ..errors import require
 from ..settings import REPO_ROOT
+from .percent import cells as percent_cells
 
 NOTEBOOKS = Path(os.environ.get("BOOK_NOTEBOOKS_DIR") or REPO_ROOT / "notebooks")  # another folder of chapters: $BOOK_NOTEBOOKS_DIR
 
@@ -32,7 +31,7 @@ def source_file(chapter: str) -> Path:
 def declared_parameters(chapter: str) -> dict[str, Any]:
     """The names and values assigned in a chapter's `parameters` cell, in order: the chapter's defaults."""
     source = source_file(chapter)
-    cells = [c for c in jupytext.read(source).cells if "parameters" in c.metadata.get("tags", [])]
+    cells = [c for c in percent_cells(source) if "parameters" in c.tags]
     require(len(cells) == 1, f"{source.name} must have exactly one cell tagged `parameters`")
     values = {}
     for node in ast.parse(cells[0].source).body:

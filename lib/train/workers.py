@@ -4,7 +4,7 @@ any Dask cluster.
 
     workers = "cores"             # local processes of one CPU thread each, as many at once as cores are free (re-read
                                   # before each run starts: cores another chapter of the build frees are taken up); on
-                                  # a machine with CUDA, serial in the chapter's process (the GPU does the work)
+                                  # a machine with CUDA, processes sharing its GPU, as many as `gpu_slots()` allows
     workers = ""                  # serial, in the chapter's process (no extra needed)
     workers = "local:4"           # four local Dask worker processes (one per GPU when there are GPUs; cores divided otherwise)
     workers = "tcp://host:8786"   # a running Dask scheduler: e.g. workers started as SLURM jobs by dask-jobqueue
@@ -43,11 +43,24 @@ def _one_thread(parent: int) -> None:
     os.environ.update(thread_env(1))
 
 
+SLOT_GIB = 8  # GPU memory per run side by side on one GPU: a small model's fine-tuning (weights, Adam, activations, context)
+
+
+def gpu_slots() -> int:
+    """Runs one GPU holds side by side: its memory in SLOT_GIB slots (0 without CUDA). Small runs are bound by the host's
+    kernel launches, so runs in separate processes fill the GPU where one alone leaves it mostly idle."""
+    if not torch.cuda.is_available():
+        return 0
+    return max(1, torch.cuda.get_device_properties(0).total_memory // (SLOT_GIB * 2**30))
+
+
 class Cores:
     """Local processes of one CPU thread each (so a run's sums never depend on how many ran beside it), started while
-    `free_cores()` leaves room: a grid started beside another chapter widens when that chapter ends."""
+    `free_cores()` leaves room (and, with CUDA, at most `gpu_slots()`): a grid started beside another chapter widens
+    when that chapter ends."""
 
     def __init__(self) -> None:
+        self.limit = gpu_slots() or None
         self.executor = ProcessPoolExecutor(
             max_workers=os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn"), initializer=_one_thread, initargs=(os.getpid(),)
         )
@@ -56,7 +69,7 @@ class Cores:
         """function(*call) for each call, yielded in the calls' order as soon as each and those before it are done."""
         waiting, running, finished, turn = list(enumerate(calls)), {}, {}, 0
         while turn < len(calls):
-            while waiting and len(running) < free_cores():
+            while waiting and len(running) < min(free_cores(), self.limit or free_cores()):
                 index, call = waiting.pop(0)
                 running[self.executor.submit(function, *call)] = index
             done, _ = wait(list(running), timeout=RECHECK_S, return_when=FIRST_COMPLETED)
@@ -80,9 +93,9 @@ def results(client: Any | None, function: Callable[..., Any], calls: list[tuple]
 
 @contextmanager
 def pool(workers: str) -> Iterator[Any | None]:
-    """What runs the grid for `workers`: None (serial) for "", and for "cores" where CUDA is present; a `Cores` pool for
-    "cores"; a Dask client otherwise, closed (with a local cluster) afterwards."""
-    if not workers or (workers == "cores" and torch.cuda.is_available()):
+    """What runs the grid for `workers`: None (serial) for ""; a `Cores` pool for "cores" (on a GPU too); a Dask client
+    otherwise, closed (with a local cluster) afterwards."""
+    if not workers:
         yield None
         return
     if workers == "cores":

@@ -1,0 +1,116 @@
+"""Chapters executed without Jupyter (`lib.edition.headless`), as on a borrowed GPU machine that has no notebook
+tooling, and the packing of what such a machine needs (`scripts/gpu_edition.py`)."""
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lib.core import sources
+from lib.edition import headless
+from lib.encode.models import minilm_path
+from lib.errors import BookError
+from lib.settings import REPO_ROOT
+from lib.train import workers
+
+BARE = Path(__file__).parent / "bare_python"  # sitecustomize: IPython, nbformat, jupytext, papermill, … cannot be imported
+
+TOY = """# %% [markdown]
+# # A toy chapter
+
+# %% tags=["parameters"]
+n = 2
+word = "a"
+
+# %%
+import json
+print(json.dumps({"n": n, "word": word}))
+
+# %%
+1 / (n - 3)
+"""
+
+
+def test_parameters_come_in_after_their_cell_and_a_failing_cell_is_named(tmp_path, monkeypatch, capsys):
+    (tmp_path / "99_toy.py").write_text(TOY)
+    monkeypatch.setattr(sources, "NOTEBOOKS", tmp_path)
+    headless.execute("99_toy", {"n": 4, "word": "b"})  # 1 / (4 - 3): the injected n, not the cell's 2
+    assert '{"n": 4, "word": "b"}' in capsys.readouterr().out
+    with pytest.raises(BookError, match=r"chapter 99_toy failed in cell 3 \(line 13\): ZeroDivisionError"):
+        headless.execute("99_toy", {"n": 3})
+
+
+def test_a_chapter_runs_where_notebook_tooling_is_missing(tmp_path, shared_data):
+    """Chapter 01 of the quick edition, headless, in a Python that cannot import IPython, nbformat, jupytext, papermill
+    or the MiniLM package (MiniLM read from a folder, as `gpu_edition pack` ships it): its tables are written."""
+    env = {**os.environ, "PYTHONPATH": f"{BARE}{os.pathsep}{REPO_ROOT}", "BOOK_MINILM_DIR": str(minilm_path())}
+    env |= {"BOOK_RESULTS_DIR": str(tmp_path / "results"), "BOOK_CACHE_DIR": str(tmp_path / "cache"), "MPLBACKEND": "Agg"}
+    probe = subprocess.run([sys.executable, "-c", "import IPython"], env=env, capture_output=True, text=True)
+    assert "not on the GPU machine" in probe.stderr  # the stand-in for that machine works
+    done = subprocess.run(
+        [sys.executable, "-m", "lib.edition.headless", "01_anisotropy", "--profile", "quick", "--seconds-to", str(tmp_path / "s.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    tables = sorted((tmp_path / "results" / "quick").rglob("*.csv"))
+    assert tables and all(len(pd.read_csv(t)) > 0 for t in tables)
+    assert "01_anisotropy" in (tmp_path / "s.json").read_text()
+
+
+def test_a_bad_parameter_is_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "lib.edition.headless", "01_anisotropy", "-p", "no_such_thing", "1"], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+    assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "unknown parameter 'no_such_thing'" in done.stderr
+
+
+def test_gpu_slots_follow_the_gpu_memory(monkeypatch):
+    class Props:
+        total_memory = 80 * 2**30
+
+    monkeypatch.setattr(workers.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(workers.torch.cuda, "get_device_properties", lambda _: Props())
+    assert workers.gpu_slots() == 80 // workers.SLOT_GIB
+    Props.total_memory = 4 * 2**30
+    assert workers.gpu_slots() == 1
+    monkeypatch.setattr(workers.torch.cuda, "is_available", lambda: False)
+    assert workers.gpu_slots() == 0
+
+
+def test_the_pack_holds_what_chapters_05_and_13_read_within_the_travel_limit(tmp_path, shared_data):
+    from scripts import gpu_edition
+
+    folder = tmp_path / "pack"
+    gpu_edition.pack(folder)
+    with tarfile.open(folder / "data.tar.xz") as tar:
+        names = set(tar.getnames())
+    assert {"glue/MRPC/msr_paraphrase_train.txt", "sts/STSBenchmark/sts-train.csv", "sst2/sentiment-train", "corpus/brown/a01.txt"} <= names
+    weights = (folder / "minilm" / "model.safetensors").stat().st_size
+    assert weights < 0.6 * (minilm_path() / "model.safetensors").stat().st_size  # 16-bit
+    tracked = sum((REPO_ROOT / f).stat().st_size for f in subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=REPO_ROOT).stdout.split())
+    assert tracked + sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) < 64 * 2**20
+
+
+def test_grading_a_failed_run_says_so_and_touches_nothing(tmp_path, monkeypatch):
+    from scripts import gpu_edition
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "13_isotropy_calibration.log").write_text("Traceback …")
+    (tmp_path / "facts.json").write_text('{"profile": "gpu", "scale": 1.0, "failed": "chapter 13_isotropy_calibration failed"}')
+    with tarfile.open(tmp_path / gpu_edition.ARCHIVE, "w:gz") as tar:
+        for part in ("logs", "facts.json"):
+            tar.add(tmp_path / part, arcname=part)
+    monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "results"))
+    with pytest.raises(BookError, match="that run failed .chapter 13_isotropy_calibration failed.; its logs are in the archive"):
+        gpu_edition.grade(tmp_path)
+    assert not (tmp_path / "results").exists()
+    with pytest.raises(BookError, match="no such archive"):
+        gpu_edition.grade(tmp_path / "nothing")
