@@ -23,9 +23,9 @@ def test_tags_and_markdown(tmp_path: Path):
     path = tmp_path / "c.py"
     path.write_text('# ---\n# jupyter: {}\n# ---\n\n# %% [markdown]\n# # Title\n#\n# text\n\n# %% tags=["parameters"]\nx = 1\n\n\n# %%\nprint(x)\n')
     assert cells(path) == [
-        Cell("markdown", "# Title\n\ntext"),
-        Cell("code", "x = 1", ("parameters",)),
-        Cell("code", "print(x)"),
+        Cell("markdown", "# Title\n\ntext", (), 6),
+        Cell("code", "x = 1", ("parameters",), 11),
+        Cell("code", "print(x)", (), 15),
     ]
     path.write_text("# %% tags=[parameters]\nx = 1\n")
     with pytest.raises(BookError, match="cannot read the cell tags"):

@@ -18,6 +18,7 @@ class Cell:
     kind: str  # "code" or "markdown"
     source: str  # code as written; markdown with its "# " comment prefixes removed
     tags: tuple[str, ...] = field(default=())
+    line: int = 0  # the file's line (from 1) on which the cell's source starts
 
 
 def _metadata(rest: str, where: str) -> tuple[str, tuple[str, ...]]:
@@ -37,14 +38,14 @@ def _uncomment(lines: list[str]) -> str:
 
 def cells(path: Path) -> list[Cell]:
     """The cells of a py:percent file in order (its YAML header left out), each without trailing blank lines."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines, skipped = path.read_text(encoding="utf-8").splitlines(), 0
     if lines and lines[0] == "# ---":
         end = lines.index("# ---", 1) if "# ---" in lines[1:] else -1
         require(end > 0, f"{path.name}: its '# ---' header is not closed")
-        lines = lines[end + 1 :]
+        lines, skipped = lines[end + 1 :], end + 1
     out: list[Cell] = []
-    kind, tags, body = None, (), []
-    for number, line in enumerate([*lines, "# %% end"], start=1):
+    kind, tags, body, first = None, (), [], 0
+    for number, line in enumerate([*lines, "# %% end"], start=skipped + 1):
         found = MARKER.match(line)
         if not found:
             body.append(line)
@@ -52,9 +53,9 @@ def cells(path: Path) -> list[Cell]:
         while body and not body[-1].strip():
             body.pop()
         if kind is not None:
-            out.append(Cell(kind, _uncomment(body) if kind == "markdown" else "\n".join(body), tags))
+            out.append(Cell(kind, _uncomment(body) if kind == "markdown" else "\n".join(body), tags, first))
         else:
             require(not any(b.strip() for b in body), f"{path.name}: text before its first '# %%' cell marker")
         kind, tags = _metadata(found.group("rest"), f"{path.name} line {number}")
-        body = []
+        body, first = [], number + 1
     return out

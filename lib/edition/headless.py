@@ -31,18 +31,15 @@ def execute(chapter: str, parameters: dict) -> float:
     source = source_file(chapter)
     code = [c for c in cells(source) if c.kind == "code"]
     require(sum("parameters" in c.tags for c in code) == 1, f"{source.name} must have exactly one cell tagged `parameters`")
-    lines = source.read_text(encoding="utf-8").splitlines()
     namespace: dict = {"__name__": "__main__"}
-    start, seen = time.perf_counter(), 0
+    start = time.perf_counter()
     for number, cell in enumerate(code, start=1):
-        first = cell.source.splitlines()[0] if cell.source else ""
-        seen = next((i for i in range(seen, len(lines)) if lines[i] == first), seen)
-        print(f"--- {chapter}: cell {number}/{len(code)} (line {seen + 1})", flush=True)
+        print(f"--- {chapter}: cell {number}/{len(code)} (line {cell.line})", flush=True)
         try:
-            exec(compile("\n" * seen + cell.source, str(source), "exec"), namespace)  # line numbers as in the source
+            exec(compile("\n" * (cell.line - 1) + cell.source, str(source), "exec"), namespace)  # line numbers as in the source
         except Exception as err:
             traceback.print_exc()
-            raise BookError(f"chapter {chapter} failed in cell {number} (line {seen + 1}): {type(err).__name__}: {err}") from None
+            raise BookError(f"chapter {chapter} failed in cell {number} (line {cell.line}): {type(err).__name__}: {err}") from None
         if "parameters" in cell.tags:
             namespace.update(parameters)
     return time.perf_counter() - start
