@@ -28,7 +28,7 @@ from pathlib import Path
 from lib.core.profiles import plan
 from lib.core.sources import declared_parameters
 from lib.edition import costs
-from lib.errors import cli, require
+from lib.errors import BookError, cli, require
 from lib.experiments.pretraining import pretraining_runs
 from lib.io import write_atomic
 from lib.settings import REPO_ROOT, data_dir, results_dir, thread_env
@@ -120,7 +120,8 @@ def run(out: Path, profile: str, scale: float, folder: Path) -> None:
         ]
         processes += training
         failed = [name for name, p in zip(runs, training) if p.wait() != 0]
-        require(not failed, f"pre-training {', '.join(failed)} failed; its log is in {ARCHIVE} (logs/pretraining-{failed[0]}.log)")
+        if failed:
+            raise BookError(f"pre-training {', '.join(failed)} failed; its log is in {ARCHIVE} (logs/pretraining-{failed[0]}.log)")
         seconds["05_pretraining (training)"] = round(time.time() - start, 1)
         processes.append(_start(["-m", "lib.edition.headless", CHAPTERS[0], "--profile", profile, *scaled], env, logs / f"{CHAPTERS[0]}.log"))
         for name, process in ((CHAPTERS[0], processes[-1]), (CHAPTERS[1], processes[0])):

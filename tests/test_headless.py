@@ -114,3 +114,18 @@ def test_grading_a_failed_run_says_so_and_touches_nothing(tmp_path, monkeypatch)
     assert not (tmp_path / "results").exists()
     with pytest.raises(BookError, match="no such archive"):
         gpu_edition.grade(tmp_path / "nothing")
+
+
+def test_a_failed_run_still_sends_back_its_logs(tmp_path, monkeypatch):
+    """No data: every pre-training process fails at once; the error names a log, and the archive holds all logs."""
+    from scripts import gpu_edition
+
+    (tmp_path / "data").mkdir()
+    monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path / "data"))
+    with pytest.raises(BookError, match=r"pre-training gpu-roberta-pe, .* failed; its log is in gpu-edition.tar.gz \(logs/pretraining-gpu-roberta-pe.log\)"):
+        gpu_edition.run(tmp_path / "out", "gpu", 0.001, tmp_path / "no-pack")
+    with tarfile.open(tmp_path / "out" / gpu_edition.ARCHIVE) as tar:
+        names = tar.getnames()
+        facts = tar.extractfile("facts.json").read().decode()
+    assert "logs/pretraining-gpu-roberta-pe.log" in names and "logs/13_isotropy_calibration.log" in names
+    assert '"failed": "pre-training gpu-roberta-pe' in facts
