@@ -69,7 +69,7 @@ class Cores:
         """function(*call) for each call, yielded in the calls' order as soon as each and those before it are done."""
         waiting, running, finished, turn = list(enumerate(calls)), {}, {}, 0
         while turn < len(calls):
-            while waiting and len(running) < min(free_cores(), self.limit or free_cores()):
+            while waiting and len(running) < min(free_cores(), self.limit or os.cpu_count() or 1):
                 index, call = waiting.pop(0)
                 running[self.executor.submit(function, *call)] = index
             done, _ = wait(list(running), timeout=RECHECK_S, return_when=FIRST_COMPLETED)
