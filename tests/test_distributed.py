@@ -95,3 +95,24 @@ def test_the_launcher_refuses_bad_input_before_training(args, message, capsys):
         pretraining.main(args)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_a_build_trains_each_unsaved_run_ahead_as_a_command_of_its_own(tmp_path, shared_data, monkeypatch):
+    """`pretraining.ahead`: one command per run not saved with the planned values, named after the chapter; a command
+    saves its run where the chapter looks, so the next plan leaves it out; with retrain the chapter trains itself."""
+    from lib.core.profiles import plan
+    from lib.edition import pretraining
+
+    monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "cache"))
+    changes = {"steps": 4, "eval_every": 2, "warmup": 1, "seeds": 1, "track_blocks": 2, "device": "cpu"}
+    ((_, params),) = plan("quick", ["05_pretraining"], changes)
+    commands = pretraining.ahead("quick", params)
+    assert list(commands) == ["05_pretraining:quick-roberta-pe", "05_pretraining:quick-roberta-nope"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(commands["05_pretraining:quick-roberta-nope"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "quick-roberta-nope: to train" in done.stdout and "quick-roberta-pe: not asked for" in done.stdout
+    assert list(pretraining.ahead("quick", params)) == ["05_pretraining:quick-roberta-pe"]
+    assert list(pretraining.ahead("quick", {**params, "steps": 6})) == list(commands)  # other settings: saved runs do not count
+    assert pretraining.ahead("quick", {**params, "retrain": True}) == {}

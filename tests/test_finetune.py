@@ -215,7 +215,7 @@ def test_cached_run_reuses_a_result_only_for_the_same_weights_data_and_settings(
     again, cached = finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")
     assert cached and again == first
     files = list((tmp_path / "cache" / "finetune").iterdir())
-    assert len(files) == 1 and not files[0].name.startswith(".")  # no temporary file left behind
+    assert len(files) == 1 and not files[0].name.startswith(".") and cached == files[0]  # no temporary file left behind
     assert not finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), replace(cfg, seed=1), device="cpu")[1]
     assert not finetune.cached_run("trained:tiny", "sst2", toy(3), toy(1), cfg, device="cpu")[1]
     with torch.no_grad():  # same name, other weights: a new run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import pandas as pd
@@ -75,9 +77,9 @@ def test_the_longest_chapter_of_the_last_build_starts_first(tmp_path, monkeypatc
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     first = [p for p in _plans() if p[0] != "02_new"]
     runner.build("quick", first, jobs=2)  # in chapter order: nothing is known yet
-    assert [name for name, _ in runner.longest_first(Edition("quick"), first)] == ["03_slow", "01_fast"]
+    assert runner.longest_first(Edition("quick"), [name for name, _ in first]) == ["03_slow", "01_fast"]
     # chapters that never ran keep their order, after those with a time
-    assert [name for name, _ in runner.longest_first(Edition("quick"), _plans())] == ["03_slow", "01_fast", "02_new"]
+    assert runner.longest_first(Edition("quick"), [name for name, _ in _plans()]) == ["03_slow", "01_fast", "02_new"]
     capsys.readouterr()
     runner.build("quick", _plans(), jobs=2, force=True)
     started = [line.split()[1] for line in capsys.readouterr().out.splitlines() if "executing in job" in line]
@@ -91,7 +93,7 @@ def test_a_first_build_starts_the_longest_by_the_committed_times_and_records_wha
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     (tmp_path / "profiles" / "costs").mkdir()
     (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("03_slow: {seconds: 900, measured: elsewhere}\n01_fast: {seconds: 5, measured: elsewhere}\n")
-    assert [name for name, _ in runner.longest_first(Edition("quick"), _plans())] == ["03_slow", "01_fast", "02_new"]
+    assert runner.longest_first(Edition("quick"), [name for name, _ in _plans()]) == ["03_slow", "01_fast", "02_new"]
     runner.build("quick", _plans(), jobs=2)
     out = capfd.readouterr().out.splitlines()  # the jobs' processes print to the file descriptor
     started = [line.split()[1] for line in out if "executing in job" in line]
@@ -168,7 +170,58 @@ def test_every_committed_cost_file_reads_and_covers_every_chapter():
 
     for path in sorted(costs.path("quick").parent.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        assert set(costs.load(path.stem)) == set(raw) == set(chapters()), path.name
+        assert set(costs.load(path.stem)) == set(raw), path.name
+        assert {name.split(":")[0] for name in raw} == set(chapters()), path.name  # chapters, and runs ahead of them
     table = chapter_costs()
     gpu = [line.split(" | ")[3] for line in table.splitlines() if line.startswith("| 05_pretraining")]
     assert gpu and gpu[0].startswith("≈ "), table  # the gpu edition's times are estimates until a build measures them
+
+
+AHEAD_RUN = "import pathlib, sys, time; time.sleep({pause}); sys.exit({code}) if {code} else pathlib.Path('{path}').write_text(str(time.time()))"
+
+
+def test_work_ahead_of_a_chapter_runs_as_jobs_of_its_own_before_it(tmp_path, monkeypatch, capfd):
+    """A chapter's long work (`runner.AHEAD`: chapter 05's pre-training runs) runs as jobs beside the other chapters;
+    the chapter starts once all of it is done, and each job's time is recorded under "<chapter>:<run>"."""
+    chapters = {"01_other": 2, "02_trained": 0}
+    book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
+    monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
+    (tmp_path / "profiles" / "costs").mkdir()
+    runs = {f"02_trained:{r}": [sys.executable, "-c", AHEAD_RUN.format(pause=1, code=0, path=tmp_path / r)] for r in ("a", "b")}
+    monkeypatch.setitem(runner.AHEAD, "02_trained", lambda profile, params: runs)
+    runner.build("quick", _plans(), jobs=2)
+    out = capfd.readouterr().out
+    assert "02_trained:a (quick): executing in job" in out and "training ahead of chapter 02_trained" in out
+    trained = _tables(tmp_path)["02_trained"]
+    assert trained["started"] >= max(float((tmp_path / r).read_text()) for r in ("a", "b"))
+    assert {"01_other", "02_trained", "02_trained:a", "02_trained:b"} == set(costs.expected("quick"))
+    assert 1 <= costs.expected("quick")["02_trained:a"] < 60
+    runs["02_trained:b"] = [sys.executable, "-c", AHEAD_RUN.format(pause=0, code=3, path=tmp_path / "b")]
+    with pytest.raises(BookError, match=r"^02_trained:b failed \(its message is above\)"):
+        runner.build("quick", _plans(), jobs=2, force=True)
+    assert Edition("quick").statuses()["02_trained"]["status"] == "executed"  # the last run's; this build did not start it
+    assert "02_trained:b" not in Edition("quick").statuses()
+    sources.declared_parameters.cache_clear()
+
+
+def test_work_cached_by_this_build_is_part_of_its_cost(tmp_path, monkeypatch, capsys):
+    """The 'reused' rule counts only work cached before the build started: a chapter that reused a run it (or a job
+    ahead of it) cached in this build has its time recorded; one that took older cached work does not."""
+    older = tmp_path / "older.json"
+    older.write_text("{}")
+    os.utime(older, (time.time() - 3600, time.time() - 3600))
+    reuse = (
+        "import pathlib\nfrom lib.provenance import record\nfresh = pathlib.Path({folder!r}) / 'fresh.json'\nfresh.write_text('{{}}')\n"
+        "record('reused', {which}, 'a cached run')\n"
+    )
+    text = {}
+    for name, which in (("01_fresh", "fresh"), ("02_older", repr(str(older)))):
+        head = reuse.format(folder=str(tmp_path), which=which)
+        text[name] = TIMED.format(name=name, pause=0).replace("started = time.time()", head + "started = time.time()")
+    book_of(tmp_path, monkeypatch, text)
+    monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
+    (tmp_path / "profiles" / "costs").mkdir()
+    runner.build("quick", _plans(), jobs=1)
+    assert set(costs.expected("quick")) == {"01_fresh"}
+    assert "02_older: its time" in capsys.readouterr().out
+    sources.declared_parameters.cache_clear()

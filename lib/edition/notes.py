@@ -4,6 +4,7 @@ the models caveat, the parameter reference, and the front page's edition note an
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -208,12 +209,25 @@ def chapter_costs() -> str:
         return ("≈ " if estimate else "") + duration(row["seconds"]) + ("" if estimate else f" ({marks[row['measured']]})")
 
     lines = ["| chapter | " + " | ".join(f"{p} edition" for p in COST_PROFILES) + " |", "|---|" + "---:|" * len(COST_PROFILES)]
-    lines += [f"| {c} | " + " | ".join(cell(rows[p].get(c)) for p in COST_PROFILES) + " |" for c in chapters()]
+    for c in chapters():
+        lines.append(f"| {c} | " + " | ".join(cell(rows[p].get(c)) for p in COST_PROFILES) + " |")
+        ahead = [{k: r for k, r in rows[p].items() if k.startswith(c + ":")} for p in COST_PROFILES]
+        if any(ahead):  # work a parallel build runs as jobs of its own before the chapter (`runner.AHEAD`)
+            lines.append(f"| {c}: its runs ahead, one job each | " + " | ".join(_jobs(a, cell) for a in ahead) + " |")
     totals = [sum(r["seconds"] for r in rows[p].values()) for p in COST_PROFILES]
     lines.append("| **all chapters, one at a time** | " + " | ".join(f"**{duration(t)}**" if t else "–" for t in totals) + " |")
     where = "; ".join(f"({n}) {text}" for text, n in marks.items())
     note = "≈: an estimate (`profiles/costs/<profile>.yaml` says from what), until a build measures it."
     return "\n".join(lines) + f"\n\nMeasured: {where or 'nothing yet'}. {note}\n"
+
+
+def _jobs(rows: dict[str, dict], cell: Callable[[dict | None], str]) -> str:
+    """A chapter's runs ahead in one cell: how many, the longest, and their sum."""
+    if not rows:
+        return "–"
+    longest = max(rows.values(), key=lambda r: r["seconds"])
+    total = {**longest, "seconds": sum(r["seconds"] for r in rows.values())}
+    return f"{len(rows)} × ≤ {duration(longest['seconds'])}, {cell(total)} in all"
 
 
 def edition_time(entries: dict[str, Entry], profile: str) -> str:

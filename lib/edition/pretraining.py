@@ -14,18 +14,34 @@ file system): rank 0 fetches the corpus, trains the tokenizer and tokenizes the 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import sys
+from typing import Any
 
 import yaml
 
 from ..core.profiles import chapter_parameters, checked_value, profile_parameters
-from ..core.sources import comma_list
+from ..core.sources import comma_list, declared_parameters
 from ..errors import BookError, cli, require
 from ..experiments.pretraining import pretraining_runs, train_unless_saved
 from ..settings import models_dir
 from ..train import distributed, pretrain
 
 CHAPTER = "05_pretraining"
+
+
+def ahead(profile: str, parameters: dict[str, Any]) -> dict[str, list[str]]:
+    """The commands that train chapter 05's runs not yet saved with these settings, one process each, named
+    "05_pretraining:<run>": a build runs them as jobs of their own before the chapter, which then reuses them (none with
+    `retrain`, where the chapter trains again itself). `parameters`: the chapter's values as a build plans them."""
+    values = {**declared_parameters(CHAPTER), **parameters}
+    if values.get("retrain") is True:
+        return {}
+    _, configs = pretraining_runs(values)
+    todo = [name for name, cfg in configs.items() if pretrain.saved_run(models_dir() / name, cfg) is None]
+    command = [sys.executable, "-m", "lib.edition.pretraining", "--profile", profile, "--parameters-json", json.dumps(parameters)]
+    return {f"{CHAPTER}:{name}": [*command, "--only", name] for name in todo}
 
 
 @cli
@@ -35,9 +51,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help="a parameter of chapter 05 (VALUE is YAML)")
     parser.add_argument("--micro-batch", type=int, default=None, help="blocks per device per forward pass (gradients accumulate to the global batch)")
     parser.add_argument("--only", default="", help="comma-separated run names (default: every run of the chapter)")
+    parser.add_argument("--parameters-json", default="{}", help=argparse.SUPPRESS)  # a build's planned values (`ahead`)
     args = parser.parse_args(argv)
     profile_parameters(args.profile, CHAPTER)  # an unknown profile stops here, before anything is trained
-    parameters = chapter_parameters(CHAPTER, args.profile)
+    parameters = chapter_parameters(CHAPTER, args.profile) | json.loads(args.parameters_json)
     for name, value in args.parameter:
         require(name in parameters, f"chapter 05 has no parameter {name!r}; its parameters are: {', '.join(parameters)}")
         try:

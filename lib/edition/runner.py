@@ -44,10 +44,12 @@ from ..errors import BookError, cli, require
 from ..io import sha256, write_atomic
 from ..processes import die_with_parent, pid_file_holder, write_pid_file
 from ..settings import CHAPTER, REPO_ROOT, RUNNING, STAGING, cpu_share, results_dir, thread_env
-from . import cache, costs
+from . import cache, costs, pretraining
 from .folders import Edition, commit, now
 
 MAX_JOBS = 4  # the most chapters default_jobs runs at once
+AHEAD = {pretraining.CHAPTER: pretraining.ahead}  # chapter → its long work, as commands a parallel build runs before it
+BUILD_STARTED = "BOOK_BUILD_STARTED"  # set by a build: work cached since then is this build's, not earlier work
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
@@ -170,7 +172,7 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         if guard is not None:
             guard()
         recorded = provenance.read(log)
-        reused = sum(r["kind"] == "reused" for r in recorded)  # cached results of earlier work: not inputs, and not its cost
+        reused = sum(r["kind"] == "reused" and _earlier(r["path"]) for r in recorded)  # not inputs, and not its cost
         recorded = [r for r in recorded if r["kind"] != "reused"]
         missing = [r["label"] for r in recorded if r["kind"] == "output" and not (staged / r["label"]).is_file()]
         if missing:  # checked before anything is replaced: a failed run leaves the last good entry and results as they were
@@ -201,6 +203,13 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
     return entry
 
 
+def _earlier(path: str) -> bool:
+    """Whether cached work a chapter took (a "reused" record) was done before this build started: a fine-tuning run
+    the chapter itself cached a minute earlier, or a pre-training run trained ahead of it, is part of this build's cost."""
+    since = float(os.environ.get(BUILD_STARTED) or "inf")
+    return not Path(path).exists() or Path(path).stat().st_mtime < since
+
+
 def _staleness(edition: Edition, name: str, parameters: dict[str, Any], force: bool | frozenset[str]) -> tuple[dict[str, Any], str | None]:
     """The chapter's key parts, and why it must run (None: reuse it); force: every chapter, or the chapters named."""
     parts = cache.key_parts(source_file(name), parameters)
@@ -228,6 +237,7 @@ def build(profile: str, plans: Plans, force: bool | frozenset[str] = False, dry_
     """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each.
     With dry_run, only say what would be executed and why. With jobs > 1, up to that many chapters execute at once
     (`build_parallel`). `timed`: record each executed chapter's time in the profile's costs (not for a scaled run or -p values)."""
+    os.environ[BUILD_STARTED] = str(time.time())
     if jobs > 1 and not dry_run:
         return build_parallel(profile, plans, jobs, force, timed)
     edition = Edition(profile)
@@ -255,16 +265,16 @@ def _worker_env(slot: int, jobs: int) -> dict[str, str]:
     return env
 
 
-def longest_first(edition: Edition, plans: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
-    """The plans ordered by how long each chapter is expected to take, longest first: its last run in this edition, else
-    the time committed with the book (`costs`), else it goes last, in its order. Started first, the longest chapter
-    is not left running alone at the end, on a first build too."""
+def longest_first(edition: Edition, names: list[str]) -> list[str]:
+    """The chapters (and work run ahead of them, "<chapter>:<run>") ordered by how long each is expected to take,
+    longest first: a chapter's last run in this edition, else the time committed with the book (`costs`), else it goes
+    last, in its order. Started first, the longest is not left running alone at the end, on a first build too."""
     committed, seconds = costs.expected(edition.profile), {}
-    for name, _ in plans:
-        entry = cache.Entry.load(edition.entry(name))
+    for name in names:
+        entry = None if ":" in name else cache.Entry.load(edition.entry(name))
         seconds[name] = entry.facts.get("seconds", 0.0) if entry else committed.get(name)
-    known = sorted((p for p in plans if seconds[p[0]] is not None), key=lambda p: -seconds[p[0]])
-    return known + [p for p in plans if seconds[p[0]] is None]
+    known = sorted((n for n in names if seconds[n] is not None), key=lambda n: -seconds[n])
+    return known + [n for n in names if seconds[n] is None]
 
 
 def default_jobs() -> int:
@@ -307,11 +317,16 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
     """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
     cores and, when there are several GPUs, a GPU of its own. A chapter is looked at once the chapters it reads
     (`cache.prerequisites`) among those planned are done: reused at once if nothing it depends on changed (as in a
-    serial build), else started when a job is free, the longest (by the last build's times) first.
+    serial build), else started when a job is free, the longest (by the last build's times) first. A chapter's long
+    work that can run ahead (`AHEAD`: chapter 05's unsaved pre-training runs) runs first as jobs of its own, so that
+    no job holds a core for all of it; the chapter then reuses what they saved.
     The first failure stops new starts; the chapters running finish, then the error is raised."""
     edition = Edition(profile)
     names = [name for name, _ in plans]
-    waiting = {name: (params, cache.prerequisites(name, params) & set(names)) for name, params in longest_first(edition, plans)}
+    tasks = {task: command for name, params in plans if name in AHEAD for task, command in AHEAD[name](profile, params).items()}
+    waiting = {name: (params, cache.prerequisites(name, params) & set(names) | {t for t in tasks if t.startswith(name + ":")}) for name, params in plans}
+    waiting = {task: ({}, set()) for task in tasks} | waiting
+    waiting = {name: waiting[name] for name in longest_first(edition, list(waiting))}
     reasons: dict[str, str] = {}  # chapters found stale, waiting for a free job
     running: dict[str, tuple[subprocess.Popen, int, float, str]] = {}
     done: set[str] = set()
@@ -322,7 +337,9 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                 if failure or not needs <= done:
                     continue
                 start = time.time()
-                if name not in reasons:
+                if name in tasks:
+                    reasons[name] = f"training ahead of chapter {name.split(':')[0]}"
+                elif name not in reasons:
                     _, reason = _staleness(edition, name, params, force)
                     if reason is None:
                         del waiting[name]
@@ -335,7 +352,8 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                     continue
                 del waiting[name]
                 slot = min(set(range(jobs)) - {s for _, s, _, _ in running.values()})
-                command = [sys.executable, "-m", "lib.edition.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
+                chapter = [sys.executable, "-m", "lib.edition.runner", "--profile", profile, "--execute-one", name, "--parameters-json", json.dumps(params)]
+                command = tasks.get(name) or chapter
                 print(f"== {name} ({profile}): executing in job {slot + 1} of {jobs}, {reasons[name]}", flush=True)
                 env = {**os.environ, **_worker_env(slot, jobs), RUNNER_PID: str(os.getpid())}
                 worker = subprocess.Popen(command, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=functools.partial(die_with_parent, os.getpid()))
@@ -344,7 +362,13 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                 if process.poll() is None:
                     continue
                 del running[name]
-                if process.returncode == 0:
+                if process.returncode == 0 and name in tasks:
+                    seconds = time.time() - start
+                    print(f"== {name}: done in {seconds:.0f} s", flush=True)
+                    if timed:
+                        costs.record(profile, name, seconds, costs.where({"threads": cpu_share(jobs), "device": costs.device(), **commit()}, jobs))
+                    done.add(name)
+                elif process.returncode == 0:
                     entry = cache.Entry.load(edition.entry(name))
                     seconds = entry.facts["seconds"] if entry else time.time() - start
                     edition.set_status(name, "executed", reason, seconds)
@@ -353,14 +377,15 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                         costs.record_unless_reused(profile, name, facts, costs.where(facts, jobs))
                     done.add(name)
                 else:
-                    edition.set_status(name, "failed", reason, time.time() - start)
+                    if name not in tasks:
+                        edition.set_status(name, "failed", reason, time.time() - start)
                     failure = failure or name
             if failure and not running:
                 break
             time.sleep(0.5)
     finally:
         _stop(running)  # on any way out (an error, Ctrl-C, SIGTERM): no worker outlives its runner
-    require(failure is None, f"chapter {failure} failed (its message is above); the chapters that did not need it were built")
+    require(failure is None, f"{'' if failure in tasks else 'chapter '}{failure} failed (its message is above); the chapters that did not need it were built")
     return edition
 
 

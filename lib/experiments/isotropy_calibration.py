@@ -4,6 +4,7 @@ figures and verdict rules."""
 from __future__ import annotations
 
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -299,7 +300,7 @@ def flow_costly(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decide(estimate, claim.margin), text, estimate)
 
 
-def _worker_run(spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str, dtype: str) -> tuple[dict, bool]:
+def _worker_run(spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str, dtype: str) -> tuple[dict, Path | None]:
     """cached_run on a worker, on the worker's own GPU where it has one."""
     return cached_run(spec, task, train_set, dev_set, cfg, workers.worker_device(device), dtype)
 
@@ -325,9 +326,8 @@ def run_grid(
     bar = tqdm(zip(grid, results), total=len(grid), desc="fine-tuning runs", unit="run")
     for (_, task, method, s), (row, cached) in bar:
         rows.append(row)
-        if cached:  # its time is not what the chapter costs
-            label = f"fine-tuning run {row['model']} {task} {method} seed {s}"
-            record("reused", label, label)
+        if cached:  # its time is not what the chapter costs, unless this build ran it (`runner`)
+            record("reused", cached, f"fine-tuning run {row['model']} {task} {method} seed {s}")
         bar.write(
             f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
             f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}"

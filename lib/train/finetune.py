@@ -22,6 +22,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ from tqdm import tqdm
 
 from ..codehash import module_digest
 from ..datasets.tasks import GLUE_TASKS
+from ..encode import attention
 from ..encode.models import LoadedModel, load_model
 from ..errors import require
 from ..io import write_atomic
@@ -315,7 +317,7 @@ def _synchronise(device: torch.device) -> None:
 
 def _run_key(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig) -> str:
     """Hash of everything a run's result depends on: the weights, the data, the settings, the device and the code."""
-    code = module_digest(sys.modules[__name__], calibration, isotropy, metrics)
+    code = module_digest(sys.modules[__name__], calibration, isotropy, metrics, attention)  # attention: MPNet's fused form
     digest = hashlib.sha256(json.dumps([lm.spec, task, asdict(cfg), str(lm.device), str(lm.model.dtype), code]).encode())
     for tensor in lm.model.state_dict().values():
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
@@ -326,13 +328,13 @@ def _run_key(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
 
 def cached_run(
     spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str = "auto", dtype: str = "float32"
-) -> tuple[dict, bool]:
-    """One fine-tuning run of a freshly loaded model as a result row, and whether it came from the cache. Rows are
-    kept under cache_dir()/finetune, one JSON file per run, so an interrupted grid resumes where it stopped."""
+) -> tuple[dict, Path | None]:
+    """One fine-tuning run of a freshly loaded model as a result row, and the cache file it came from (None: run now).
+    Rows are kept under cache_dir()/finetune, one JSON file per run, so an interrupted grid resumes where it stopped."""
     lm = load_model(spec, device=device, dtype=dtype)
     path = cache_dir() / "finetune" / f"{_run_key(lm, task, train_set, dev_set, cfg)}.json"
     if path.exists():
-        return json.loads(path.read_text()), True
+        return json.loads(path.read_text()), path
     out = finetune(lm, task, train_set, dev_set, cfg, desc=f"{lm.name} {task} {cfg.method} seed {cfg.seed}")
     row = {
         "model": lm.name,
@@ -354,4 +356,4 @@ def cached_run(
         "penalty_end": out.penalty_end,
     }
     write_atomic(path, lambda tmp: tmp.write_text(json.dumps(row)))
-    return row, False
+    return row, None
