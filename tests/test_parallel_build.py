@@ -189,13 +189,22 @@ def test_work_ahead_of_a_chapter_runs_as_jobs_of_its_own_before_it(tmp_path, mon
     (tmp_path / "profiles" / "costs").mkdir()
     runs = {f"02_trained:{r}": [sys.executable, "-c", AHEAD_RUN.format(pause=1, code=0, path=tmp_path / r)] for r in ("a", "b")}
     monkeypatch.setitem(runner.AHEAD, "02_trained", lambda profile, params: runs)
+    (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("01_other: {seconds: 100, measured: x}\n02_trained: {seconds: 20, measured: x}\n")
+    order = runner.longest_first(Edition("quick"), ["01_other", "02_trained", *runs])
+    assert order == ["01_other", "02_trained", "02_trained:a", "02_trained:b"]  # 20 s: the chapter, its runs' times unknown
+    (tmp_path / "profiles" / "costs" / "quick.yaml").write_text(
+        "01_other: {seconds: 100, measured: x}\n02_trained: {seconds: 20, measured: x}\n02_trained:a: {seconds: 50, measured: x}\n"
+        "02_trained:b: {seconds: 60, measured: x}\n"
+    )
+    order = runner.longest_first(Edition("quick"), ["01_other", "02_trained", *runs])
+    assert order == ["02_trained:a", "02_trained:b", "01_other", "02_trained"]  # the chain of 130 s before the chapter of 100
     runner.build("quick", _plans(), jobs=2)
     out = capfd.readouterr().out
     assert "02_trained:a (quick): executing in job" in out and "training ahead of chapter 02_trained" in out
     trained = _tables(tmp_path)["02_trained"]
     assert trained["started"] >= max(float((tmp_path / r).read_text()) for r in ("a", "b"))
     assert {"01_other", "02_trained", "02_trained:a", "02_trained:b"} == set(costs.expected("quick"))
-    assert 1 <= costs.expected("quick")["02_trained:a"] < 60
+    assert 1 <= costs.expected("quick")["02_trained:a"] < 50
     runs["02_trained:b"] = [sys.executable, "-c", AHEAD_RUN.format(pause=0, code=3, path=tmp_path / "b")]
     with pytest.raises(BookError, match=r"^02_trained:b failed \(its message is above\)"):
         runner.build("quick", _plans(), jobs=2, force=True)

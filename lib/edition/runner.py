@@ -266,13 +266,19 @@ def _worker_env(slot: int, jobs: int) -> dict[str, str]:
 
 
 def longest_first(edition: Edition, names: list[str]) -> list[str]:
-    """The chapters (and work run ahead of them, "<chapter>:<run>") ordered by how long each is expected to take,
-    longest first: a chapter's last run in this edition, else the time committed with the book (`costs`), else it goes
-    last, in its order. Started first, the longest is not left running alone at the end, on a first build too."""
+    """The chapters ordered by how long each is expected to take, longest first: its last run in this edition, else the
+    time committed with the book (`costs`), else it goes last, in its order. Started first, the longest is not left
+    running alone at the end, on a first build too. Work run ahead of a chapter ("<chapter>:<run>") counts as long as
+    the chapter and all its runs ahead together: the chapter waits for it, so it starts first."""
     committed, seconds = costs.expected(edition.profile), {}
     for name in names:
         entry = None if ":" in name else cache.Entry.load(edition.entry(name))
         seconds[name] = entry.facts.get("seconds", 0.0) if entry else committed.get(name)
+    for name in names:
+        if ":" in name:
+            chapter = name.split(":")[0]
+            chain = [seconds.get(chapter)] + [committed.get(n) for n in names if n.startswith(chapter + ":")]
+            seconds[name] = sum(s for s in chain if s is not None) or None
     known = sorted((n for n in names if seconds[n] is not None), key=lambda n: -seconds[n])
     return known + [n for n in names if seconds[n] is None]
 
