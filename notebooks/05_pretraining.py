@@ -144,7 +144,9 @@ print(f"unigram perplexity of the validation tokens (training-set token frequenc
 # over seeds. Seeds 0-3 chose the configuration, so the scored runs start at seed 10: a configuration picked because
 # it worked on the very seeds it is then scored on would overstate how reliably it works. Training runs in float32
 # (`train_dtype`) on every machine: bf16 autocast is faster where a CPU has it natively, but it moved the onset of word-order use by about 1,000 steps, so
-# it would make the result depend on the CPU the edition was built on.
+# it would make the result depend on the CPU the edition was built on. A book build with several jobs trains the runs
+# ahead of this chapter, one job each (`lib.edition.pretraining`, the same code and settings), and the next cell then
+# finds them saved.
 
 # %% tags=["hide-output"]
 runs = pretraining.train_unless_saved(configs, (tokenizer, train_blocks, valid_blocks), track_blocks=track_blocks, device=device, retrain=retrain)

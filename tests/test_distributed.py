@@ -85,6 +85,7 @@ def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
     [
         (["--profile", "nope"], "unknown profile 'nope'"),
         (["--profile", "quick", "-p", "steps", "abc"], "parameter steps must be an integer"),
+        (["--profile", "quick", "-p", "names", "[a, b"], "-p names: '[a, b' is not a YAML value"),
         (["--profile", "quick", "--only", "xyz"], "--only: no run xyz; the runs are quick-roberta-pe"),
     ],
 )

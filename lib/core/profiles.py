@@ -72,6 +72,17 @@ def _finite(value: Any, where: str) -> Any:
     return value
 
 
+def command_line_values(pairs: list[list[str]]) -> dict[str, Any]:
+    """`-p NAME VALUE` pairs of a command line as values (VALUE is YAML); one clear line for a value that is not."""
+    values = {}
+    for name, value in pairs:
+        try:
+            values[name] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise BookError(f"-p {name}: {value!r} is not a YAML value; quote strings and write mappings as '{{a: 1, b: 2}}'") from None
+    return values
+
+
 def checked_value(chapter: str, name: str, value: Any) -> Any:
     """value for a chapter's parameter, if the chapter declares it with a value of the same kind, nested values
     included (an int for a float is taken; a string that reads as a number is taken for a number); otherwise one clear

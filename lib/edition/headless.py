@@ -14,10 +14,8 @@ import os
 import time
 import traceback
 
-import yaml
-
 from ..core.percent import cells
-from ..core.profiles import plan
+from ..core.profiles import command_line_values, plan
 from ..core.sources import source_file
 from ..errors import BookError, cli, require
 from ..io import write_atomic
@@ -54,11 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help="a parameter (VALUE is YAML)")
     parser.add_argument("--seconds-to", help="write {chapter: seconds} as JSON to this file when the chapter succeeds")
     args = parser.parse_args(argv)
-    try:
-        overrides = {name: yaml.safe_load(value) for name, value in args.parameter}
-    except yaml.YAMLError as err:
-        raise BookError(f"-p: a value is not YAML ({err}); quote strings") from None
-    ((chapter, parameters),) = plan(args.profile, [args.chapter], overrides, args.scale)
+    ((chapter, parameters),) = plan(args.profile, [args.chapter], command_line_values(args.parameter), args.scale)
     print(f"== {chapter} ({args.profile}, headless): parameters {parameters}", flush=True)
     seconds = execute(chapter, parameters)
     print(f"== {chapter}: done in {seconds:.0f} s", flush=True)

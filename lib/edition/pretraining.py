@@ -19,11 +19,9 @@ import os
 import sys
 from typing import Any
 
-import yaml
-
-from ..core.profiles import chapter_parameters, checked_value, profile_parameters
+from ..core.profiles import chapter_parameters, checked_value, command_line_values, profile_parameters
 from ..core.sources import comma_list, declared_parameters
-from ..errors import BookError, cli, require
+from ..errors import cli, require
 from ..experiments.pretraining import pretraining_runs, train_unless_saved
 from ..settings import models_dir
 from ..train import distributed, pretrain
@@ -55,12 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     profile_parameters(args.profile, CHAPTER)  # an unknown profile stops here, before anything is trained
     parameters = chapter_parameters(CHAPTER, args.profile) | json.loads(args.parameters_json)
-    for name, value in args.parameter:
+    for name, value in command_line_values(args.parameter).items():
         require(name in parameters, f"chapter 05 has no parameter {name!r}; its parameters are: {', '.join(parameters)}")
-        try:
-            parameters[name] = checked_value(CHAPTER, name, yaml.safe_load(value))
-        except yaml.YAMLError:
-            raise BookError(f"-p {name}: {value!r} is not a YAML value") from None
+        parameters[name] = checked_value(CHAPTER, name, value)
     _, configs = pretraining_runs(parameters)
     only = comma_list(args.only)
     unknown = sorted(set(only) - set(configs))

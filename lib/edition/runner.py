@@ -35,10 +35,9 @@ from typing import Any
 import jupytext
 import papermill
 import torch
-import yaml
 
 from .. import provenance
-from ..core.profiles import plan
+from ..core.profiles import command_line_values, plan
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
 from ..errors import BookError, cli, require
 from ..io import sha256, write_atomic
@@ -448,12 +447,7 @@ def main(argv: list[str] | None = None) -> None:
     names = comma_list(args.chapters)
     require(bool(names) or not args.chapters, f"--chapters {args.chapters!r} names no chapter; chapters are: {', '.join(chapters())}")
     names = names or chapters()
-    overrides = {}
-    for name, value in args.parameter:
-        try:
-            overrides[name] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise BookError(f"-p {name}: {value!r} is not a YAML value; quote strings and write mappings as '{{a: 1, b: 2}}'") from None
+    overrides = command_line_values(args.parameter)
     plans = plan(args.profile, names, overrides, args.scale)  # every value checked before anything runs
     if not args.only:
         plans = with_dependents(args.profile, plans, overrides, args.scale)
