@@ -9,7 +9,8 @@ A borrowed GPU machine takes at most 64 MiB of working tree, reaches no package 
 `run` trains chapter 05's pre-training runs as one process each and chapter 13's fine-tuning grid in processes
 sharing the GPU (`workers.gpu_slots`), both chapters side by side, each executed headless (`lib.edition.headless`);
 DIR then holds one archive of the results, the logs and the measured seconds (at most 8 files come back from such a
-machine). `--scale F` runs the profile's sizes times F (a CPU smoke test; its times are not recorded as costs).
+machine). `--scale F` runs the profile's sizes times F and `-p NAME VALUE` changes a parameter (a CPU smoke test; the
+times of either are not recorded as costs).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lib.core.profiles import plan
+from lib.core.profiles import command_line_values, plan
 from lib.core.sources import declared_parameters
 from lib.edition import costs
 from lib.errors import BookError, cli, require
@@ -96,24 +97,32 @@ def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, *args], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=REPO_ROOT)
 
 
-def run(out: Path, profile: str, scale: float, folder: Path) -> None:
+def run(out: Path, profile: str, scale: float, folder: Path, pairs: list[list[str]] | None = None) -> None:
     """Chapters 05 and 13 side by side; out/gpu-edition.tar.gz holds their results, logs and seconds (the logs also
-    when a chapter fails, so that a borrowed machine sends back what went wrong)."""
+    when a chapter fails, so that a borrowed machine sends back what went wrong). `pairs`: `-p NAME VALUE`, each to
+    the chapters that declare NAME (as the runner's), checked before anything starts."""
+    pairs = pairs or []
+    plans = dict(plan(profile, list(CHAPTERS), command_line_values(pairs), scale))
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gpu-edition-"))
     env, logs = _environment(work, folder), work / "logs"
     logs.mkdir()
     scaled = ["--scale", str(scale)] if scale != 1 else []
-    ((_, changed),) = plan(profile, ["05_pretraining"], {}, scale)
+    changed = plans[CHAPTERS[0]]
+    given = {c: [a for name, value in pairs if name in declared_parameters(c) for a in ("-p", name, value)] for c in CHAPTERS}
+
+    def chapter(name: str) -> subprocess.Popen:
+        return _start(["-m", "lib.edition.headless", name, "--profile", profile, *scaled, *given[name]], env, logs / f"{name}.log")
+
     runs = list(pretraining_runs({**declared_parameters("05_pretraining"), **changed})[1])
     env |= thread_env(max(1, (os.cpu_count() or 1) // (len(runs) + 1)))  # the CPU's cores shared by the processes at once
     start, seconds, processes = time.time(), {}, []
-    facts = {"profile": profile, "scale": scale, "seconds_from_start": seconds, "device": costs.device(), "python": sys.version.split()[0]}
+    facts = {"profile": profile, "scale": scale, "parameters": pairs, "seconds_from_start": seconds, "device": costs.device(), "python": sys.version.split()[0]}
     facts |= _versions() | {"commit": (folder / "COMMIT").read_text().strip() if (folder / "COMMIT").is_file() else "unknown"}
     at = f" at scale {scale}" if scale != 1 else ""
     print(f"{profile} edition, chapters {', '.join(CHAPTERS)}{at} on {facts['device']}: {len(runs)} pre-training runs and chapter 13 side by side")
     try:
-        processes.append(_start(["-m", "lib.edition.headless", CHAPTERS[1], "--profile", profile, *scaled], env, logs / f"{CHAPTERS[1]}.log"))
+        processes.append(chapter(CHAPTERS[1]))
         values = [a for name, value in changed.items() if name != "profile" for a in ("-p", name, json.dumps(value))]
         training = [
             _start(["-m", "lib.edition.pretraining", "--profile", profile, *values, "--only", name], env, logs / f"pretraining-{name}.log") for name in runs
@@ -123,7 +132,7 @@ def run(out: Path, profile: str, scale: float, folder: Path) -> None:
         if failed:
             raise BookError(f"pre-training {', '.join(failed)} failed; its log is in {ARCHIVE} (logs/pretraining-{failed[0]}.log)")
         seconds["05_pretraining (training)"] = round(time.time() - start, 1)
-        processes.append(_start(["-m", "lib.edition.headless", CHAPTERS[0], "--profile", profile, *scaled], env, logs / f"{CHAPTERS[0]}.log"))
+        processes.append(chapter(CHAPTERS[0]))
         for name, process in ((CHAPTERS[0], processes[-1]), (CHAPTERS[1], processes[0])):
             require(process.wait() == 0, f"chapter {name} failed; its log is in {ARCHIVE} (logs/{name}.log)")
             seconds[name] = round(time.time() - start, 1)
@@ -173,7 +182,7 @@ def grade(source: Path) -> None:
             shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(missing_ok=True)
             shutil.copytree(item, target) if item.is_dir() else shutil.copy2(item, target)
     print(f"results of the {profile} edition ({facts['device']}, torch {facts['torch']}) are in {results_dir()}")
-    if facts["scale"] == 1:
+    if facts["scale"] == 1 and not facts.get("parameters"):  # the profile's own sizes: its measured costs
         for chapter in CHAPTERS:
             where = f"commit {facts['commit'][:7]}, {facts['device']}, chapters 05 and 13 side by side (scripts/gpu_edition.py)"
             costs.record(profile, chapter, facts["seconds_from_start"][chapter], where)
@@ -194,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--profile", default="gpu")
     r.add_argument("--scale", type=float, default=1.0, help="the profile's sizes times this (0-1]: a smoke test")
     r.add_argument("--folder", type=Path, default=PACK, help="what `pack` wrote (else the data folder and packages here)")
+    r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help="a chapter parameter (VALUE is YAML)")
     g = verbs.add_parser("grade", help="results of a run into results/, and the verdicts")
     g.add_argument("source", type=Path)
     args = parser.parse_args(argv)
@@ -201,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
         data_dir()
         pack(args.folder)
     elif args.verb == "run":
-        run(args.out, args.profile, args.scale, args.folder)
+        run(args.out, args.profile, args.scale, args.folder, args.parameter)
     else:
         grade(args.source)
 

@@ -129,3 +129,11 @@ def test_a_failed_run_still_sends_back_its_logs(tmp_path, monkeypatch):
         facts = tar.extractfile("facts.json").read().decode()
     assert "logs/pretraining-gpu-roberta-pe.log" in names and "logs/13_isotropy_calibration.log" in names
     assert '"failed": "pre-training gpu-roberta-pe' in facts
+
+
+def test_a_run_refuses_a_parameter_neither_chapter_declares_before_it_starts(tmp_path):
+    from scripts import gpu_edition
+
+    with pytest.raises(BookError, match="typo"):
+        gpu_edition.run(tmp_path / "out", "gpu", 0.001, tmp_path / "no-pack", [["typo", "1"]])
+    assert not (tmp_path / "out").exists()
