@@ -85,22 +85,15 @@ import pandas as pd
 
 import lib.book.chapter as ch
 from lib.book import paper
-from lib.datasets.tasks import CLASSIFICATION_TASKS, classification_splits, unlabelled_texts
+from lib.datasets.tasks import CLASSIFICATION_TASKS
 from lib.encode.models import load_model
-from lib.errors import require
 from lib.experiments import frozen, outlier_set, vector_variants
 from lib.train import probe
 
 specs, results = ch.begin("09_supervised", profile, models)
-names = ch.names(tasks, "tasks", CLASSIFICATION_TASKS)
 wanted = vector_variants.requested(variants)
-for table in (n_train, n_dev, n_test, n_fit):
-    require(isinstance(table, dict) and set(names) <= set(table), f"n_train, n_dev, n_test and n_fit need an entry for every task ({', '.join(names)})")
-data = {task: classification_splits(task, n_train[task], n_dev[task], n_test=n_test[task], seed=seed) for task in names}
-for task, splits in data.items():  # the whitening's own texts: the training sample, then unlabelled ones up to n_fit
-    extra = max(0, n_fit[task] - len(splits["train"][0]))
-    unlabelled = unlabelled_texts(task, extra, splits["train"][0] + splits["dev"][0] + splits["test"][0], seed=seed) if extra else []
-    splits["fit"] = (unlabelled, np.full(len(unlabelled), -1))
+data = frozen.task_data(globals())  # the samples by task, each size checked
+names = list(data)
 ch.show(
     pd.DataFrame(
         [
@@ -118,14 +111,12 @@ ch.show(
 parameters = ch.parameters("09_supervised", globals())
 
 # %%
+# a book build with several jobs extracts each model's and task's features ahead of the chapter (`lib.edition.features`); they come from the cache here
 scores, summary, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
-    runs = [
-        frozen.run_task(lm, CLASSIFICATION_TASKS[t], data[t], outlier_set=sets[lm.name], wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip)
-        for t in names
-    ]
+    runs = [frozen.run_task(lm, t, data[t], outlier_set=sets[lm.name], wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip) for t in names]
     table = pd.concat([run.table for run in runs], ignore_index=True)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": sets[lm.name].describe()}
     results.table(table, frozen.FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)

@@ -99,23 +99,17 @@ from lib.encode.models import load_model
 from lib.experiments import isotropy_calibration
 from lib.measure import isotropy
 from lib.measure.metrics import welch_p
-from lib.settings import autocast_precision, pick_device
 from lib.train import calibration, finetune
 from lib.train.workers import pool
 
 specs, results = ch.begin("13_isotropy_calibration", profile, models)
-task_list = ch.names(tasks, "tasks", GLUE_TASKS)
-method_list = ch.names(methods, "methods", finetune.METHODS)
-for name in ("seeds", "n_train", "n_dev", "epochs", "epochs_small"):
-    ch.positive_int(name, globals()[name])
 scales = ch.positive_numbers("spectrum_scales", spectrum_scales)
 sweep_task = ch.names(scale_task, "scale_task", GLUE_TASKS)[0]
-base = ch.config(finetune.FinetuneConfig, globals(), method="none", precision=autocast_precision(dtype, pick_device(device)))
+grid = isotropy_calibration.grid(specs, globals())  # the runs: models × tasks × methods × seeds, each checked
+task_list, method_list, base, splits, epochs_by_task = list(grid.splits), grid.methods, grid.base, grid.splits, grid.epochs
 parameters = ch.parameters("13_isotropy_calibration", globals())
 
 
-splits = {task: glue_samples(task, n_train, n_dev, seed=seed) for task in task_list}
-epochs_by_task = {t: epochs_small if t in ("mrpc", "wnli") else epochs for t in GLUE_TASKS}
 ch.show(
     pd.DataFrame(
         [
@@ -127,9 +121,10 @@ ch.show(
 )
 
 # %% tags=["hide-output"]
+# a book build with several jobs trains each task's runs ahead of the chapter (`lib.edition.finetuning`); they come from the cache here
 with pool(workers) as client:  # "cores" (the default): one process per free CPU core
     runs = isotropy_calibration.run_grid(
-        specs, splits, methods=method_list, seeds=list(range(seed, seed + seeds)), base=base, epochs=epochs_by_task, device=device, dtype=dtype, client=client
+        specs, splits, methods=method_list, seeds=grid.seeds, base=base, epochs=epochs_by_task, device=device, dtype=dtype, client=client
     )
 for spec in specs:
     results.table(runs[runs["spec"] == spec], "runs", spec, parameters=parameters, model_info={"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]})

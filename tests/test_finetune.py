@@ -345,3 +345,39 @@ def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_wi
     assert list(parallel["method"]) == ["none", "none", "cosreg", "cosreg"] and list(parallel["seed"]) == [0, 1, 0, 1]
     (running / "09_other.pid").write_text("999999999 1\n")  # that chapter ended (no such process): its cores are free
     assert settings.free_cores() == (os.cpu_count() or 1)
+
+
+def test_a_task_of_chapter_13_trained_ahead_is_what_the_chapter_then_reads_from_the_cache(tmp_path, monkeypatch, shared_data):
+    """`lib.edition.finetuning`: one command per task of the chapter's grid (`isotropy_calibration.grid`, the values the
+    chapter computes with); after it, the chapter's runs of that task all come from the cache, and the grid refuses
+    values the chapter would refuse."""
+    import json
+    import subprocess
+
+    from lib.core.profiles import chapter_parameters, plan
+    from lib.edition import finetuning
+    from lib.settings import REPO_ROOT
+
+    monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "cache"))
+    changes = {"tasks": "rte,wnli", "methods": "none,flow", "seeds": 1, "n_train": 8, "n_dev": 8, "device": "cpu", "dtype": "float32"}
+    ((_, params),) = plan("quick", ["13_isotropy_calibration"], changes)
+    commands = finetuning.ahead("quick", params)
+    assert list(commands) == ["13_isotropy_calibration:rte", "13_isotropy_calibration:wnli"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(commands["13_isotropy_calibration:wnli"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "wnli: 2 fine-tuning runs cached" in done.stdout, done.stderr[-3000:]
+    values = {**chapter_parameters("13_isotropy_calibration", "quick"), **json.loads(json.dumps(params))}  # as the command reads them
+    grid = isotropy_calibration.grid(["minilm"], values)
+    assert grid.epochs["wnli"] == values["epochs_small"] and grid.seeds == [values["seed"]] and len(grid.splits["wnli"][0]) == 8
+
+    def untrained(*args, **kwargs):
+        raise AssertionError("a run the command ahead trained was trained again")
+
+    monkeypatch.setattr(finetune, "finetune", untrained)
+    wnli = {"wnli": grid.splits["wnli"]}
+    rows = isotropy_calibration.run_grid(grid.specs, wnli, grid.methods, grid.seeds, grid.base, grid.epochs, device="cpu", dtype="float32")
+    assert list(rows["method"]) == ["none", "flow"] and rows["task"].eq("WNLI").all()
+    with pytest.raises(BookError, match="methods: unknown .typo.; choose from none"):
+        isotropy_calibration.grid(["minilm"], {**values, "methods": "none,typo"})
+    with pytest.raises(BookError, match="parameter n_train must be a positive integer"):
+        isotropy_calibration.grid(["minilm"], {**values, "n_train": 0})

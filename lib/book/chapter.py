@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 
 from ..core.profiles import chapter_parameters, config  # noqa: F401  (config: `ch.config` in the chapters)
-from ..core.sources import comma_list, declared_parameters
+from ..core.sources import comma_list, declared_parameters, names  # noqa: F401  (names: `ch.names` in the chapters)
 from ..datasets.tasks import sample_sentences
 from ..encode.models import check_available
 from ..errors import require
@@ -16,18 +16,6 @@ from . import paper
 from .output import Markdown, display
 from .results import Results
 from .tables import show
-
-
-def names(value: object, what: str, allowed: Iterable[str] | None = None) -> list[str]:
-    """The items of a comma-separated parameter (e.g. `tasks = "sst2,imdb"`), in order; at least one, each
-    among `allowed` when given."""
-    items = comma_list(value)
-    require(len(items) > 0, f"{what} is empty: give one or more comma-separated names")
-    if allowed is not None:
-        known = list(allowed)
-        unknown = [item for item in items if item not in known]
-        require(not unknown, f"{what}: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(known)}")
-    return items
 
 
 def parameters(chapter: str, namespace: Mapping[str, object]) -> dict[str, object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -46,3 +47,15 @@ def declared_parameters(chapter: str) -> dict[str, Any]:
 def comma_list(value: object) -> list[str]:
     """The items of a comma-separated parameter or option (`"sst2, imdb"` -> ["sst2", "imdb"]), blanks dropped."""
     return [item.strip() for item in str(value).split(",") if item.strip()]
+
+
+def names(value: object, what: str, allowed: Iterable[str] | None = None) -> list[str]:
+    """The items of a comma-separated parameter (e.g. `tasks = "sst2,imdb"`), in order; at least one, each
+    among `allowed` when given."""
+    items = comma_list(value)
+    require(len(items) > 0, f"{what} is empty: give one or more comma-separated names")
+    if allowed is not None:
+        known = list(allowed)
+        unknown = [item for item in items if item not in known]
+        require(not unknown, f"{what}: unknown {', '.join(map(repr, unknown))}; choose from {', '.join(known)}")
+    return items

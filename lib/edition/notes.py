@@ -213,7 +213,7 @@ def chapter_costs() -> str:
         lines.append(f"| {c} | " + " | ".join(cell(rows[p].get(c)) for p in COST_PROFILES) + " |")
         ahead = [{k: r for k, r in rows[p].items() if k.startswith(c + ":")} for p in COST_PROFILES]
         if any(ahead):  # work a parallel build runs as jobs of its own before the chapter (`runner.AHEAD`)
-            lines.append(f"| {c}: its runs ahead, one job each | " + " | ".join(_jobs(a, cell) for a in ahead) + " |")
+            lines.append(f"| {c}: its work ahead, one job each | " + " | ".join(_jobs(a, cell) for a in ahead) + " |")
     totals = [sum(r["seconds"] for r in rows[p].values()) for p in COST_PROFILES]
     lines.append("| **all chapters, one at a time** | " + " | ".join(f"**{duration(t)}**" if t else "–" for t in totals) + " |")
     where = "; ".join(f"({n}) {text}" for text, n in marks.items())
@@ -222,7 +222,7 @@ def chapter_costs() -> str:
 
 
 def _jobs(rows: dict[str, dict], cell: Callable[[dict | None], str]) -> str:
-    """A chapter's runs ahead in one cell: how many, the longest, and their sum."""
+    """A chapter's work ahead in one cell: how many, the longest, and their sum."""
     if not rows:
         return "–"
     longest = max(rows.values(), key=lambda r: r["seconds"])

@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from ..core.profiles import chapter_parameters, checked_value, command_line_values, profile_parameters
+from ..core.profiles import command_parameters
 from ..core.sources import comma_list, declared_parameters
 from ..errors import cli, require
 from ..experiments.pretraining import pretraining_runs, train_unless_saved
@@ -51,11 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="", help="comma-separated run names (default: every run of the chapter)")
     parser.add_argument("--parameters-json", default="{}", help=argparse.SUPPRESS)  # a build's planned values (`ahead`)
     args = parser.parse_args(argv)
-    profile_parameters(args.profile, CHAPTER)  # an unknown profile stops here, before anything is trained
-    parameters = chapter_parameters(CHAPTER, args.profile) | json.loads(args.parameters_json)
-    for name, value in command_line_values(args.parameter).items():
-        require(name in parameters, f"chapter 05 has no parameter {name!r}; its parameters are: {', '.join(parameters)}")
-        parameters[name] = checked_value(CHAPTER, name, value)
+    parameters = command_parameters(CHAPTER, args.profile, args.parameters_json, args.parameter)
     _, configs = pretraining_runs(parameters)
     only = comma_list(args.only)
     unknown = sorted(set(only) - set(configs))

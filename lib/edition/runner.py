@@ -43,11 +43,11 @@ from ..errors import BookError, cli, require
 from ..io import sha256, write_atomic
 from ..processes import die_with_parent, pid_file_holder, write_pid_file
 from ..settings import CHAPTER, REPO_ROOT, RUNNING, STAGING, cpu_share, results_dir, thread_env
-from . import cache, costs, pretraining
+from . import cache, costs, features, finetuning, pretraining
 from .folders import Edition, commit, now
 
 MAX_JOBS = 4  # the most chapters default_jobs runs at once
-AHEAD = {pretraining.CHAPTER: pretraining.ahead}  # chapter → its long work, as commands a parallel build runs before it
+AHEAD = {m.CHAPTER: m.ahead for m in (pretraining, features, finetuning)}  # chapter → its long work, as commands run before it
 BUILD_STARTED = "BOOK_BUILD_STARTED"  # set by a build: work cached since then is this build's, not earlier work
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
@@ -322,13 +322,15 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
     """Execute up to `jobs` chapters at once, each in a process of its own (`--execute-one`) with its share of the
     cores and, when there are several GPUs, a GPU of its own. A chapter is looked at once the chapters it reads
     (`cache.prerequisites`) among those planned are done: reused at once if nothing it depends on changed (as in a
-    serial build), else started when a job is free, the longest (by the last build's times) first. A chapter's long
-    work that can run ahead (`AHEAD`: chapter 05's unsaved pre-training runs) runs first as jobs of its own, so that
+    serial build), else started when a job is free, the longest (by the last build's times) first. The long work of a
+    chapter found stale at the start that can run ahead (`AHEAD`: chapter 05's unsaved pre-training runs, chapter 09's
+    frozen features by model and task, chapter 13's fine-tuning grid by task) runs first as jobs of its own, so that
     no job holds a core for all of it; the chapter then reuses what they saved.
     The first failure stops new starts; the chapters running finish, then the error is raised."""
     edition = Edition(profile)
     names = [name for name, _ in plans]
-    tasks = {task: command for name, params in plans if name in AHEAD for task, command in AHEAD[name](profile, params).items()}
+    stale = [(name, params) for name, params in plans if name in AHEAD and _staleness(edition, name, params, force)[1] is not None]
+    tasks = {task: command for name, params in stale for task, command in AHEAD[name](profile, params).items()}
     waiting = {name: (params, cache.prerequisites(name, params) & set(names) | {t for t in tasks if t.startswith(name + ":")}) for name, params in plans}
     waiting = {task: ({}, set()) for task in tasks} | waiting
     waiting = {name: waiting[name] for name in longest_first(edition, list(waiting))}

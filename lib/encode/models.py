@@ -10,6 +10,7 @@ Specs:
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import shutil
@@ -73,6 +74,15 @@ class LoadedModel:
             offset = (self.model.config.pad_token_id or 0) + 1 if self.family == "roberta" else 0
             limits.append(positions - offset)
         return int(min(x for x in limits if x and x < 1_000_000))
+
+
+def weights_digest(lm: LoadedModel) -> str:
+    """sha256 of the model's weights as loaded (every tensor of its state dict, in order): what a cached result
+    computed from them depends on (their bytes, so any dtype: bfloat16 has no NumPy type)."""
+    digest = hashlib.sha256()
+    for tensor in lm.model.state_dict().values():
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _distribution_file(dist: str, suffix: str) -> Path:

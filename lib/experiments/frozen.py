@@ -5,15 +5,19 @@ the training texts (and further unlabelled training texts up to n_fit), never on
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..core.sources import names
 from ..core.store import declare
-from ..encode.collectors import LayerStats, SentenceMeans
-from ..encode.extraction import extract
+from ..datasets.tasks import CLASSIFICATION_TASKS, classification_splits, unlabelled_texts
+from ..encode.features import Features, task_features
 from ..encode.models import LoadedModel
+from ..errors import require
 from ..measure import inference
 from ..train import probe
 from . import vector_variants
@@ -55,6 +59,30 @@ def classify(
     return TaskRun(FROZEN_ACCURACY.check(table[list(FROZEN_ACCURACY.columns)]), correct)
 
 
+def task_data(parameters: Mapping[str, Any]) -> dict[str, dict[str, Split]]:
+    """Chapter 09's samples by task, from its parameters (its cell's namespace, or the values a build plans for it),
+    each checked: train, dev and test, and `fit`, the unlabelled training texts that with the training sample make the
+    n_fit texts the whitening is fitted on. The chapter and its extraction ahead (`lib.edition.features`) both call this."""
+    tasks = names(parameters["tasks"], "tasks", CLASSIFICATION_TASKS)
+    sizes = {name: parameters[name] for name in ("n_train", "n_dev", "n_test", "n_fit")}
+    for table in sizes.values():
+        require(isinstance(table, dict) and set(tasks) <= set(table), f"n_train, n_dev, n_test and n_fit need an entry for every task ({', '.join(tasks)})")
+    seed, data = int(parameters["seed"]), {}
+    for task in tasks:
+        splits = classification_splits(task, sizes["n_train"][task], sizes["n_dev"][task], n_test=sizes["n_test"][task], seed=seed)
+        extra = max(0, sizes["n_fit"][task] - len(splits["train"][0]))
+        unlabelled = unlabelled_texts(task, extra, splits["train"][0] + splits["dev"][0] + splits["test"][0], seed=seed) if extra else []
+        data[task] = splits | {"fit": (unlabelled, np.full(len(unlabelled), -1))}
+    return data
+
+
+def features(lm: LoadedModel, task: str, splits: dict[str, Split], wanted: list[str], pool_special: bool = True) -> Features:
+    """Every split pooled once, and the training tokens' moments when token whitening is wanted, from the run cache
+    when a build extracted them ahead of the chapter (`encode.features`)."""
+    texts = {split: list(t) for split, (t, _) in splits.items()}
+    return task_features(lm, CLASSIFICATION_TASKS[task], texts, moments=WHITENED in wanted, include_special=pool_special)
+
+
 def run_task(
     lm: LoadedModel,
     task: str,
@@ -65,19 +93,14 @@ def run_task(
     pool_special: bool = True,
     protocol: str = "model",
 ) -> TaskRun:
-    """Pool every split once; fit the variants on the training texts plus the unlabelled `fit` texts (token moments
-    for WHITENED, pooled vectors for WHITENED_SENTENCES); score every variant and layer."""
-    stats = LayerStats(covariance=WHITENED in wanted)
-    pooled = {}
-    for split, (texts, _) in splits.items():
-        if texts:
-            pooled[split] = SentenceMeans(len(texts), include_special=pool_special)
-            extract(lm, texts, [pooled[split]] + ([stats] if split in ("train", "fit") else []), desc=f"{lm.name} {task} {split}")
-    vectors = {split: p.result() for split, p in pooled.items()}
+    """Fit the variants on the training texts plus the unlabelled `fit` texts (token moments for WHITENED, pooled
+    vectors for WHITENED_SENTENCES); score every variant and layer. task: a key of CLASSIFICATION_TASKS."""
+    found = features(lm, task, splits, wanted, pool_special)
+    vectors = dict(found.vectors)
     fit_vectors = np.concatenate([vectors["train"]] + ([vectors.pop("fit")] if "fit" in vectors else []))
-    fitted = vector_variants.fit(wanted, outlier_set, protocol, token_stats=stats, sentence_vectors=fit_vectors)
+    fitted = vector_variants.fit(wanted, outlier_set, protocol, token_stats=found.moments, sentence_vectors=fit_vectors)
     labels = {split: y for split, (_, y) in splits.items() if split != "fit"}
-    return classify(fitted, vectors, labels, task, len(fit_vectors), bias)
+    return classify(fitted, vectors, labels, CLASSIFICATION_TASKS[task], len(fit_vectors), bias)
 
 
 def best(runs: list[TaskRun], model: str, spec: str, layers: list[int]) -> pd.DataFrame:

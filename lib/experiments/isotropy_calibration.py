@@ -3,7 +3,8 @@ figures and verdict rules."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,17 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from ..core.profiles import config
+from ..core.sources import names
 from ..core.store import declare
+from ..datasets.tasks import GLUE_TASKS, glue_samples
 from ..encode.models import load_model
+from ..errors import require
 from ..measure import inference
 from ..measure.inference import Estimate
 from ..measure.metrics import student_p, welch_p
 from ..provenance import record
+from ..settings import autocast_precision, pick_device
 from ..train import workers
 from ..train.finetune import METHODS, FinetuneConfig, cached_run, step_times
 from .plotting import COLORS, PAGE_WIDTH
@@ -303,6 +309,36 @@ def flow_costly(tables: Tables, model: str, claim: Claim) -> Outcome:
 def _worker_run(spec: str, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig, device: str, dtype: str) -> tuple[dict, Path | None]:
     """cached_run on a worker, on the worker's own GPU where it has one."""
     return cached_run(spec, task, train_set, dev_set, cfg, workers.worker_device(device), dtype)
+
+
+SMALL_TASKS = ("mrpc", "wnli")  # trained for `epochs_small` epochs (the paper: 5, for their small training sets)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Chapter 13's fine-tuning grid: every (model, task, method, seed) run `run_grid` trains, from the pre-trained weights."""
+
+    specs: list[str]
+    splits: dict[str, tuple[pd.DataFrame, pd.DataFrame]]  # task → (training sample, development sample)
+    methods: list[str]
+    seeds: list[int]
+    base: FinetuneConfig  # method "none"; each run sets its method, seed and epochs
+    epochs: dict[str, int]  # by task
+
+
+def grid(specs: list[str], parameters: Mapping[str, Any]) -> Grid:
+    """The grid from chapter 13's parameters (its cell's namespace, or the values a build plans for it), each checked:
+    the chapter and `lib.edition.finetuning` (its runs ahead of it, a task per process) both call this."""
+    tasks, methods = names(parameters["tasks"], "tasks", GLUE_TASKS), names(parameters["methods"], "methods", METHODS)
+    for name in ("seeds", "n_train", "n_dev", "epochs", "epochs_small"):
+        value = parameters[name]
+        require(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"parameter {name} must be a positive integer, got {value!r}")
+    seed = int(parameters["seed"])
+    precision = autocast_precision(str(parameters["dtype"]), pick_device(str(parameters["device"])))
+    base = config(FinetuneConfig, parameters, method="none", precision=precision)
+    splits = {task: glue_samples(task, int(parameters["n_train"]), int(parameters["n_dev"]), seed=seed) for task in tasks}
+    epochs = {t: int(parameters["epochs_small"] if t in SMALL_TASKS else parameters["epochs"]) for t in GLUE_TASKS}
+    return Grid(specs, splits, methods, list(range(seed, seed + int(parameters["seeds"]))), base, epochs)
 
 
 def run_grid(

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from ..core.sources import comma_list
 from ..encode.collectors import LayerStats
+from ..encode.features import TokenMoments
 from ..errors import require
 from ..measure import transforms
 from .outlier_set import OutlierSet
@@ -84,7 +85,7 @@ def fit(
     wanted: list[str],
     outlier_set: OutlierSet,
     protocol: str = "model",
-    token_stats: LayerStats | None = None,
+    token_stats: LayerStats | TokenMoments | None = None,
     sentence_vectors: np.ndarray | None = None,
     seed: int = 0,
 ) -> Variants:

@@ -33,7 +33,7 @@ from tqdm import tqdm
 from ..codehash import module_digest
 from ..datasets.tasks import GLUE_TASKS
 from ..encode import attention
-from ..encode.models import LoadedModel, load_model
+from ..encode.models import LoadedModel, load_model, weights_digest
 from ..errors import require
 from ..io import write_atomic
 from ..measure import isotropy, metrics
@@ -319,8 +319,7 @@ def _run_key(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.Da
     """Hash of everything a run's result depends on: the weights, the data, the settings, the device and the code."""
     code = module_digest(sys.modules[__name__], calibration, isotropy, metrics, attention)  # attention: MPNet's fused form
     digest = hashlib.sha256(json.dumps([lm.spec, task, asdict(cfg), str(lm.device), str(lm.model.dtype), code]).encode())
-    for tensor in lm.model.state_dict().values():
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    digest.update(weights_digest(lm).encode())
     for frame in (train_set, dev_set):
         digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     return digest.hexdigest()[:20]
