@@ -28,7 +28,7 @@ from pathlib import Path
 
 from lib.core.profiles import command_line_values, plan
 from lib.core.sources import declared_parameters
-from lib.edition import costs
+from lib.edition import costs, work_ahead
 from lib.errors import BookError, cli, require
 from lib.experiments.pretraining import pretraining_runs
 from lib.io import write_atomic
@@ -123,10 +123,8 @@ def run(out: Path, profile: str, scale: float, folder: Path, pairs: list[list[st
     print(f"{profile} edition, chapters {', '.join(CHAPTERS)}{at} on {facts['device']}: {len(runs)} pre-training runs and chapter 13 side by side")
     try:
         processes.append(chapter(CHAPTERS[1]))
-        values = [a for name, value in changed.items() if name != "profile" for a in ("-p", name, json.dumps(value))]
-        training = [
-            _start(["-m", "lib.edition.pretraining", "--profile", profile, *values, "--only", name], env, logs / f"pretraining-{name}.log") for name in runs
-        ]
+        command = work_ahead.command("lib.edition.pretraining", profile, changed)[1:]  # as a build trains them ahead of chapter 05
+        training = [_start([*command, "--only", name], env, logs / f"pretraining-{name}.log") for name in runs]
         processes += training
         failed = [name for name, p in zip(runs, training) if p.wait() != 0]
         if failed:

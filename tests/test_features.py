@@ -42,16 +42,20 @@ def test_features_come_back_from_the_cache_as_extracted_and_change_with_their_te
     monkeypatch.setenv(provenance.ENV, str(tmp_path / "provenance.jsonl"))
     again = feature_cache.task_features(minilm, "Toy", TEXTS, moments=True)
     records = provenance.read(tmp_path / "provenance.jsonl")
-    assert [r["kind"] for r in records] == ["reused"] and records[0]["path"].endswith(".npz")
+    assert [r["kind"] for r in records] == ["reused", "reused"] and all(r["path"].endswith(".npz") for r in records)  # the two parts
     for split in TEXTS:
         np.testing.assert_array_equal(again.vectors[split], first.vectors[split])
     np.testing.assert_array_equal(again.moments.covariance(), first.moments.covariance())
+    scored = feature_cache.task_features(minilm, "Toy", {**TEXTS, "train": ["another training text"]}, moments=True, parts=["scoring"])
+    assert list(scored.vectors) == ["test"] and scored.moments is None  # the scored part alone: cached, whatever was fitted
     for changed in ({**TEXTS, "test": ["i would watch it again", "yes."]}, TEXTS | {"fit": []}):
         with pytest.raises(AssertionError, match="extracted again"):
             feature_cache.task_features(minilm, "Toy", changed, moments=True)
     with pytest.raises(AssertionError, match="extracted again"):
         feature_cache.task_features(minilm, "Toy", TEXTS, moments=True, include_special=False)
-    assert len(list(tmp_path.glob("features/*.npz"))) == 1 and not list(tmp_path.glob("features/.*"))  # no temporary file left
+    with pytest.raises(BookError, match=r"splits \['validation'\]: not among the splits"):
+        feature_cache.task_features(minilm, "Toy", {"validation": ["a"]}, moments=False)
+    assert len(list(tmp_path.glob("features/*.npz"))) == 2 and not list(tmp_path.glob("features/.*"))  # no temporary file left
 
 
 def test_a_task_extracted_ahead_is_what_chapter_09_then_reads(tmp_path, monkeypatch, shared_data):
@@ -69,10 +73,11 @@ def test_a_task_extracted_ahead_is_what_chapter_09_then_reads(tmp_path, monkeypa
     changes = {"models": "minilm", "tasks": "sst2,sst5", **sizes, "device": "cpu", "dtype": "float32"}
     ((_, params),) = plan("quick", ["09_supervised"], changes)
     commands = features.ahead("quick", params)
-    assert list(commands) == ["09_supervised:minilm-sst2", "09_supervised:minilm-sst5"]
+    assert list(commands) == [f"09_supervised:minilm-{task}-{part}" for task in ("sst2", "sst5") for part in ("fitting", "scoring")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(commands["09_supervised:minilm-sst5"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0 and "sst5: features of 6 train, 4 dev, 4 test, 3 fit texts cached" in done.stdout, done.stderr[-3000:]
+    for part, texts in (("fitting", "6 train, 3 fit"), ("scoring", "4 dev, 4 test")):
+        done = subprocess.run(commands[f"09_supervised:minilm-sst5-{part}"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and f"sst5: features of {texts} texts cached" in done.stdout, done.stderr[-3000:]
     values = {**chapter_parameters("09_supervised", "quick"), **json.loads(json.dumps(params))}  # as the command reads them
     data = frozen.task_data(values)
     assert list(data) == ["sst2", "sst5"] and [len(data["sst5"][s][0]) for s in ("train", "dev", "test", "fit")] == [6, 4, 4, 3]
@@ -82,5 +87,5 @@ def test_a_task_extracted_ahead_is_what_chapter_09_then_reads(tmp_path, monkeypa
     assert found.vectors["fit"].shape == (3, lm.n_layers + 1, lm.width) and found.moments.mean.shape == (lm.n_layers + 1, lm.width)
     with pytest.raises(BookError, match="need an entry for every task"):
         frozen.task_data({**values, "n_fit": {"sst2": 6}})
-    bad = subprocess.run([*commands["09_supervised:minilm-sst2"][:-1], "imdb"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    bad = subprocess.run([*commands["09_supervised:minilm-sst2-fitting"][:-3], "imdb"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "--task imdb: not among the chapter's tasks (sst2, sst5)" in bad.stderr

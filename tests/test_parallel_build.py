@@ -54,7 +54,8 @@ def _plans():
     return [(c, {"profile": "quick"}) for c in sources.chapters()]
 
 
-def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_book, capsys):
+def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_book, capsys, monkeypatch):
+    monkeypatch.delenv(runner.BUILD_STARTED, raising=False)
     runner.build("quick", _plans(), jobs=2)
     parallel = _tables(timed_book)
     slow, fast, after = parallel["01_slow"], parallel["02_fast"], parallel["03_after"]
@@ -63,6 +64,7 @@ def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_
     statuses = Edition("quick").statuses()
     assert {s["status"] for s in statuses.values()} == {"executed"}
     assert "executing in job 2 of 2" in capsys.readouterr().out
+    assert runner.BUILD_STARTED not in os.environ  # a build's start marks only its own chapters' work
     runner.build("quick", _plans(), jobs=2)  # nothing changed: all reused, as in a serial build
     assert {s["status"] for s in Edition("quick").statuses().values()} == {"reused"}
     runner.build("quick", _plans(), force=True)  # serially: the same values

@@ -5,7 +5,6 @@ under `all` (for every chapter that declares the name) or under a chapter's name
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -94,15 +93,6 @@ def checked_value(chapter: str, name: str, value: Any) -> Any:
     checked = _checked(value, declared[name], f"{chapter}: parameter {name}")
     require(name != "seed" or checked >= 0, f"{chapter}: parameter seed must be a whole number ≥ 0 (NumPy's seeds are), got {checked!r}")
     return checked
-
-
-def command_parameters(chapter: str, profile: str, planned: str, pairs: list[list[str]]) -> dict[str, Any]:
-    """A chapter's values for a command that does its work ahead of it (`lib.edition.pretraining`,
-    `lib.edition.finetuning`): the profile's, then a build's planned values (`--parameters-json`), then `-p NAME VALUE`
-    pairs, each checked. An unknown profile stops here, before anything is trained."""
-    profile_parameters(profile, chapter)
-    parameters = chapter_parameters(chapter, profile) | json.loads(planned)
-    return parameters | {name: checked_value(chapter, name, value) for name, value in command_line_values(pairs).items()}
 
 
 def load_profile(profile: str) -> dict[str, dict[str, Any]]:

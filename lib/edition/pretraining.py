@@ -13,18 +13,14 @@ file system): rank 0 fetches the corpus, trains the tokenizer and tokenizes the 
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
 from typing import Any
 
-from ..core.profiles import command_parameters
 from ..core.sources import comma_list, declared_parameters
 from ..errors import cli, require
 from ..experiments.pretraining import pretraining_runs, train_unless_saved
 from ..settings import models_dir
 from ..train import distributed, pretrain
+from . import work_ahead
 
 CHAPTER = "05_pretraining"
 
@@ -38,20 +34,17 @@ def ahead(profile: str, parameters: dict[str, Any]) -> dict[str, list[str]]:
         return {}
     _, configs = pretraining_runs(values)
     todo = [name for name, cfg in configs.items() if pretrain.saved_run(models_dir() / name, cfg) is None]
-    command = [sys.executable, "-m", "lib.edition.pretraining", "--profile", profile, "--parameters-json", json.dumps(parameters)]
+    command = work_ahead.command("lib.edition.pretraining", profile, parameters)
     return {f"{CHAPTER}:{name}": [*command, "--only", name] for name in todo}
 
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m lib.edition.pretraining", description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default=os.environ.get("PROFILE", "default"))
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"), help="a parameter of chapter 05 (VALUE is YAML)")
+    parser = work_ahead.parser("lib.edition.pretraining", CHAPTER, __doc__)
     parser.add_argument("--micro-batch", type=int, default=None, help="blocks per device per forward pass (gradients accumulate to the global batch)")
     parser.add_argument("--only", default="", help="comma-separated run names (default: every run of the chapter)")
-    parser.add_argument("--parameters-json", default="{}", help=argparse.SUPPRESS)  # a build's planned values (`ahead`)
     args = parser.parse_args(argv)
-    parameters = command_parameters(CHAPTER, args.profile, args.parameters_json, args.parameter)
+    parameters = work_ahead.values(CHAPTER, args)
     _, configs = pretraining_runs(parameters)
     only = comma_list(args.only)
     unknown = sorted(set(only) - set(configs))

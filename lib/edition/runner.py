@@ -236,7 +236,15 @@ def build(profile: str, plans: Plans, force: bool | frozenset[str] = False, dry_
     """Execute the chapters whose dependencies changed (all with force), reuse the others; print one line each.
     With dry_run, only say what would be executed and why. With jobs > 1, up to that many chapters execute at once
     (`build_parallel`). `timed`: record each executed chapter's time in the profile's costs (not for a scaled run or -p values)."""
-    os.environ[BUILD_STARTED] = str(time.time())
+    previous = os.environ.get(BUILD_STARTED)
+    os.environ[BUILD_STARTED] = str(time.time())  # for this build's chapters and their work ahead, not after it
+    try:
+        return _build(profile, plans, force, dry_run, jobs, timed)
+    finally:
+        os.environ.pop(BUILD_STARTED) if previous is None else os.environ.update({BUILD_STARTED: previous})
+
+
+def _build(profile: str, plans: Plans, force: bool | frozenset[str], dry_run: bool, jobs: int, timed: bool) -> Edition:
     if jobs > 1 and not dry_run:
         return build_parallel(profile, plans, jobs, force, timed)
     edition = Edition(profile)

@@ -1,9 +1,10 @@
 """Frozen features of a labelled task, extracted once and kept in the run cache: every split's mean-pooled sentence
 vectors per layer and, when asked, the per-layer mean and covariance of the training tokens (token whitening's fit).
 
-    cache_dir()/features/<key>.npz   one file per (weights, texts, pooling, settings, extraction code)
+    cache_dir()/features/<key>.npz   one file per part (the fitting texts, the scored texts) of a task's features, keyed
+                                     by weights, texts, pooling, settings and extraction code
 
-Chapter 09 reads them; a book build extracts them ahead of it, one (model, task) per job (`lib.edition.features`).
+Chapter 09 reads them; a book build extracts them ahead of it, one part of a model's task per job (`lib.edition.features`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..codehash import module_digest
+from ..errors import require
 from ..io import write_atomic
 from ..provenance import record
 from ..settings import cache_dir
@@ -25,7 +27,8 @@ from .collectors import LayerStats, SentenceMeans
 from .extraction import extract
 from .models import LoadedModel, weights_digest
 
-TOKEN_SPLITS = ("train", "fit")  # the splits whose tokens the moments are taken over (never development or test texts)
+FITTING = "fitting"
+PARTS = {FITTING: ("train", "fit"), "scoring": ("dev", "test")}  # extracted and cached apart; the token moments are the fitting texts'
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class TokenMoments:
 @dataclass(frozen=True)
 class Features:
     vectors: dict[str, np.ndarray]  # split → (sentences, layers, width) mean-pooled vectors
-    moments: TokenMoments | None  # over the TOKEN_SPLITS' tokens; None unless asked for
+    moments: TokenMoments | None  # over the fitting texts' tokens; None unless asked for
 
 
 def _key(lm: LoadedModel, label: str, splits: Mapping[str, Sequence[str]], moments: bool, include_special: bool) -> str:
@@ -57,28 +60,42 @@ def _key(lm: LoadedModel, label: str, splits: Mapping[str, Sequence[str]], momen
     return digest.hexdigest()[:20]
 
 
-def task_features(lm: LoadedModel, label: str, splits: Mapping[str, Sequence[str]], moments: bool, include_special: bool = True) -> Features:
-    """The features of `splits` (split → texts; empty splits skipped) for `lm`, from the cache when they are there
-    (recorded as reused work), else extracted (progress bars named by `label`) and cached. `moments`: also the token
-    mean and covariance over the TOKEN_SPLITS."""
-    splits = {split: texts for split, texts in splits.items() if len(texts)}
+def task_features(
+    lm: LoadedModel, label: str, splits: Mapping[str, Sequence[str]], moments: bool, include_special: bool = True, parts: Sequence[str] = tuple(PARTS)
+) -> Features:
+    """The features of `splits` (split → texts; empty splits skipped) for `lm`, part by part (`PARTS`; `parts`: only
+    these), each from the cache when it is there (recorded as reused work), else extracted (progress bars named by
+    `label`) and cached. `moments`: also the token mean and covariance over the fitting texts."""
+    known = [split for part in PARTS.values() for split in part]
+    require(set(splits) <= set(known), f"splits {sorted(set(splits) - set(known))}: not among the splits features are kept for ({', '.join(known)})")
+    vectors, found = {}, None
+    for part in parts:
+        texts = {split: splits[split] for split in PARTS[part] if len(splits.get(split, []))}
+        if texts:
+            part_vectors, part_moments = _part(lm, label, part, texts, moments and part == FITTING, include_special)
+            vectors, found = vectors | part_vectors, found or part_moments
+    return Features(vectors, found)
+
+
+Part = tuple[dict[str, np.ndarray], TokenMoments | None]  # a part's vectors by split, and its token moments
+
+
+def _part(lm: LoadedModel, label: str, part: str, splits: dict[str, Sequence[str]], moments: bool, include_special: bool) -> Part:
     path = cache_dir() / "features" / f"{_key(lm, label, splits, moments, include_special)}.npz"
     if path.exists():
-        record("reused", path, f"frozen features: {lm.name} {label}")
+        record("reused", path, f"frozen features: {lm.name} {label} ({part})")
         with np.load(path) as saved:
-            vectors = {split: saved[f"vectors_{split}"] for split in splits}
-            return Features(vectors, TokenMoments(saved["token_mean"], saved["token_covariance"]) if moments else None)
+            return {split: saved[f"vectors_{split}"] for split in splits}, TokenMoments(saved["token_mean"], saved["token_covariance"]) if moments else None
     stats = LayerStats(covariance=True) if moments else None
     pooled = {split: SentenceMeans(len(texts), include_special=include_special) for split, texts in splits.items()}
     for split, texts in splits.items():
-        extra = [stats] if stats is not None and split in TOKEN_SPLITS else []
-        extract(lm, texts, [pooled[split], *extra], desc=f"{lm.name} {label} {split}")
-    features = Features({split: p.result() for split, p in pooled.items()}, TokenMoments(stats.mean, stats.covariance()) if stats else None)
-    arrays = {f"vectors_{split}": v for split, v in features.vectors.items()}
-    if features.moments:
-        arrays |= {"token_mean": features.moments.mean, "token_covariance": features.moments.stacked_covariance}
+        extract(lm, texts, [pooled[split], *([stats] if stats else [])], desc=f"{lm.name} {label} {split}")
+    vectors, found = {split: p.result() for split, p in pooled.items()}, TokenMoments(stats.mean, stats.covariance()) if stats else None
+    arrays = {f"vectors_{split}": v for split, v in vectors.items()}
+    if found:
+        arrays |= {"token_mean": found.mean, "token_covariance": found.stacked_covariance}
     write_atomic(path, lambda tmp: _save(tmp, arrays))
-    return features
+    return vectors, found
 
 
 def _save(path: Path, arrays: dict[str, np.ndarray]) -> None:

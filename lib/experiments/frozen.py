@@ -5,7 +5,7 @@ the training texts (and further unlabelled training texts up to n_fit), never on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ import pandas as pd
 from ..core.sources import names
 from ..core.store import declare
 from ..datasets.tasks import CLASSIFICATION_TASKS, classification_splits, unlabelled_texts
-from ..encode.features import Features, task_features
+from ..encode.features import PARTS, Features, task_features
 from ..encode.models import LoadedModel
 from ..errors import require
 from ..measure import inference
@@ -76,11 +76,13 @@ def task_data(parameters: Mapping[str, Any]) -> dict[str, dict[str, Split]]:
     return data
 
 
-def features(lm: LoadedModel, task: str, splits: dict[str, Split], wanted: list[str], pool_special: bool = True) -> Features:
-    """Every split pooled once, and the training tokens' moments when token whitening is wanted, from the run cache
-    when a build extracted them ahead of the chapter (`encode.features`)."""
+def features(
+    lm: LoadedModel, task: str, splits: dict[str, Split], wanted: list[str], pool_special: bool = True, parts: Sequence[str] = tuple(PARTS)
+) -> Features:
+    """Every split pooled once, and the fitting texts' token moments when token whitening is wanted, from the run
+    cache when a build extracted them ahead of the chapter (`encode.features`; `parts`: only these)."""
     texts = {split: list(t) for split, (t, _) in splits.items()}
-    return task_features(lm, CLASSIFICATION_TASKS[task], texts, moments=WHITENED in wanted, include_special=pool_special)
+    return task_features(lm, CLASSIFICATION_TASKS[task], texts, moments=WHITENED in wanted, include_special=pool_special, parts=parts)
 
 
 def run_task(
