@@ -202,7 +202,7 @@ def test_work_ahead_of_a_chapter_runs_as_jobs_of_its_own_before_it(tmp_path, mon
     assert order == ["02_trained:a", "02_trained:b", "01_other", "02_trained"]  # the chain of 130 s before the chapter of 100
     runner.build("quick", _plans(), jobs=2)
     out = capfd.readouterr().out
-    assert "02_trained:a (quick): executing in job" in out and "training ahead of chapter 02_trained" in out
+    assert "02_trained:a (quick): executing in job" in out and "work ahead of chapter 02_trained" in out
     trained = _tables(tmp_path)["02_trained"]
     assert trained["started"] >= max(float((tmp_path / r).read_text()) for r in ("a", "b"))
     assert {"01_other", "02_trained", "02_trained:a", "02_trained:b"} == set(costs.expected("quick"))

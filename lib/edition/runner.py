@@ -353,7 +353,7 @@ def build_parallel(profile: str, plans: list[tuple[str, dict[str, Any]]], jobs: 
                     continue
                 start = time.time()
                 if name in tasks:
-                    reasons[name] = f"training ahead of chapter {name.split(':')[0]}"
+                    reasons[name] = f"work ahead of chapter {name.split(':')[0]}"
                 elif name not in reasons:
                     _, reason = _staleness(edition, name, params, force)
                     if reason is None:
