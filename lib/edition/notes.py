@@ -213,21 +213,21 @@ def chapter_costs() -> str:
         lines.append(f"| {c} | " + " | ".join(cell(rows[p].get(c)) for p in COST_PROFILES) + " |")
         ahead = [{k: r for k, r in rows[p].items() if k.startswith(c + ":")} for p in COST_PROFILES]
         if any(ahead):  # work a parallel build runs as jobs of its own before the chapter (`runner.AHEAD`)
-            lines.append(f"| {c}: its work ahead, one job each | " + " | ".join(_jobs(a, cell) for a in ahead) + " |")
+            lines.append("| ↳ its work ahead, in jobs | " + " | ".join(_jobs(a, cell) for a in ahead) + " |")
     totals = [sum(r["seconds"] for r in rows[p].values()) for p in COST_PROFILES]
-    lines.append("| **all chapters, one at a time** | " + " | ".join(f"**{duration(t)}**" if t else "–" for t in totals) + " |")
+    lines.append("| **all jobs, in turn** | " + " | ".join(f"**{duration(t)}**" if t else "–" for t in totals) + " |")
     where = "; ".join(f"({n}) {text}" for text, n in marks.items())
     note = "≈: an estimate (`profiles/costs/<profile>.yaml` says from what), until a build measures it."
     return "\n".join(lines) + f"\n\nMeasured: {where or 'nothing yet'}. {note}\n"
 
 
 def _jobs(rows: dict[str, dict], cell: Callable[[dict | None], str]) -> str:
-    """A chapter's work ahead in one cell: how many, the longest, and their sum."""
+    """A chapter's work ahead in one cell: how many jobs, the longest, and their sum (Σ)."""
     if not rows:
         return "–"
     longest = max(rows.values(), key=lambda r: r["seconds"])
     total = {**longest, "seconds": sum(r["seconds"] for r in rows.values())}
-    return f"{len(rows)} × ≤ {duration(longest['seconds'])}, {cell(total)} in all"
+    return f"{len(rows)} × ≤ {duration(longest['seconds'])}, Σ {cell(total)}"
 
 
 def edition_time(entries: dict[str, Entry], profile: str) -> str:
