@@ -49,12 +49,12 @@ class Features:
     moments: TokenMoments | None  # over the fitting texts' tokens; None unless asked for
 
 
-def _key(lm: LoadedModel, label: str, splits: Mapping[str, Sequence[str]], moments: bool, include_special: bool) -> str:
+def _key(lm: LoadedModel, weights: str, label: str, splits: Mapping[str, Sequence[str]], moments: bool, include_special: bool) -> str:
     """Hash of everything the features depend on: weights, texts, pooling, device and precision, and the code."""
     code = module_digest(extraction, collectors, attention)
     settings = [lm.spec, label, moments, include_special, str(lm.device), str(lm.model.dtype), lm.precision, code]
     digest = hashlib.sha256(json.dumps(settings).encode())
-    digest.update(weights_digest(lm).encode())
+    digest.update(weights.encode())
     for split, texts in splits.items():
         digest.update(json.dumps([split, list(texts)]).encode())
     return digest.hexdigest()[:20]
@@ -68,11 +68,11 @@ def task_features(
     `label`) and cached. `moments`: also the token mean and covariance over the fitting texts."""
     known = [split for part in PARTS.values() for split in part]
     require(set(splits) <= set(known), f"splits {sorted(set(splits) - set(known))}: not among the splits features are kept for ({', '.join(known)})")
-    vectors, found = {}, None
+    vectors, found, weights = {}, None, weights_digest(lm)  # the weights hashed once for every part
     for part in parts:
         texts = {split: splits[split] for split in PARTS[part] if len(splits.get(split, []))}
         if texts:
-            part_vectors, part_moments = _part(lm, label, part, texts, moments and part == FITTING, include_special)
+            part_vectors, part_moments = _part(lm, weights, label, part, texts, moments and part == FITTING, include_special)
             vectors, found = vectors | part_vectors, found or part_moments
     return Features(vectors, found)
 
@@ -80,8 +80,8 @@ def task_features(
 Part = tuple[dict[str, np.ndarray], TokenMoments | None]  # a part's vectors by split, and its token moments
 
 
-def _part(lm: LoadedModel, label: str, part: str, splits: dict[str, Sequence[str]], moments: bool, include_special: bool) -> Part:
-    path = cache_dir() / "features" / f"{_key(lm, label, splits, moments, include_special)}.npz"
+def _part(lm: LoadedModel, weights: str, label: str, part: str, splits: dict[str, Sequence[str]], moments: bool, include_special: bool) -> Part:
+    path = cache_dir() / "features" / f"{_key(lm, weights, label, splits, moments, include_special)}.npz"
     if path.exists():
         record("reused", path, f"frozen features: {lm.name} {label} ({part})")
         with np.load(path) as saved:
