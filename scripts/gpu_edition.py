@@ -30,6 +30,7 @@ from lib.core.profiles import command_line_values, plan
 from lib.core.sources import declared_parameters
 from lib.edition import costs, work_ahead
 from lib.errors import BookError, cli, require
+from lib.experiments.isotropy_calibration import grid_values
 from lib.experiments.pretraining import pretraining_runs
 from lib.io import write_atomic
 from lib.settings import REPO_ROOT, data_dir, results_dir, thread_env
@@ -97,24 +98,33 @@ def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, *args], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=REPO_ROOT)
 
 
+def _wait(training: list[subprocess.Popen], finetuning: subprocess.Popen) -> None:
+    """Until every pre-training run has ended or one has failed; a failed chapter 13 ends the wait at once (a borrowed
+    GPU's minutes are few)."""
+    while any(p.poll() is None for p in training) and all(p.returncode in (None, 0) for p in training):
+        require(finetuning.poll() in (None, 0), f"chapter {CHAPTERS[1]} failed; its log is in {ARCHIVE} (logs/{CHAPTERS[1]}.log)")
+        time.sleep(1)
+
+
 def run(out: Path, profile: str, scale: float, folder: Path, pairs: list[list[str]] | None = None) -> None:
     """Chapters 05 and 13 side by side; out/gpu-edition.tar.gz holds their results, logs and seconds (the logs also
     when a chapter fails, so that a borrowed machine sends back what went wrong). `pairs`: `-p NAME VALUE`, each to
     the chapters that declare NAME (as the runner's), checked before anything starts."""
     pairs = pairs or []
     plans = dict(plan(profile, list(CHAPTERS), command_line_values(pairs), scale))
+    changed = plans[CHAPTERS[0]]
+    runs = list(pretraining_runs({**declared_parameters("05_pretraining"), **changed})[1])
+    grid_values({**declared_parameters(CHAPTERS[1]), **plans[CHAPTERS[1]]})  # a bad task or method stops here, not on the GPU
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gpu-edition-"))
     env, logs = _environment(work, folder), work / "logs"
     logs.mkdir()
     scaled = ["--scale", str(scale)] if scale != 1 else []
-    changed = plans[CHAPTERS[0]]
     given = {c: [a for name, value in pairs if name in declared_parameters(c) for a in ("-p", name, value)] for c in CHAPTERS}
 
     def chapter(name: str) -> subprocess.Popen:
         return _start(["-m", "lib.edition.headless", name, "--profile", profile, *scaled, *given[name]], env, logs / f"{name}.log")
 
-    runs = list(pretraining_runs({**declared_parameters("05_pretraining"), **changed})[1])
     env |= thread_env(max(1, (os.cpu_count() or 1) // (len(runs) + 1)))  # the CPU's cores shared by the processes at once
     start, seconds, processes = time.time(), {}, []
     facts = {"profile": profile, "scale": scale, "parameters": pairs, "seconds_from_start": seconds, "device": costs.device(), "python": sys.version.split()[0]}
@@ -126,7 +136,8 @@ def run(out: Path, profile: str, scale: float, folder: Path, pairs: list[list[st
         command = work_ahead.command("lib.edition.pretraining", profile, changed)[1:]  # as a build trains them ahead of chapter 05
         training = [_start([*command, "--only", name], env, logs / f"pretraining-{name}.log") for name in runs]
         processes += training
-        failed = [name for name, p in zip(runs, training) if p.wait() != 0]
+        _wait(training, processes[0])
+        failed = [name for name, p in zip(runs, training) if p.returncode not in (None, 0)]
         if failed:
             raise BookError(f"pre-training {', '.join(failed)} failed; its log is in {ARCHIVE} (logs/pretraining-{failed[0]}.log)")
         seconds["05_pretraining (training)"] = round(time.time() - start, 1)

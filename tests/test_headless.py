@@ -1,10 +1,13 @@
 """Chapters executed without Jupyter (`lib.edition.headless`), as on a borrowed GPU machine that has no notebook
 tooling, and the packing of what such a machine needs (`scripts/gpu_edition.py`)."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -117,23 +120,51 @@ def test_grading_a_failed_run_says_so_and_touches_nothing(tmp_path, monkeypatch)
 
 
 def test_a_failed_run_still_sends_back_its_logs(tmp_path, monkeypatch):
-    """No data: every pre-training process fails at once; the error names a log, and the archive holds all logs."""
+    """No data: every process fails at once (whichever is seen first is named); the error names a log, and the archive
+    holds all logs."""
     from scripts import gpu_edition
 
     (tmp_path / "data").mkdir()
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path / "data"))
-    with pytest.raises(BookError, match=r"pre-training gpu-roberta-pe, .* failed; its log is in gpu-edition.tar.gz \(logs/pretraining-gpu-roberta-pe.log\)"):
+    pretraining = r"pre-training gpu-roberta-pe, .* failed; its log is in gpu-edition.tar.gz \(logs/pretraining-gpu-roberta-pe.log\)"
+    failed = rf"({pretraining}|chapter 13_isotropy_calibration failed; its log is in gpu-edition.tar.gz \(logs/13_isotropy_calibration.log\))"
+    with pytest.raises(BookError, match=failed):
         gpu_edition.run(tmp_path / "out", "gpu", 0.001, tmp_path / "no-pack")
     with tarfile.open(tmp_path / "out" / gpu_edition.ARCHIVE) as tar:
         names = tar.getnames()
-        facts = tar.extractfile("facts.json").read().decode()
+        facts = json.loads(tar.extractfile("facts.json").read())
     assert "logs/pretraining-gpu-roberta-pe.log" in names and "logs/13_isotropy_calibration.log" in names
-    assert '"failed": "pre-training gpu-roberta-pe' in facts
+    assert re.fullmatch(failed, facts["failed"])
 
 
-def test_a_run_refuses_a_parameter_neither_chapter_declares_before_it_starts(tmp_path):
+def test_a_failed_chapter_13_ends_the_wait_for_pre_training_at_once():
+    """A borrowed GPU's minutes are few: chapter 13 failing while pre-training runs ends the run in about a second."""
+    from scripts import gpu_edition
+
+    training = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])]
+    try:
+        start = time.monotonic()
+        with pytest.raises(BookError, match="chapter 13_isotropy_calibration failed"):
+            gpu_edition._wait(training, subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"]))
+        assert time.monotonic() - start < 30 and training[0].poll() is None
+    finally:
+        training[0].kill()
+    sleeping = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
+    failing = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    try:
+        start = time.monotonic()
+        gpu_edition._wait([failing, sleeping[0]], sleeping[1])  # a failed pre-training run ends the wait too
+        assert time.monotonic() - start < 30 and failing.returncode == 1
+    finally:
+        for p in sleeping:
+            p.kill()
+
+
+def test_a_run_refuses_a_parameter_or_value_the_chapters_do_not_take_before_it_starts(tmp_path):
     from scripts import gpu_edition
 
     with pytest.raises(BookError, match="typo"):
         gpu_edition.run(tmp_path / "out", "gpu", 0.001, tmp_path / "no-pack", [["typo", "1"]])
+    with pytest.raises(BookError, match="tasks: unknown 'foo'; choose from sst2"):  # a declared name, a value no chapter 13 run takes
+        gpu_edition.run(tmp_path / "out", "gpu", 0.001, tmp_path / "no-pack", [["tasks", "foo"]])
     assert not (tmp_path / "out").exists()

@@ -326,16 +326,22 @@ class Grid:
     epochs: dict[str, int]  # by task
 
 
-def grid(specs: list[str], parameters: Mapping[str, Any]) -> Grid:
-    """The grid from chapter 13's parameters (its cell's namespace, or the values a build plans for it), each checked:
-    the chapter and `lib.edition.finetuning` (its runs ahead of it, a task per process) both call this."""
+def grid_values(parameters: Mapping[str, Any]) -> tuple[list[str], list[str], FinetuneConfig]:
+    """The tasks, methods and base configuration chapter 13's parameters give, each value checked (one clear line),
+    without reading data: `grid` and the gpu edition's command (before it starts anything) call this."""
     tasks, methods = names(parameters["tasks"], "tasks", GLUE_TASKS), names(parameters["methods"], "methods", METHODS)
     for name in ("seeds", "n_train", "n_dev", "epochs", "epochs_small"):
         value = parameters[name]
         require(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"parameter {name} must be a positive integer, got {value!r}")
-    seed = int(parameters["seed"])
     precision = autocast_precision(str(parameters["dtype"]), pick_device(str(parameters["device"])))
-    base = config(FinetuneConfig, parameters, method="none", precision=precision)
+    return tasks, methods, config(FinetuneConfig, parameters, method="none", precision=precision)
+
+
+def grid(specs: list[str], parameters: Mapping[str, Any]) -> Grid:
+    """The grid from chapter 13's parameters (its cell's namespace, or the values a build plans for it), each checked:
+    the chapter and `lib.edition.finetuning` (its runs ahead of it, a task per process) both call this."""
+    tasks, methods, base = grid_values(parameters)
+    seed = int(parameters["seed"])
     splits = {task: glue_samples(task, int(parameters["n_train"]), int(parameters["n_dev"]), seed=seed) for task in tasks}
     epochs = {t: int(parameters["epochs_small"] if t in SMALL_TASKS else parameters["epochs"]) for t in GLUE_TASKS}
     return Grid(specs, splits, methods, list(range(seed, seed + int(parameters["seeds"]))), base, epochs)
