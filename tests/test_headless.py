@@ -142,13 +142,16 @@ def test_a_failed_chapter_13_ends_the_wait_for_pre_training_at_once():
     from scripts import gpu_edition
 
     training = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])]
+    failing = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
     try:
         start = time.monotonic()
         with pytest.raises(BookError, match="chapter 13_isotropy_calibration failed"):
-            gpu_edition._wait(training, subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"]))
+            gpu_edition._wait(training, failing)
         assert time.monotonic() - start < 30 and training[0].poll() is None
     finally:
-        training[0].kill()
+        for p in (*training, failing):
+            p.kill()
+            p.wait()
     sleeping = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
     failing = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
     try:
@@ -156,8 +159,9 @@ def test_a_failed_chapter_13_ends_the_wait_for_pre_training_at_once():
         gpu_edition._wait([failing, sleeping[0]], sleeping[1])  # a failed pre-training run ends the wait too
         assert time.monotonic() - start < 30 and failing.returncode == 1
     finally:
-        for p in sleeping:
+        for p in (*sleeping, failing):
             p.kill()
+            p.wait()
 
 
 def test_a_run_refuses_a_parameter_or_value_the_chapters_do_not_take_before_it_starts(tmp_path):
