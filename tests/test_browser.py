@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from lib.core import sources
-from lib.edition import browser, publishing
+from lib.edition import publishing
 
+from . import browser
 from .test_pages import PAGE_CHAPTER, book_with_pages
 
 pytestmark = pytest.mark.skipif(browser.chromium() is None, reason="Chromium is not installed here (apt install chromium; CI installs it)")

@@ -21,7 +21,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from ..errors import require
+from lib.errors import require
 
 MEASURE = """<script>
 const dark = () => {
