@@ -139,3 +139,14 @@ def sha256(path: Path, chunk: int = 1 << 22) -> str:
         while block := f.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def write_bytes_if_changed(path: Path, data: bytes) -> None:
+    """Write bytes unless the file already holds them."""
+    if not path.is_file() or path.read_bytes() != data:
+        write_atomic(path, lambda p: p.write_bytes(data))
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write text unless the file already holds it (an unchanged file keeps its time, so Sphinx skips it)."""
+    write_bytes_if_changed(path, text.encode("utf-8"))

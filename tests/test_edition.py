@@ -13,7 +13,7 @@ import yaml
 
 from lib import codehash, provenance
 from lib.core import profiles, sources
-from lib.edition import cache, folders, notes, publishing, reference, report, runner, staging
+from lib.edition import cache, chapter_notes, publishing, reference, report, runner, staging, vouching
 from lib.edition.cache import Entry
 from lib.edition.folders import Edition
 from lib.errors import BookError
@@ -295,7 +295,7 @@ def test_staged_pages_carry_their_provenance(tiny_book):
 
 
 def test_changed_parameters_show_on_the_page():
-    assert notes.changed_parameters("02_outlier_neurons", {"profile": "quick", "n_sentences": 400, "seed": 0}) == {"n_sentences": 400}
+    assert chapter_notes.changed_parameters("02_outlier_neurons", {"profile": "quick", "n_sentences": 400, "seed": 0}) == {"n_sentences": 400}
 
 
 def test_edition_config_from_settings(monkeypatch):
@@ -316,12 +316,12 @@ def test_publish_refuses_pages_with_local_paths(tmp_path, monkeypatch):
     ed = Edition("default")
     ed.html.mkdir(parents=True)
     (ed.html / "index.html").write_text('<a href="chapters/01.html">1</a>')
-    (ed.html / publishing.HTML_STAMP).write_text(json.dumps({"entries": folders.entries_digest({})}))
+    (ed.html / publishing.HTML_STAMP).write_text(json.dumps({"entries": vouching.entries_digest({})}))
     assert publishing.publish(ed) == ed.html and (ed.html / ".nojekyll").is_file()
     (ed.html / "bad.html").write_text(f"<p>{REPO_ROOT}/results/x.csv</p>")
     with pytest.raises(BookError, match="bad.html contains the local path"):
         publishing.publish(ed)
-    assert notes.hide_paths(f"{REPO_ROOT}/results/quick/t.csv") == "$BOOK_RESULTS_DIR/quick/t.csv"
+    assert chapter_notes.hide_paths(f"{REPO_ROOT}/results/quick/t.csv") == "$BOOK_RESULTS_DIR/quick/t.csv"
 
 
 def test_pages_workflow_is_valid():
@@ -396,11 +396,11 @@ def test_the_page_box_names_the_models_when_they_are_not_the_papers():
     class Ran:
         parts = {"parameters": {"profile": "default"}}
 
-    box = notes.models_caveat("02_outlier_neurons", Ran())
+    box = chapter_notes.models_caveat("02_outlier_neurons", Ran())
     assert box.startswith("**Not the papers' models**") and "`minilm`" in box and "`bert-base-uncased`" in box
     Ran.parts = {"parameters": {"models": "roberta-base, bert-base-uncased"}}
-    assert notes.models_caveat("02_outlier_neurons", Ran()) == ""  # the papers' models, in any order
-    assert notes.models_caveat("05_pretraining", Ran()) == ""  # a chapter without a models parameter
+    assert chapter_notes.models_caveat("02_outlier_neurons", Ran()) == ""  # the papers' models, in any order
+    assert chapter_notes.models_caveat("05_pretraining", Ran()) == ""  # a chapter without a models parameter
 
 
 def test_the_container_image_installs_the_pinned_environment_and_builds_the_book():

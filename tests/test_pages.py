@@ -14,7 +14,7 @@ import yaml
 
 from lib.book import figure_labels, tables
 from lib.core import sources
-from lib.edition import downloads, folders, notes, pagecheck, publishing, runner, staging
+from lib.edition import chapter_notes, commit, downloads, pagecheck, publishing, runner, staging
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
@@ -157,7 +157,7 @@ def book_with_pages(tmp_path, monkeypatch, chapter: str = PAGE_CHAPTER) -> Editi
     (root / "book" / "build_report.md").write_text("# placeholder\n")
     toc["parts"].append({"caption": "About", "chapters": [{"file": "book/rerun"}, {"file": "book/build_report"}]})
     (root / "_toc.yml").write_text(yaml.safe_dump(toc))
-    for module in (folders, notes, staging, publishing):
+    for module in (commit, chapter_notes, staging, publishing):
         monkeypatch.setattr(module, "REPO_ROOT", root)
     monkeypatch.setattr(staging, "STATIC", root / "book" / "static")
     runner.build("quick", [("01_page", {"profile": "quick"})])

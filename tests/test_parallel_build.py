@@ -168,7 +168,7 @@ def test_every_committed_cost_file_reads_and_covers_every_chapter():
     import yaml
 
     from lib.core.sources import chapters
-    from lib.edition.notes import chapter_costs
+    from lib.edition.costs import chapter_costs
 
     for path in sorted(costs.path("quick").parent.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from lib.edition import downloads, folders, notes, publishing, runner, staging
+from lib.edition import downloads, front_page, publishing, runner, staging, vouching
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from tests.test_pages import page_book  # noqa: F401  (a fixture)
@@ -36,7 +36,7 @@ def test_a_hand_edited_notebook_is_not_published(page_book, capsys):  # noqa: F8
 
 
 def test_the_front_page_summary_comes_only_from_the_scorecard_chapters_entry(page_book, tmp_path):  # noqa: F811
-    planted = tmp_path / "results" / "quick" / "chapter" / notes.SCORECARD / "scorecard.csv"
+    planted = tmp_path / "results" / "quick" / "chapter" / front_page.SCORECARD / "scorecard.csv"
     planted.parent.mkdir(parents=True)
     pd.DataFrame({"paper": ["luo2021"], "verdict": ["holds"], "claim_id": ["luo2021/x"]}).to_csv(planted, index=False)
     assert "What holds" not in staged_front(page_book)  # results left by a run that no entry lists: no summary
@@ -47,7 +47,7 @@ def test_a_pdf_typeset_from_other_runs_is_not_linked(page_book, capsys):  # noqa
     pdf.write_bytes(b"%PDF-1.5 an old book")
     assert "book.pdf" not in staged_front(page_book)  # no stamp: nothing says what it was typeset from
     assert "was typeset from other chapter runs than these pages show; not linked" in capsys.readouterr().out
-    runs = folders.entries_digest(folders.verified_entries(page_book))
+    runs = vouching.entries_digest(vouching.verified_entries(page_book))
     downloads.pdf_stamp(pdf).write_text(json.dumps({"entries": runs}))
     assert "book.pdf" in staged_front(page_book)
     runner.build("quick", [("01_page", {"profile": "quick", "n": 4})])  # the chapter runs again: the PDF is stale

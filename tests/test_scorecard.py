@@ -13,7 +13,7 @@ from scipy import stats
 from lib.book import scorecard
 from lib.book.results import Results
 from lib.core.store import CHAPTER
-from lib.edition import notes
+from lib.edition import front_page
 from lib.edition.cache import Entry, digest
 from lib.errors import BookError
 from lib.experiments import MODULES, rules, schemas, verdicts
@@ -259,12 +259,12 @@ def test_bad_registry_entries_are_one_line_errors(tmp_path):
 def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     registry, root = planted
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(root))
-    assert notes.scorecard_summary(notes.scorecard_card(None)) == ""  # before the scorecard chapter has run
+    assert front_page.scorecard_summary(front_page.scorecard_card(None)) == ""  # before the scorecard chapter has run
     card = scorecard.scorecard("planted", root=root, registry=registry)
     path = Results("14_scorecard", "planted", root=root).table(card, "scorecard", CHAPTER, {})
     record = {"kind": "output", "label": "planted/chapter/14_scorecard/scorecard.csv", "path": str(path), "sha256": digest(str(path))}
     entry = Entry(chapter="14_scorecard", key="k", parts={}, notebook="n", inputs=[], outputs=[record], facts={})
-    summary = notes.scorecard_summary(notes.scorecard_card(entry))
+    summary = front_page.scorecard_summary(front_page.scorecard_card(entry))
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
     glance = scorecard.glance(card, {"holds": "✓", "does not hold": "✗"}, "At a glance")  # chapter 14's first table
@@ -273,12 +273,12 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
         and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in glance
         and REGISTRY[0]["id"] not in glance.replace(scorecard.claim_label(REGISTRY[0]["id"]), "")
     )
-    box = notes.findings_box(REGISTRY[0]["chapter"], notes.scorecard_card(entry))  # the box under a chapter's title
+    box = front_page.findings_box(REGISTRY[0]["chapter"], front_page.scorecard_card(entry))  # the box under a chapter's title
     verdict = card.loc[card["claim_id"] == REGISTRY[0]["id"], "verdict"].iloc[0]
     assert REGISTRY[0]["claim"] in box and f"**{verdict}**" in box and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in box
-    assert notes.findings_box("14_scorecard", notes.scorecard_card(entry)) == "" and notes.findings_box(REGISTRY[0]["chapter"], None) == ""
+    assert front_page.findings_box("14_scorecard", front_page.scorecard_card(entry)) == "" and front_page.findings_box(REGISTRY[0]["chapter"], None) == ""
     path.write_text(path.read_text().replace("holds", "does not hold"))  # a table its run did not write: no summary
-    assert notes.scorecard_card(entry) is None and notes.scorecard_summary(None) == ""
+    assert front_page.scorecard_card(entry) is None and front_page.scorecard_summary(None) == ""
 
 
 def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):

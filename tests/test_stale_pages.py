@@ -13,7 +13,8 @@ import pytest
 
 from lib.core import sources
 from lib.edition import cache, publishing, runner, staging
-from lib.edition.folders import Edition, entries_digest, unvouched, verified_entries
+from lib.edition.folders import Edition
+from lib.edition.vouching import entries_digest, unvouched, verified_entries
 from lib.errors import BookError
 from tests.books import book_of
 

@@ -7,6 +7,7 @@ and comes first (`runner.longest_first`)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,9 @@ import torch
 import yaml
 
 from ..core import profiles
+from ..core.sources import chapters
 from ..io import write_atomic
+from .cache import Entry
 
 HEADER = (
     "# Seconds each chapter of this profile took when a build last executed it (wall clock, on the machine named with\n"
@@ -73,3 +76,60 @@ def record(profile: str, chapter: str, seconds: float, where: str) -> None:
     rows = {name: {"seconds": round(row["seconds"]), "measured": row["measured"]} for name, row in sorted(rows.items())}
     text = HEADER + yaml.safe_dump(rows, sort_keys=False, allow_unicode=True)
     write_atomic(path(profile), lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def duration(seconds: float) -> str:
+    seconds = float(seconds)
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+COST_PROFILES = ("quick", "default", "gpu")  # the editions whose expected times the rerun page shows
+
+
+def chapter_costs() -> str:
+    """The rerun page's table of what each chapter costs in each edition, from the times committed with the book
+    (`profiles/costs/`): measured ones as they are, estimates marked ≈, and under the table where each was measured."""
+    rows = {profile: load(profile) for profile in COST_PROFILES}
+    marks: dict[str, int] = {}
+
+    def cell(row: dict | None) -> str:
+        if row is None:
+            return "–"
+        estimate = row["measured"].startswith("estimate")
+        if not estimate:
+            marks.setdefault(row["measured"], len(marks) + 1)
+        return ("≈ " if estimate else "") + duration(row["seconds"]) + ("" if estimate else f" ({marks[row['measured']]})")
+
+    lines = ["| chapter | " + " | ".join(f"{p} edition" for p in COST_PROFILES) + " |", "|---|" + "---:|" * len(COST_PROFILES)]
+    for c in chapters():
+        lines.append(f"| {c} | " + " | ".join(cell(rows[p].get(c)) for p in COST_PROFILES) + " |")
+        ahead = [{k: r for k, r in rows[p].items() if k.startswith(c + ":")} for p in COST_PROFILES]
+        if any(ahead):  # work a parallel build runs as jobs of its own before the chapter (`runner.AHEAD`)
+            lines.append("| ↳ its work ahead, in jobs | " + " | ".join(_jobs(a, cell) for a in ahead) + " |")
+    totals = [sum(r["seconds"] for r in rows[p].values()) for p in COST_PROFILES]
+    lines.append("| **all jobs, in turn** | " + " | ".join(f"**{duration(t)}**" if t else "–" for t in totals) + " |")
+    where = "; ".join(f"({n}) {text}" for text, n in marks.items())
+    note = "≈: an estimate (`profiles/costs/<profile>.yaml` says from what), until a build measures it."
+    return "\n".join(lines) + f"\n\nMeasured: {where or 'nothing yet'}. {note}\n"
+
+
+def _jobs(rows: dict[str, dict], cell: Callable[[dict | None], str]) -> str:
+    """A chapter's work ahead in one cell: how many jobs, the longest, and their sum (Σ)."""
+    if not rows:
+        return "–"
+    longest = max(rows.values(), key=lambda r: r["seconds"])
+    total = {**longest, "seconds": sum(r["seconds"] for r in rows.values())}
+    return f"{len(rows)} × ≤ {duration(longest['seconds'])}, Σ {cell(total)}"
+
+
+def edition_time(entries: dict[str, Entry], profile: str) -> str:
+    """How long this edition's chapters ran in their last runs, from their entries (a page states times only from the
+    build it belongs to); a line saying there is none yet otherwise."""
+    if not entries:
+        return f"The {profile} edition has no executed chapter yet, so this page cannot say how long it takes."
+    total = sum(float(e.facts["seconds"]) for e in entries.values())
+    threads = sorted({str(e.facts.get("threads", "?")) for e in entries.values()})
+    return (
+        f"In this ({profile}) edition, the {len(entries)} executed chapters ran for {duration(total)} in their last runs, "
+        f"on {' or '.join(threads)} CPU thread{'' if threads == ['1'] else 's'} each (the {{doc}}`build report <build_report>` gives each chapter's time)."
+    )

@@ -9,8 +9,10 @@ import zipfile
 from pathlib import Path
 
 from ..errors import require
+from ..io import write_bytes_if_changed
 from .cache import Entry, digest
-from .folders import Edition, entries_digest, write_bytes_if_changed
+from .folders import Edition
+from .vouching import entries_digest
 
 PDF_NAME, NOTEBOOKS_ZIP = "book.pdf", "notebooks.zip"  # an edition's downloads, linked from its front page
 DOWNLOADS = "book/downloads"  # where they are staged, beside the front page

@@ -10,12 +10,9 @@ _build/<profile>/student/{source,html}/      the student edition: the same chapt
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,11 +21,10 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..core.sources import chapters
 from ..errors import BookError, require
 from ..io import write_atomic
-from ..settings import REPO_ROOT, build_dir
-from .cache import Entry, changed_file, digest
+from ..settings import build_dir
+from .commit import now
 
 _PROFILE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -135,77 +131,3 @@ def lock_holder(root: Path) -> str:
         return (root / ".lock-holder").read_text(encoding="utf-8").strip()
     except OSError:
         return "another process"
-
-
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def commit() -> dict[str, Any]:
-    """The checkout's commit and whether it has uncommitted changes (`unknown` outside a git checkout)."""
-    try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
-        # the chapter times the build itself writes (profiles/costs) change no result
-        status = ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)profiles/costs"]
-        dirty = subprocess.run(status, cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return {"commit": "unknown", "dirty": False}
-    return {"commit": sha, "dirty": bool(dirty.strip())}
-
-
-def commit_text(facts: dict[str, Any]) -> str:
-    sha = facts.get("commit", "unknown")
-    return f"`{sha[:10]}`" + (" with uncommitted changes" if facts.get("dirty") else "")
-
-
-def write_bytes_if_changed(path: Path, data: bytes) -> None:
-    """Write bytes unless the file already holds them."""
-    if not path.is_file() or path.read_bytes() != data:
-        write_atomic(path, lambda p: p.write_bytes(data))
-
-
-def write_if_changed(path: Path, text: str) -> None:
-    """Write text unless the file already holds it (an unchanged file keeps its time, so Sphinx skips it)."""
-    write_bytes_if_changed(path, text.encode("utf-8"))
-
-
-def unvouched(edition: Edition) -> dict[str, str]:
-    """The chapters whose last run no longer vouches for a page, with why, in a few words: the executed notebook is not
-    the one the run recorded (edited or re-run by hand), or a file the run read or wrote has changed since (another
-    chapter's results it read, a data file, a model folder, its own results: `cache.changed_file`)."""
-    why = {}
-    for chapter in chapters():
-        entry, notebook = Entry.load(edition.entry(chapter)), edition.notebook(chapter)
-        if entry is None or not notebook.is_file():
-            continue
-        if digest(str(notebook)) != entry.notebook:
-            why[chapter] = "its executed notebook differs from the one its run recorded (edited or re-run by hand)"
-        elif (changed := changed_file(entry)) is not None:
-            item, state = changed
-            what = f"its result {item['label']}" if item["kind"] == "output" else f"what it read as {item['label']}"
-            why[chapter] = f"{what} {'is missing' if state == 'missing' else 'has changed since'}"
-    return why
-
-
-def verified_entries(edition: Edition, say: bool = False) -> dict[str, Entry]:
-    """The cache entries whose run still vouches for its page (`unvouched` names the others; one line each, when say)."""
-    left_out = unvouched(edition)
-    if say:
-        for chapter, why in left_out.items():
-            print(
-                f"{chapter}: {why}; its page says it was not executed: run `python -m lib.edition.runner --profile {edition.profile} "
-                f"--chapters {chapter}` again",
-                flush=True,
-            )
-    entries = {}
-    for chapter in chapters():
-        entry = Entry.load(edition.entry(chapter))
-        if entry is not None and edition.notebook(chapter).is_file() and chapter not in left_out:
-            entries[chapter] = entry
-    return entries
-
-
-def entries_digest(entries: dict[str, Entry]) -> str:
-    """One checksum of the chapter runs an edition's pages (or PDF) are made from: each chapter's cache key and notebook."""
-    runs = sorted((chapter, entry.key, entry.notebook) for chapter, entry in entries.items())
-    return hashlib.sha256(json.dumps(runs).encode()).hexdigest()

@@ -25,8 +25,9 @@ from ..io import write_atomic
 from ..settings import REPO_ROOT
 from . import pagecheck
 from .downloads import PDF_NAME, pdf_stamp
-from .folders import Edition, entries_digest, unvouched, verified_entries
+from .folders import Edition
 from .staging import stage
+from .vouching import entries_digest, unvouched, verified_entries
 
 HTML_STAMP = ".edition.json"  # in a built edition's HTML: the chapter runs its pages were made from (`entries_digest`)
 

@@ -10,8 +10,9 @@ import nbformat
 from ..core.sources import chapters, declared_parameters
 from ..datasets.pins import SOURCES
 from .cache import Entry
+from .chapter_notes import changed_parameters, hide_paths
+from .costs import duration
 from .folders import Edition
-from .notes import changed_parameters, duration, hide_paths
 
 REPORT = "book/build_report"
 

@@ -44,7 +44,8 @@ from ..io import sha256, write_atomic
 from ..processes import die_with_parent, pid_file_holder, write_pid_file
 from ..settings import CHAPTER, REPO_ROOT, RUNNING, STAGING, cpu_share, results_dir, thread_env
 from . import cache, costs, features, finetuning, pretraining
-from .folders import Edition, commit, now
+from .commit import commit, now
+from .folders import Edition
 
 MAX_JOBS = 4  # the most chapters default_jobs runs at once
 AHEAD = {m.CHAPTER: m.ahead for m in (pretraining, features, finetuning)}  # chapter → its long work, as commands run before it

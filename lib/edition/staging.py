@@ -17,25 +17,17 @@ import yaml
 from ..book import figure_labels, tables, tabs
 from ..core.sources import chapters
 from ..errors import BookError
+from ..io import write_bytes_if_changed, write_if_changed
 from ..settings import REPO_ROOT
 from . import exercises
 from .cache import Entry, digest
+from .chapter_notes import all_references, chapter_note, hide_paths, title
+from .costs import chapter_costs, edition_time
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
-from .folders import Edition, unvouched, verified_entries, write_bytes_if_changed, write_if_changed
-from .notes import (
-    SCORECARD,
-    all_references,
-    chapter_costs,
-    chapter_note,
-    edition_note,
-    edition_time,
-    findings_box,
-    hide_paths,
-    scorecard_card,
-    scorecard_summary,
-    title,
-)
+from .folders import Edition
+from .front_page import SCORECARD, edition_note, findings_box, scorecard_card, scorecard_summary
 from .report import REPORT, build_report
+from .vouching import unvouched, verified_entries
 
 SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro.md): replaced by the edition note and verdict summary
 
