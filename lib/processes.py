@@ -1,12 +1,21 @@
 """The processes a build starts: whether one is alive and still the one a file names, tying a child to its parent, and
-the running-chapter files (`<chapter>.pid`: "pid threads start") that the runner writes and `settings.free_cores` reads."""
+the running-chapter protocol: while a chapter executes, its process holds `<folder>/<chapter>.pid` ("pid threads
+start") and its environment names the folder and the chapter, so that a chapter's own workers see which cores the
+other chapters of the build hold (`free_cores`)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from .errors import BookError
+
+RUNNING = "BOOK_RUNNING_DIR"  # set while a chapter executes: the folder of one `<chapter>.pid` file per chapter executing
+CHAPTER = "BOOK_CHAPTER"  # set while a chapter executes: the chapter this process executes
 
 
 def alive(pid: int) -> bool:
@@ -68,3 +77,42 @@ def pid_file_holder(file: Path) -> tuple[int, int] | None:
     except OSError:
         return (pid, threads)  # no /proc (not Linux): alive is all that can be known
     return (pid, threads) if b"lib.edition.runner" in command else None
+
+
+def pid_file(folder: Path, chapter: str) -> Path:
+    """The file that names the process executing a chapter while it runs."""
+    return Path(folder) / f"{chapter}.pid"
+
+
+@contextmanager
+def executing(folder: Path, chapter: str, threads: int) -> Iterator[Path]:
+    """Hold the chapter's pid file (with the `threads` CPU threads it computes with) and name it in the environment
+    (`RUNNING`, `CHAPTER`: processes started meanwhile inherit them) until the block ends. A live process of an earlier
+    build that still executes the chapter (its runner was killed) stops this one with a line naming it, instead of
+    having the chapter's folders deleted under it; a file whose process has ended, or whose id now names an unrelated
+    process, is a leftover and is replaced."""
+    file = pid_file(folder, chapter)
+    holder = pid_file_holder(file)
+    if holder is not None and holder[0] != os.getpid():
+        raise BookError(
+            f"chapter {chapter} is still being executed by process {holder[0]}, left by a build that was stopped; "
+            f"wait for it to end or stop it (kill {holder[0]}), then run again"
+        )
+    write_pid_file(file, threads)
+    os.environ[RUNNING], os.environ[CHAPTER] = str(file.parent), chapter
+    try:
+        yield file
+    finally:
+        for var in (RUNNING, CHAPTER):
+            os.environ.pop(var, None)
+        file.unlink(missing_ok=True)
+
+
+def free_cores() -> int:
+    """CPU cores that no other chapter of the running build holds (at least 1; all of them outside a build): a chapter
+    left running alone gets the cores the others freed."""
+    total, folder = os.cpu_count() or 1, os.environ.get(RUNNING)
+    if not folder:
+        return total
+    held = [pid_file_holder(file) for file in Path(folder).glob("*.pid") if file.stem != os.environ.get(CHAPTER)]
+    return max(1, total - sum(h[1] for h in held if h is not None))  # a file whose process is gone (or not ours) holds none

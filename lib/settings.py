@@ -10,7 +10,6 @@ from typing import NamedTuple
 import torch
 
 from .errors import BookError
-from .processes import pid_file_holder
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,20 +125,6 @@ def autocast(precision: str, device: torch.device) -> torch.autocast:
 def cpu_share(parts: int) -> int:
     """CPU threads for each of `parts` processes sharing this machine (at least 1)."""
     return max(1, (os.cpu_count() or 1) // parts)
-
-
-RUNNING = "BOOK_RUNNING_DIR"  # set by the book build: one `<chapter>.pid` file per chapter executing (`lib.processes`)
-CHAPTER = "BOOK_CHAPTER"  # set by the book build: the chapter this process executes
-
-
-def free_cores() -> int:
-    """CPU cores that no other chapter of the running build holds (at least 1; all of them outside a build): a chapter
-    left running alone gets the cores the others freed."""
-    total, folder = os.cpu_count() or 1, os.environ.get(RUNNING)
-    if not folder:
-        return total
-    held = [pid_file_holder(file) for file in Path(folder).glob("*.pid") if file.stem != os.environ.get(CHAPTER)]
-    return max(1, total - sum(h[1] for h in held if h is not None))  # a file whose process is gone (or not ours) holds none
 
 
 def thread_env(threads: int) -> dict[str, str]:

@@ -15,9 +15,8 @@ import pytest
 import yaml
 
 from lib.core import profiles
-from lib.core.profiles import load_profile, profile_parameters
+from lib.core.profiles import load_profile, plan, profile_parameters
 from lib.core.sources import chapters, declared_parameters
-from lib.edition.runner import plan
 from lib.errors import BookError
 from lib.experiments import outlier_set, verdicts
 from lib.settings import REPO_ROOT

@@ -13,7 +13,7 @@ import yaml
 
 from lib import codehash, provenance
 from lib.core import profiles, sources
-from lib.edition import cache, chapter_notes, publishing, reference, report, runner, staging, vouching
+from lib.edition import cache, chapter_notes, publishing, reference, report, schedule, staging, vouching
 from lib.edition.cache import Entry
 from lib.edition.folders import Edition
 from lib.errors import BookError
@@ -211,7 +211,7 @@ def tiny_book(tmp_path, monkeypatch):
 
 
 def _build(force=False):
-    return runner.build("quick", [(c, {"profile": "quick"}) for c in sources.chapters()], force=force)
+    return schedule.build("quick", [(c, {"profile": "quick"}) for c in sources.chapters()], force=force)
 
 
 def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys):
@@ -229,7 +229,7 @@ def test_build_reuses_resumes_and_reexecutes_only_what_changed(tiny_book, capsys
     assert "01_tiny: reused" in out and "02_tiny (quick): executing, no earlier run" in out
     _build()
     assert capsys.readouterr().out.count("reused") == 2
-    runner.build("quick", [("01_tiny", {"profile": "quick", "n": 4})], dry_run=True)  # says why, runs nothing
+    schedule.build("quick", [("01_tiny", {"profile": "quick", "n": 4})], dry_run=True)  # says why, runs nothing
     assert capsys.readouterr().out == "== 01_tiny: would be executed, changed: parameter n\n"
     assert "n" not in Entry.load(ed.entry("01_tiny")).parts["parameters"]  # the cell's value: nothing was overridden
     statuses = ed.statuses()

@@ -316,7 +316,7 @@ def test_workers_settings_say_what_is_wrong(cluster_extra):
 
 
 def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_widens_when_cores_free(tmp_path, monkeypatch):
-    from lib import processes, settings
+    from lib import processes
     from lib.train import workers
 
     grid = _tiny_grid(tmp_path, monkeypatch)
@@ -333,9 +333,9 @@ def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_wi
     me = f"{os.getpid()} {{}} {processes.start_time(os.getpid())}\n"  # as a live process of the build writes it
     (running / "09_other.pid").write_text(me.format((os.cpu_count() or 1) - 1))
     (running / "13_this.pid").write_text(me.format(1))
-    monkeypatch.setenv(settings.RUNNING, str(running))
-    monkeypatch.setenv(settings.CHAPTER, "13_this")
-    assert settings.free_cores() == 1
+    monkeypatch.setenv(processes.RUNNING, str(running))
+    monkeypatch.setenv(processes.CHAPTER, "13_this")
+    assert processes.free_cores() == 1
     monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "cores"))
     with workers.pool("cores") as cores:
         assert isinstance(cores, workers.Cores)
@@ -344,7 +344,7 @@ def test_the_grid_on_free_cores_gives_the_one_thread_serial_runs_in_order_and_wi
     pd.testing.assert_frame_equal(parallel.drop(columns=timing), serial.drop(columns=timing))
     assert list(parallel["method"]) == ["none", "none", "cosreg", "cosreg"] and list(parallel["seed"]) == [0, 1, 0, 1]
     (running / "09_other.pid").write_text("999999999 1\n")  # that chapter ended (no such process): its cores are free
-    assert settings.free_cores() == (os.cpu_count() or 1)
+    assert processes.free_cores() == (os.cpu_count() or 1)
 
 
 def test_a_task_of_chapter_13_trained_ahead_is_what_the_chapter_then_reads_from_the_cache(tmp_path, monkeypatch, shared_data):

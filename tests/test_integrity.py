@@ -18,7 +18,7 @@ import yaml
 
 from lib import io
 from lib.core import profiles, sources
-from lib.edition import publishing, runner, staging
+from lib.edition import publishing, runner, schedule, staging
 from lib.edition.cache import Entry
 from lib.edition.folders import Edition
 from lib.errors import BookError, cli
@@ -65,7 +65,7 @@ def book(tmp_path, monkeypatch):
 
 
 def _build(**parameters):
-    return runner.build("quick", [("01_models", {"profile": "quick", **parameters})])
+    return schedule.build("quick", [("01_models", {"profile": "quick", **parameters})])
 
 
 def _results(root: Path) -> dict[str, int]:
@@ -74,7 +74,7 @@ def _results(root: Path) -> dict[str, int]:
 
 def _plan(capsys) -> str:
     capsys.readouterr()
-    runner.build("quick", [("01_models", {"profile": "quick"})], dry_run=True)
+    schedule.build("quick", [("01_models", {"profile": "quick"})], dry_run=True)
     return capsys.readouterr().out
 
 

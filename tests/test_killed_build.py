@@ -14,7 +14,7 @@ import pytest
 
 from lib import processes
 from lib.core import sources
-from lib.edition import cache, runner
+from lib.edition import cache, execute, schedule
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
@@ -130,32 +130,32 @@ def test_a_live_process_still_executing_a_chapter_stops_a_new_run_with_one_line(
     edition = Edition("quick")
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        runner.pid_file(edition, "01_slow").parent.mkdir(parents=True)
-        runner.pid_file(edition, "01_slow").write_text(f"{holder.pid} 1 {processes.start_time(holder.pid)}\n")  # as the process wrote it
+        execute.pid_file(edition, "01_slow").parent.mkdir(parents=True)
+        execute.pid_file(edition, "01_slow").write_text(f"{holder.pid} 1 {processes.start_time(holder.pid)}\n")  # as the process wrote it
         (edition.running("01_slow") / "quick").mkdir(parents=True)
         with pytest.raises(
             BookError, match=rf"chapter 01_slow is still being executed by process {holder.pid}, left by a build that was stopped; .*kill {holder.pid}"
         ):
-            runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])
+            schedule.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])
         assert edition.running("01_slow").is_dir()  # its folders are left to it
     finally:
         holder.kill()
         holder.wait()
-    runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])  # once it has ended, the chapter runs
-    assert not runner.pid_file(edition, "01_slow").exists() and edition.entry("01_slow").exists()
+    schedule.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])  # once it has ended, the chapter runs
+    assert not execute.pid_file(edition, "01_slow").exists() and edition.entry("01_slow").exists()
 
 
 def test_a_pid_file_whose_id_now_names_another_process_is_a_leftover(slow_book):
     edition = Edition("quick")
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # alive, but not the one that wrote the file
     try:
-        file = runner.pid_file(edition, "01_slow")
+        file = execute.pid_file(edition, "01_slow")
         file.parent.mkdir(parents=True)
         file.write_text(f"{other.pid} 1 1\n")  # another start time: the id was given to a new process
         assert processes.pid_file_holder(file) is None
         file.write_text(f"{other.pid}\n")  # an older build's file, no start time: a process that is not the runner
         assert processes.pid_file_holder(file) is None
-        runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])
+        schedule.build("quick", [("01_slow", {"profile": "quick", "pause": 0})])
         assert edition.statuses()["01_slow"]["status"] == "executed" and not file.exists() and other.poll() is None
     finally:
         other.kill()
@@ -163,7 +163,7 @@ def test_a_pid_file_whose_id_now_names_another_process_is_a_leftover(slow_book):
 
 
 def test_only_the_files_a_run_recorded_are_published(slow_book):
-    runner.build("quick", [("01_slow", {"profile": "quick", "pause": 0, "stray": True})])
+    schedule.build("quick", [("01_slow", {"profile": "quick", "pause": 0, "stray": True})])
     assert sorted(p.parent.name for p in (slow_book / "results/quick").glob("*/01_slow")) == ["a", "b"]
     assert not Edition("quick").running("01_slow").exists()
 
@@ -226,7 +226,7 @@ def test_make_clean_is_refused_while_a_build_writes_an_edition(slow_book):
         refused = clean()
         assert refused.returncode == 2 and refused.stdout == ""
         assert refused.stderr.count("\n") == 1 and "the quick edition is being written by python -m lib.edition.runner (pid" in refused.stderr
-        assert (build / "quick" / ".lock").is_file() and runner.pid_file(Edition("quick"), "01_slow").is_file()
+        assert (build / "quick" / ".lock").is_file() and execute.pid_file(Edition("quick"), "01_slow").is_file()
         out, _ = running.communicate(timeout=120)
         assert running.returncode == 0, out  # the build was left alone and finished
     finally:

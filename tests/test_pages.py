@@ -14,7 +14,7 @@ import yaml
 
 from lib.book import figure_labels, tables
 from lib.core import sources
-from lib.edition import chapter_notes, commit, downloads, pagecheck, publishing, runner, staging
+from lib.edition import chapter_notes, commit, downloads, pagecheck, publishing, schedule, staging
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
@@ -160,7 +160,7 @@ def book_with_pages(tmp_path, monkeypatch, chapter: str = PAGE_CHAPTER) -> Editi
     for module in (commit, chapter_notes, staging, publishing):
         monkeypatch.setattr(module, "REPO_ROOT", root)
     monkeypatch.setattr(staging, "STATIC", root / "book" / "static")
-    runner.build("quick", [("01_page", {"profile": "quick"})])
+    schedule.build("quick", [("01_page", {"profile": "quick"})])
     return Edition("quick")
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from lib.core import sources
-from lib.edition import cache, costs, runner
+from lib.edition import cache, costs, execute, planning, schedule
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from tests.books import book_of
@@ -55,8 +55,8 @@ def _plans():
 
 
 def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_book, capsys, monkeypatch):
-    monkeypatch.delenv(runner.BUILD_STARTED, raising=False)
-    runner.build("quick", _plans(), jobs=2)
+    monkeypatch.delenv(execute.BUILD_STARTED, raising=False)
+    schedule.build("quick", _plans(), jobs=2)
     parallel = _tables(timed_book)
     slow, fast, after = parallel["01_slow"], parallel["02_fast"], parallel["03_after"]
     assert fast["started"] < slow["ended"]  # side by side
@@ -64,10 +64,10 @@ def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_
     statuses = Edition("quick").statuses()
     assert {s["status"] for s in statuses.values()} == {"executed"}
     assert "executing in job 2 of 2" in capsys.readouterr().out
-    assert runner.BUILD_STARTED not in os.environ  # a build's start marks only its own chapters' work
-    runner.build("quick", _plans(), jobs=2)  # nothing changed: all reused, as in a serial build
+    assert execute.BUILD_STARTED not in os.environ  # a build's start marks only its own chapters' work
+    schedule.build("quick", _plans(), jobs=2)  # nothing changed: all reused, as in a serial build
     assert {s["status"] for s in Edition("quick").statuses().values()} == {"reused"}
-    runner.build("quick", _plans(), force=True)  # serially: the same values
+    schedule.build("quick", _plans(), force=True)  # serially: the same values
     serial = _tables(timed_book)
     assert {k: v["value"] for k, v in serial.items()} == {k: v["value"] for k, v in parallel.items()}
     assert serial["02_fast"]["started"] >= serial["01_slow"]["ended"]
@@ -78,12 +78,12 @@ def test_the_longest_chapter_of_the_last_build_starts_first(tmp_path, monkeypatc
     book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     first = [p for p in _plans() if p[0] != "02_new"]
-    runner.build("quick", first, jobs=2)  # in chapter order: nothing is known yet
-    assert runner.longest_first(Edition("quick"), [name for name, _ in first]) == ["03_slow", "01_fast"]
+    schedule.build("quick", first, jobs=2)  # in chapter order: nothing is known yet
+    assert planning.longest_first(Edition("quick"), [name for name, _ in first]) == ["03_slow", "01_fast"]
     # chapters that never ran keep their order, after those with a time
-    assert runner.longest_first(Edition("quick"), [name for name, _ in _plans()]) == ["03_slow", "01_fast", "02_new"]
+    assert planning.longest_first(Edition("quick"), [name for name, _ in _plans()]) == ["03_slow", "01_fast", "02_new"]
     capsys.readouterr()
-    runner.build("quick", _plans(), jobs=2, force=True)
+    schedule.build("quick", _plans(), jobs=2, force=True)
     started = [line.split()[1] for line in capsys.readouterr().out.splitlines() if "executing in job" in line]
     assert started == ["03_slow", "01_fast", "02_new"]
     sources.declared_parameters.cache_clear()
@@ -95,8 +95,8 @@ def test_a_first_build_starts_the_longest_by_the_committed_times_and_records_wha
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     (tmp_path / "profiles" / "costs").mkdir()
     (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("03_slow: {seconds: 900, measured: elsewhere}\n01_fast: {seconds: 5, measured: elsewhere}\n")
-    assert runner.longest_first(Edition("quick"), [name for name, _ in _plans()]) == ["03_slow", "01_fast", "02_new"]
-    runner.build("quick", _plans(), jobs=2)
+    assert planning.longest_first(Edition("quick"), [name for name, _ in _plans()]) == ["03_slow", "01_fast", "02_new"]
+    schedule.build("quick", _plans(), jobs=2)
     out = capfd.readouterr().out.splitlines()  # the jobs' processes print to the file descriptor
     started = [line.split()[1] for line in out if "executing in job" in line]
     assert started == ["03_slow", "01_fast", "02_new"]
@@ -106,7 +106,7 @@ def test_a_first_build_starts_the_longest_by_the_committed_times_and_records_wha
     assert set(measured) == set(chapters) and 2 <= measured["03_slow"] < 900
     assert all(abs(measured[name] - printed[name]) <= 0.5 for name in chapters)
     assert "CPU" in costs.load("quick")["03_slow"]["measured"] and "2 at once" in costs.load("quick")["03_slow"]["measured"]
-    runner.build("quick", _plans(), jobs=2, force=True, timed=False)  # a scaled smoke run: the times stay
+    schedule.build("quick", _plans(), jobs=2, force=True, timed=False)  # a scaled smoke run: the times stay
     assert costs.expected("quick") == measured
     sources.declared_parameters.cache_clear()
 
@@ -122,7 +122,7 @@ def test_a_run_that_reused_cached_work_keeps_the_committed_time(tmp_path, monkey
     (tmp_path / "profiles" / "costs").mkdir()
     (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("01_cached: {seconds: 900, measured: elsewhere}\n")
     for jobs in (2, 1):
-        runner.build("quick", _plans(), jobs=jobs, force=True)
+        schedule.build("quick", _plans(), jobs=jobs, force=True)
         assert costs.load("quick")["01_cached"] == {"seconds": 900, "measured": "elsewhere"} and "02_fresh" in costs.load("quick")
         assert "01_cached: its time" in capsys.readouterr().out
         assert cache.Entry.load(Edition("quick").entry("01_cached")).inputs == []  # a cached run is not an input
@@ -130,12 +130,12 @@ def test_a_run_that_reused_cached_work_keeps_the_committed_time(tmp_path, monkey
 
 
 def test_default_jobs_follow_the_cores(monkeypatch):
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
-    assert runner.default_jobs() == 2
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 64)
-    assert runner.default_jobs() == runner.MAX_JOBS
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: None)
-    assert runner.default_jobs() == 1
+    monkeypatch.setattr(planning.os, "cpu_count", lambda: 2)
+    assert planning.default_jobs() == 2
+    monkeypatch.setattr(planning.os, "cpu_count", lambda: 64)
+    assert planning.default_jobs() == planning.MAX_JOBS
+    monkeypatch.setattr(planning.os, "cpu_count", lambda: None)
+    assert planning.default_jobs() == 1
 
 
 def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path):
@@ -144,7 +144,7 @@ def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path)
     sources.declared_parameters.cache_clear()
     start = time.time()
     with pytest.raises(BookError, match=r"chapter 01_slow failed \(its message is above\)"):
-        runner.build("quick", _plans(), jobs=2)
+        schedule.build("quick", _plans(), jobs=2)
     statuses = Edition("quick").statuses()
     assert statuses["01_slow"]["status"] == "failed" and statuses["02_fast"]["status"] == "executed" and "03_after" not in statuses
     assert time.time() - start < 120
@@ -183,24 +183,24 @@ AHEAD_RUN = "import pathlib, sys, time; time.sleep({pause}); sys.exit({code}) if
 
 
 def test_work_ahead_of_a_chapter_runs_as_jobs_of_its_own_before_it(tmp_path, monkeypatch, capfd):
-    """A chapter's long work (`runner.AHEAD`: chapter 05's pre-training runs) runs as jobs beside the other chapters;
+    """A chapter's long work (`planning.AHEAD`: chapter 05's pre-training runs) runs as jobs beside the other chapters;
     the chapter starts once all of it is done, and each job's time is recorded under "<chapter>:<run>"."""
     chapters = {"01_other": 2, "02_trained": 0}
     book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     (tmp_path / "profiles" / "costs").mkdir()
     runs = {f"02_trained:{r}": [sys.executable, "-c", AHEAD_RUN.format(pause=1, code=0, path=tmp_path / r)] for r in ("a", "b")}
-    monkeypatch.setitem(runner.AHEAD, "02_trained", lambda profile, params: runs)
+    monkeypatch.setitem(planning.AHEAD, "02_trained", lambda profile, params: runs)
     (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("01_other: {seconds: 100, measured: x}\n02_trained: {seconds: 20, measured: x}\n")
-    order = runner.longest_first(Edition("quick"), ["01_other", "02_trained", *runs])
+    order = planning.longest_first(Edition("quick"), ["01_other", "02_trained", *runs])
     assert order == ["01_other", "02_trained", "02_trained:a", "02_trained:b"]  # 20 s: the chapter, its runs' times unknown
     (tmp_path / "profiles" / "costs" / "quick.yaml").write_text(
         "01_other: {seconds: 100, measured: x}\n02_trained: {seconds: 20, measured: x}\n02_trained:a: {seconds: 50, measured: x}\n"
         "02_trained:b: {seconds: 60, measured: x}\n"
     )
-    order = runner.longest_first(Edition("quick"), ["01_other", "02_trained", *runs])
+    order = planning.longest_first(Edition("quick"), ["01_other", "02_trained", *runs])
     assert order == ["02_trained:a", "02_trained:b", "01_other", "02_trained"]  # the chain of 130 s before the chapter of 100
-    runner.build("quick", _plans(), jobs=2)
+    schedule.build("quick", _plans(), jobs=2)
     out = capfd.readouterr().out
     assert "02_trained:a (quick): executing in job" in out and "work ahead of chapter 02_trained" in out
     trained = _tables(tmp_path)["02_trained"]
@@ -209,7 +209,7 @@ def test_work_ahead_of_a_chapter_runs_as_jobs_of_its_own_before_it(tmp_path, mon
     assert 1 <= costs.expected("quick")["02_trained:a"] < 50
     runs["02_trained:b"] = [sys.executable, "-c", AHEAD_RUN.format(pause=0, code=3, path=tmp_path / "b")]
     with pytest.raises(BookError, match=r"^02_trained:b failed \(its message is above\)"):
-        runner.build("quick", _plans(), jobs=2, force=True)
+        schedule.build("quick", _plans(), jobs=2, force=True)
     assert Edition("quick").statuses()["02_trained"]["status"] == "executed"  # the last run's; this build did not start it
     assert "02_trained:b" not in Edition("quick").statuses()
     sources.declared_parameters.cache_clear()
@@ -232,7 +232,7 @@ def test_work_cached_by_this_build_is_part_of_its_cost(tmp_path, monkeypatch, ca
     book_of(tmp_path, monkeypatch, text)
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: set())
     (tmp_path / "profiles" / "costs").mkdir()
-    runner.build("quick", _plans(), jobs=1)
+    schedule.build("quick", _plans(), jobs=1)
     assert set(costs.expected("quick")) == {"01_fresh"}
     assert "02_older: its time" in capsys.readouterr().out
     sources.declared_parameters.cache_clear()

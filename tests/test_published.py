@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from lib.edition import downloads, front_page, publishing, runner, staging, vouching
+from lib.edition import downloads, front_page, publishing, schedule, staging, vouching
 from lib.edition.folders import Edition
 from lib.errors import BookError
 from tests.test_pages import page_book  # noqa: F401  (a fixture)
@@ -50,7 +50,7 @@ def test_a_pdf_typeset_from_other_runs_is_not_linked(page_book, capsys):  # noqa
     runs = vouching.entries_digest(vouching.verified_entries(page_book))
     downloads.pdf_stamp(pdf).write_text(json.dumps({"entries": runs}))
     assert "book.pdf" in staged_front(page_book)
-    runner.build("quick", [("01_page", {"profile": "quick", "n": 4})])  # the chapter runs again: the PDF is stale
+    schedule.build("quick", [("01_page", {"profile": "quick", "n": 4})])  # the chapter runs again: the PDF is stale
     front = staged_front(page_book)
     assert "book.pdf" not in front and not (page_book.source / downloads.DOWNLOADS / downloads.PDF_NAME).exists()
 
@@ -82,6 +82,6 @@ def test_publish_takes_only_a_whole_edition_built_from_its_entries(page_book):  
     with pytest.raises(BookError, match=r"lacks the page of 01_page"):
         publishing.publish(page_book)
     publishing.build_html(page_book)
-    runner.build("quick", [("01_page", {"profile": "quick", "n": 5})])  # new runs since the pages were built
+    schedule.build("quick", [("01_page", {"profile": "quick", "n": 5})])  # new runs since the pages were built
     with pytest.raises(BookError, match="was not built by `make book` from the chapter runs"):
         publishing.publish(page_book)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lib.core import sources
-from lib.edition import cache, publishing, runner, staging
+from lib.edition import cache, publishing, runner, schedule, staging
 from lib.edition.folders import Edition
 from lib.edition.vouching import entries_digest, unvouched, verified_entries
 from lib.errors import BookError
@@ -141,7 +141,7 @@ def test_a_failed_publish_of_results_keeps_the_last_good_run(reading_book):
     thread = threading.Thread(target=remove_staging_mid_run)
     thread.start()
     with pytest.raises(BookError, match=r"chapter 01_source recorded writing quick/a/01_source/t.csv but its run left no such file .* keeps its last good run"):
-        runner.build("quick", [("01_source", {"profile": "quick", "pause": 1.0})], force=True)
+        schedule.build("quick", [("01_source", {"profile": "quick", "pause": 1.0})], force=True)
     thread.join()
     assert edition.entry("01_source").read_bytes() == entry and edition.notebook("01_source").read_bytes() == notebook
     assert table.read_bytes() == before and unvouched(edition) == {} and not edition.running("01_source").exists()

@@ -1,3 +1,3 @@
-"""How the book is built: chapter sources and their parameters cells (`sources`), profiles, executing chapters with
-papermill (`runner`), cache keys (`cache`), editions and their HTML (`edition`), the parameter reference, exercises and
-launch buttons. What the chapters themselves call is in `lib.book`."""
+"""How the book is built: executing chapters with papermill (`runner`, the command, with `planning`, `schedule` and
+`execute`), cache keys (`cache`), editions and their HTML (`folders`, `staging`, `publishing`), the parameter reference,
+exercises and launch buttons. What the chapters themselves call is in `lib.book`."""

@@ -2,7 +2,7 @@
 longest chapters first too, and the rerun page can say what each edition costs. Every chapter a build executes writes
 its measured time there, with where it was measured (commit the file to share it); a profile not yet built may hold
 estimates, marked as such. A chapter's own last run in an edition, where there is one, is a better guess for ordering
-and comes first (`runner.longest_first`)."""
+and comes first (`planning.longest_first`)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def chapter_costs() -> str:
     for c in chapters():
         lines.append(f"| {c} | " + " | ".join(cell(rows[p].get(c)) for p in COST_PROFILES) + " |")
         ahead = [{k: r for k, r in rows[p].items() if k.startswith(c + ":")} for p in COST_PROFILES]
-        if any(ahead):  # work a parallel build runs as jobs of its own before the chapter (`runner.AHEAD`)
+        if any(ahead):  # work a parallel build runs as jobs of its own before the chapter (`planning.AHEAD`)
             lines.append("| ↳ its work ahead, in jobs | " + " | ".join(_jobs(a, cell) for a in ahead) + " |")
     totals = [sum(r["seconds"] for r in rows[p].values()) for p in COST_PROFILES]
     lines.append("| **all jobs, in turn** | " + " | ".join(f"**{duration(t)}**" if t else "–" for t in totals) + " |")

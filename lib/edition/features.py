@@ -5,7 +5,7 @@
 The features are the ones chapter 09 would extract with the same profile and values (`frozen.task_data`,
 `frozen.features`): every split's pooled vectors and the training tokens' moments, kept in the run cache
 (`encode.features`), so the chapter then reads them and only fits its classifiers. A parallel book build runs one such
-command per model, task and part as jobs of their own (`runner.AHEAD`).
+command per model, task and part as jobs of their own (`planning.AHEAD`).
 """
 
 from __future__ import annotations

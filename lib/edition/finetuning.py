@@ -4,7 +4,7 @@
 
 The runs are the ones chapter 13 would train with the same profile and values (`isotropy_calibration.grid`), each
 kept in the run cache (`finetune.cached_run`), so the chapter then reads them instead of training. A run already cached
-is not trained again. A parallel book build runs one such command per task as jobs of their own (`runner.AHEAD`).
+is not trained again. A parallel book build runs one such command per task as jobs of their own (`planning.AHEAD`).
 """
 
 from __future__ import annotations

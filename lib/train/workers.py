@@ -27,8 +27,8 @@ from typing import Any
 import torch
 
 from ..errors import BookError, require
-from ..processes import die_with_parent
-from ..settings import cpu_share, free_cores, thread_env
+from ..processes import die_with_parent, free_cores
+from ..settings import cpu_share, thread_env
 
 RECHECK_S = 5.0  # how often a Cores pool waiting on its runs looks again for freed cores
 
