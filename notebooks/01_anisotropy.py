@@ -57,7 +57,7 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.core import paper
 from lib.encode.collectors import SentenceTokenSampler, TokenReservoir
 from lib.encode.extraction import extract
 from lib.encode.models import layer_index, load_model

@@ -56,7 +56,7 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.core import paper
 from lib.encode.collectors import SentenceExtremes
 from lib.encode.models import load_model
 from lib.experiments import figure_kinds, outlier_neurons, outlier_set

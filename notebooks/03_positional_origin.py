@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.core import paper
 from lib.encode.collectors import LayerStats, PositionProfile
 from lib.encode.extraction import extract
 from lib.encode.models import load_model

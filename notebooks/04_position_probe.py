@@ -65,7 +65,8 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, tables
+from lib.book import tables
+from lib.core import paper
 from lib.datasets.tasks import sample_sentences
 from lib.encode.collectors import AllTokens
 from lib.encode.extraction import extract

@@ -85,8 +85,8 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
 from lib.book.results import Results
+from lib.core import paper
 from lib.core.store import CHAPTER
 from lib.encode.models import load_model
 from lib.errors import require

@@ -66,7 +66,8 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, tables
+from lib.book import tables
+from lib.core import paper
 from lib.datasets.registry import load
 from lib.encode import words
 from lib.encode.models import load_model

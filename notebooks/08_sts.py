@@ -70,7 +70,7 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.core import paper
 from lib.core.store import CHAPTER
 from lib.datasets import glove
 from lib.datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, sts_training_sentences, subsample

@@ -84,7 +84,7 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.core import paper
 from lib.datasets.tasks import CLASSIFICATION_TASKS
 from lib.encode.models import load_model
 from lib.experiments import frozen, outlier_set, vector_variants

@@ -50,7 +50,7 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.core import paper
 from lib.datasets.tasks import corpus_documents
 from lib.encode.models import load_model
 from lib.experiments import rare_tokens

@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper
+from lib.core import paper
 from lib.datasets.tasks import WORD_SIMILARITY, word_similarity
 from lib.encode.models import load_model
 from lib.experiments import word_geometry

@@ -93,7 +93,8 @@ from dataclasses import replace
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, tables
+from lib.book import tables
+from lib.core import paper
 from lib.datasets.tasks import GLUE_TASKS, glue_samples
 from lib.encode.models import load_model
 from lib.experiments import isotropy_calibration
@@ -272,7 +273,7 @@ ch.say(
 
 # %%
 ours = isotropy_calibration.method_overview(summary)
-theirs = isotropy_calibration.method_overview(paper.ding_glue_summary())
+theirs = isotropy_calibration.method_overview(isotropy_calibration.paper_summary())
 overview = pd.concat([ours.assign(source="ours"), theirs.assign(source="paper")], ignore_index=True)
 overview = overview[["source"] + [c for c in overview.columns if c != "source"]]
 for spec in specs:

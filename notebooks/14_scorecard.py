@@ -73,8 +73,9 @@ from dataclasses import replace
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import paper, scorecard
+from lib.book import scorecard
 from lib.book.results import Results
+from lib.core import paper
 from lib.core.store import CHAPTER
 from lib.experiments import verdicts
 

@@ -424,7 +424,8 @@ def test_the_container_image_installs_the_pinned_environment_and_builds_the_book
 
 def test_the_registries_a_chapter_reads_are_recorded_as_its_inputs(tmp_path, monkeypatch):
     """Edits to claims.yaml or paper_values.yaml execute the chapters that read them again (issue 42's first finding)."""
-    from lib.book import paper, scorecard
+    from lib.book import scorecard
+    from lib.core import paper
 
     log = tmp_path / "provenance.jsonl"
     monkeypatch.setenv(provenance.ENV, str(log))

@@ -266,9 +266,8 @@ def test_summary_statistics_by_hand():
 
 
 def test_the_papers_table_4_fills_the_output_columns_only():
-    from lib.book import paper
 
-    theirs = isotropy_calibration.method_overview(paper.ding_glue_summary())
+    theirs = isotropy_calibration.method_overview(isotropy_calibration.paper_summary())
     assert theirs["I1_output"].between(0, 1).all() and theirs["I1_W"].isna().all()
 
 

@@ -1,4 +1,4 @@
-"""Every rule with paper values, applied to the papers' own reported numbers (lib/book/paper_values.yaml) planted as
+"""Every rule with paper values, applied to the papers' own reported numbers (lib/core/paper_values.yaml) planted as
 the tables our chapters write, gives the verdict the paper claims: a rule that would reject its own paper tests
 something other than the paper's statement.
 
@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.book import paper, scorecard
+from lib.book import scorecard
+from lib.core import paper
 from lib.experiments import verdicts
 
 from .test_scorecard import RULES

@@ -6,13 +6,13 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ..core import paper
 from ..core.profiles import chapter_parameters, config  # noqa: F401  (config: `ch.config` in the chapters)
 from ..core.sources import comma_list, declared_parameters, names  # noqa: F401  (names: `ch.names` in the chapters)
 from ..datasets.tasks import sample_sentences
 from ..encode.models import check_available
 from ..errors import require
 from ..experiments import plotting
-from . import paper
 from .output import Markdown, display
 from .results import Results
 from .tables import show

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..book import paper, scorecard
-from ..core import store
+from ..book import scorecard
+from ..core import paper, store
 from ..core.profiles import description
 from ..experiments.verdicts import VERDICTS
 from .cache import Entry, digest

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from ..core import paper
 from ..core.profiles import config
 from ..core.sources import names
 from ..core.store import declare
@@ -438,3 +439,33 @@ def method_overview(summary: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def paper_summary() -> pd.DataFrame:
+    """Ding et al.'s Table 1 (scores) joined with Table 4 (I1, I2) in the columns of `finetune.summarise`; Table 4 measures
+    "the output embedding space", so its values fill the output (contextual) columns, and I1 of W is left out. The paper marks only
+    significant improvements, so `significant` is True where marked and unknown (None) elsewhere; its only time
+    ratio is the flow's average over tasks (§4.1), given to each of that model's flow rows."""
+    scores = paper.table("ding2022", "glue")
+    iso = paper.table("ding2022", "glue_isotropy")[["model", "paper_method", "paper_task", "paper_I1", "paper_I2"]]
+    frame = scores.merge(iso, on=["model", "paper_method", "paper_task"], how="left")
+    none = frame[frame["paper_method"] == "none"].set_index(["model", "paper_task"])["paper_value"]
+    reference = none.reindex(pd.MultiIndex.from_frame(frame[["model", "paper_task"]])).to_numpy()
+    calibrated = frame["paper_method"] != "none"
+    timed = paper.values()["ding2022"]["flow_time_ratio"]
+    time_ratio = np.where((frame["model"] == timed["model"]) & (frame["paper_method"] == "flow"), timed["value"], np.nan)
+    return pd.DataFrame(
+        {
+            "model": frame["model"],
+            "task": frame["paper_task"],
+            "metric": frame["paper_metric"],
+            "method": frame["paper_method"],
+            "score_mean": frame["paper_value"],
+            "score_std": frame["paper_std"],
+            "difference": (frame["paper_value"] - reference).where(calibrated),
+            "significant": frame["paper_significant"].map(lambda marked: True if marked else None).where(calibrated, False),
+            "I1_context_mean": frame["paper_I1"],
+            "I2_context_mean": frame["paper_I2"],
+            "time_ratio": time_ratio,
+        }
+    )
