@@ -11,9 +11,6 @@ import yaml
 
 from ..provenance import record
 
-# Which paper model a hub id is, so that paper columns line up with ours in the `paper` profile.
-PAPER_MODEL = {"bert-base-uncased": "bert-base", "bert-base-cased": "bert-base", "roberta-base": "roberta-base"}
-
 _FILE = Path(__file__).with_name("paper_values.yaml")
 
 
@@ -45,6 +42,8 @@ def table(paper: str, key: str) -> pd.DataFrame:
 
 
 def beside(ours: pd.DataFrame, theirs: pd.DataFrame, on: list[str], spec: str = "spec") -> pd.DataFrame:
-    """Our rows (with a model-spec column) and, for the paper model the spec is, the paper table's rows with the same
-    `on` keys joined on (its `model` column becomes `paper_model`); empty where the paper did not study the model."""
-    return ours.assign(paper_model=ours[spec].map(PAPER_MODEL)).merge(theirs.rename(columns={"model": "paper_model"}), on=["paper_model", *on], how="left")
+    """Our rows (with a model-spec column) and the paper table's rows for the same model (its `model` column is the hub
+    id a profile names; it becomes `paper_model`) with the same `on` keys joined on; empty where the paper did not
+    study the model."""
+    theirs = theirs.rename(columns={"model": "paper_model"})
+    return ours.merge(theirs, left_on=[spec, *on], right_on=["paper_model", *on], how="left")
