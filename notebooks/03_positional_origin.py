@@ -92,7 +92,7 @@ for spec in specs:
     }
     for name, frame in [
         (positional_origin.EMBEDDING_TABLES, view.summary),
-        ("position_embedding_rows", view.rows),
+        (positional_origin.POSITION_ROWS, view.rows),
         (positional_origin.LAYERNORM_RANKS, ranks),
         (positional_origin.LAYERNORM_CRITERIA, criteria),
         (positional_origin.PROPAGATION, spread),

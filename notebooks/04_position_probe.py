@@ -121,8 +121,8 @@ for spec in specs:
         (position_probe.PROBE_ACCURACY, run.accuracy),
         (position_probe.PROBE_SENTENCES, run.by_sentence),  # the sampled unit the scorecard resamples
         (position_probe.PROBE_CONTRIBUTION, run.contribution),
-        ("contribution_all_neurons", run.all_neurons),
-        ("contribution_by_position", position_probe.by_position_table(run.heatmaps)),
+        (position_probe.CONTRIBUTION_ALL, run.all_neurons),
+        (position_probe.CONTRIBUTION_BY_POSITION, position_probe.by_position_table(run.heatmaps)),
     ]:
         results.table(frame, name, spec, parameters=parameters, model_info=info)
     found[lm.name] = dict(spec=spec, dims=dims)

@@ -152,8 +152,8 @@ print(f"unigram perplexity of the validation tokens (training-set token frequenc
 runs = pretraining.train_unless_saved(configs, (tokenizer, train_blocks, valid_blocks), track_blocks=track_blocks, device=device, retrain=retrain)
 histories, tracks = {name: run[0] for name, run in runs.items()}, {name: run[1] for name, run in runs.items()}
 for name, cfg in configs.items():
-    results.table(histories[name], "training_history", f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
-    results.table(tracks[name], "outlier_track", f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
+    results.table(histories[name], pretraining.TRAINING_HISTORY, f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
+    results.table(tracks[name], pretraining.OUTLIER_TRACK, f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
 
 # %%
 sizes, drift = {}, []
@@ -251,7 +251,7 @@ for name, cfg in configs.items():
     report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
     report.pooled = report.pooled.assign(model=name)
     results.table(report.detected, pretraining.PRETRAIN_OUTLIERS, f"trained:{name}", parameters=parameters, model_info=info)
-    results.table(report.pooled, "extreme_dimensions_pooled", f"trained:{name}", parameters=parameters, model_info=info)
+    results.table(report.pooled, pretraining.PRETRAIN_EXTREMES, f"trained:{name}", parameters=parameters, model_info=info)
     stats[name], reports[name] = st, report
     del lm
 summary = pretraining.PRETRAIN_SUMMARY.frame(
@@ -338,7 +338,7 @@ view = positional.position_view(lm, z_threshold)
 model_dims = reports[pe_name].model_outliers
 ranks = positional.parameter_ranks(positional.layernorms(lm), model_dims["dim"].to_numpy(), model_dims["sign"].tolist())
 del lm
-results.table(view.summary, "embedding_tables", f"trained:{pe_name}", parameters=parameters)
+results.table(view.summary, pretraining.PRETRAIN_EMBEDDING_TABLES, f"trained:{pe_name}", parameters=parameters)
 ch.show(
     positional_origin.embedding_tables_view(view.summary),
     f"{pe_name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension",

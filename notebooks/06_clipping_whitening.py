@@ -72,7 +72,7 @@ from lib.datasets.registry import load
 from lib.encode import words
 from lib.encode.models import load_model
 from lib.errors import require
-from lib.experiments import clipping_geometry, figure_kinds, outlier_set, vector_variants
+from lib.experiments import clipping_whitening, figure_kinds, outlier_set, vector_variants
 
 for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word).items():
     ch.positive_int(name, value)
@@ -94,7 +94,7 @@ aniso, versus, sets, views, view_positions, view_special = {}, {}, {}, {}, {}, {
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
-    run = clipping_geometry.run(
+    run = clipping_whitening.run(
         lm,
         measure=measure,
         fit=fit,
@@ -108,10 +108,10 @@ for spec in specs:
         protocol=clip,
     )
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
-    results.table(run.table, clipping_geometry.GEOMETRY_BY_VARIANT, spec, parameters=parameters, model_info=info)
-    results.table(run.versus_random, clipping_geometry.CLIPPING_VS_RANDOM, spec, parameters=parameters, model_info=info)
+    results.table(run.table, clipping_whitening.GEOMETRY_BY_VARIANT, spec, parameters=parameters, model_info=info)
+    results.table(run.versus_random, clipping_whitening.CLIPPING_VS_RANDOM, spec, parameters=parameters, model_info=info)
     aniso[lm.name], versus[lm.name] = run.table, run.versus_random
-    for shown, new in zip((views, view_positions, view_special), clipping_geometry.plane_views(run, lm.name, seed)):
+    for shown, new in zip((views, view_positions, view_special), clipping_whitening.plane_views(run, lm.name, seed)):
         shown.update(new)
     del lm
 ch.say(
@@ -146,7 +146,7 @@ ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and 
 # ### Clipping against random dimensions
 #
 # Zeroing any dimensions changes cosines a little by itself, so what clipping does is measured against zeroing as many
-# never-flagged dimensions, averaged over many random draws (`clipping_geometry.RANDOM_DRAWS`; one draw of a few
+# never-flagged dimensions, averaged over many random draws (`clipping_whitening.RANDOM_DRAWS`; one draw of a few
 # dimensions is a noisy control): per clipped layer, how much more clipping lowers the mean cosine of the same random pairs (a paired interval
 # over the pairs), and how much more it raises self-similarity minus anisotropy (an interval over the words and the
 # pairs, two separate samples). The scorecard tests the two claims of this chapter on this table.
@@ -161,7 +161,7 @@ for name, frame in versus.items():
     )
     ch.show(
         shown,
-        f"{name}: clipping minus zeroing as many random dims (mean of {clipping_geometry.RANDOM_DRAWS} draws), per clipped layer, with 95% intervals",
+        f"{name}: clipping minus zeroing as many random dims (mean of {clipping_whitening.RANDOM_DRAWS} draws), per clipped layer, with 95% intervals",
         precision=3,
         tab=name,
     )
@@ -258,7 +258,7 @@ ch.say(
 # %%
 name = list(aniso)[-1]
 at = {
-    z: clipping_geometry.clipped_cosines(sets[name].with_threshold(z), run.tokens, n_pairs, seed=seed, protocol=clip)
+    z: clipping_whitening.clipped_cosines(sets[name].with_threshold(z), run.tokens, n_pairs, seed=seed, protocol=clip)
     for z in (sets[name].criterion.z_threshold, 5.0)
 }
 both = pd.concat({f"at {z:g}": t.set_index("layer")[["dims_zeroed", "mean_cosine"]] for z, t in at.items()}, axis=1)

@@ -24,7 +24,7 @@
 # about half a point (Table 3). This chapter repeats that for raw and clipped vectors and adds
 # whitened ones.
 #
-# Set-up here (the protocol is `lib/experiments/frozen.py`):
+# Set-up here (the protocol is `lib/experiments/supervised.py`):
 #
 # - **SST-2** (GLUE phrases for training, the 872 development and 1,821 test sentences),
 #   **IMDB** (movie reviews; the offline copy has 20,000 training and 25,000 test reviews and no
@@ -87,12 +87,12 @@ import lib.book.chapter as ch
 from lib.core import paper
 from lib.datasets.tasks import CLASSIFICATION_TASKS
 from lib.encode.models import load_model
-from lib.experiments import frozen, outlier_set, vector_variants
+from lib.experiments import outlier_set, supervised, vector_variants
 from lib.train import probe
 
 specs, results = ch.begin("09_supervised", profile, models)
 wanted = vector_variants.requested(variants)
-data = frozen.task_data(globals())  # the samples by task, each size checked
+data = supervised.task_data(globals())  # the samples by task, each size checked
 names = list(data)
 ch.show(
     pd.DataFrame(
@@ -116,12 +116,12 @@ scores, summary, sets = {}, [], {}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
-    runs = [frozen.run_task(lm, t, data[t], outlier_set=sets[lm.name], wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip) for t in names]
+    runs = [supervised.run_task(lm, t, data[t], outlier_set=sets[lm.name], wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip) for t in names]
     table = pd.concat([run.table for run in runs], ignore_index=True)
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": sets[lm.name].describe()}
-    results.table(table, frozen.FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)
-    summary.append(frozen.best(runs, lm.name, spec, sets[lm.name].outlier_layers(clip)))
-    results.table(summary[-1], frozen.FROZEN_BEST, spec, parameters=parameters, model_info=info)
+    results.table(table, supervised.FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)
+    summary.append(supervised.best(runs, lm.name, spec, sets[lm.name].outlier_layers(clip)))
+    results.table(summary[-1], supervised.FROZEN_BEST, spec, parameters=parameters, model_info=info)
     scores[spec] = (lm.name, table)
     del lm
 summary = pd.concat(summary, ignore_index=True)

@@ -46,21 +46,11 @@ device = "auto"
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import numpy as np
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.encode.models import load_model
-from lib.errors import require
-from lib.experiments import common_direction, figure_kinds
+from lib.experiments import common_direction
 
 specs, results = ch.begin("10_common_direction", profile, models)
-shift_texts = ch.names(shifts, "shifts")
-require(all(s.replace(".", "", 1).isdigit() for s in shift_texts), f"shifts must be comma-separated non-negative numbers, got {shifts!r}")
-shift_values = [float(s) for s in shift_texts]
-ch.positive_int("toy_points", toy_points)
-ch.positive_int("plane_points", plane_points)
-require(isinstance(check_rows, int) and check_rows >= 0, f"check_rows must be 0 (all) or a positive integer, got {check_rows!r}")
+shift_values = common_direction.inputs(shifts, toy_points, plane_points, check_rows)
 parameters = ch.parameters("10_common_direction", globals())
 
 # %% [markdown]
@@ -71,42 +61,17 @@ parameters = ch.parameters("10_common_direction", globals())
 # spectrum of an embedding matrix shows ({numref}`fig-10-toy-sphere`).
 
 # %%
-rng = np.random.default_rng(seed)
-ball = rng.normal(size=(toy_points, 3))
-ball /= np.linalg.norm(ball, axis=1, keepdims=True)
-clouds = {s: ball + np.array([s, 0.0, 0.0]) for s in shift_values}
-toy_spectra = {s: np.linalg.svd(c, compute_uv=False) for s, c in clouds.items()}
-toy = pd.DataFrame([{"shift": s, **{f"sigma_{i + 1}": v for i, v in enumerate(sv)}, "sigma_1_over_sigma_2": sv[0] / sv[1]} for s, sv in toy_spectra.items()])
-results.table(toy, "toy_sphere", "toy", parameters=parameters)
-results.figure(
-    common_direction.toy_sphere(clouds, toy_spectra),
-    "toy_sphere",
-    "A ball of points shifted away from the origin: the shape is unchanged, the singular values are not.",
-)
-ch.show(toy, "Singular values of the shifted sphere: the gap grows with the shift although the shape is the same ball")
+sphere = common_direction.toy(shift_values, toy_points, seed)
+results.table(sphere.table, common_direction.TOY_SPHERE, "toy", parameters=parameters)
+common_direction.figure_toy(sphere, results)
+ch.show(sphere.table, "Singular values of the shifted sphere: the gap grows with the shift although the shape is the same ball")
 
 # %% [markdown]
 # ## The embedding matrices, before and after centering
 
 # %%
-views, spectra, norms, summary, rings, colour = {}, {}, {}, [], {}, {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    found = common_direction.measure(lm, plane_points, check_rows, seed=seed)
-    for label, view in found.views.items():
-        key = f"{lm.name}, {label}"
-        views[key], rings[key], colour[key] = view, found.reference, found.sample_norms
-    spectra[lm.name], norms[lm.name] = found.spectra, found.norms
-    results.table(
-        common_direction.EMBEDDING_MATRIX.frame([found.summary]),
-        common_direction.EMBEDDING_MATRIX,
-        spec,
-        parameters=parameters,
-        model_info={"name": lm.name, "family": lm.family, "width": found.summary["width"]},
-    )
-    summary.append(found.summary)
-    del lm
-summary = pd.DataFrame(summary)
+settings = dict(plane_points=plane_points, check_rows=check_rows, seed=seed, device=device, dtype=dtype)
+runs = ch.each_model(common_direction.run, specs, results=results, parameters=parameters, **settings)
 
 # %% [markdown]
 # Each panel projects a random sample of the vocabulary on the top two singular vectors of the
@@ -116,20 +81,11 @@ summary = pd.DataFrame(summary)
 # ({numref}`fig-10-embedding-planes`); {numref}`fig-10-spectra-and-norms` gives the singular values and the norms.
 
 # %%
-fig = figure_kinds.plane_views(views, colour, "L2 norm of the (raw) embedding", special=rings, ring_label="reference tokens (chapter 11)")
-results.figure(
-    fig,
-    "embedding_planes",
-    "Input embeddings on their first two principal components, coloured by norm; the reference tokens of chapter 11 ringed.",
-)
-fig = common_direction.spectra_and_norms(spectra, norms)
-results.figure(fig, "spectra_and_norms", "Singular values of the raw and centered embedding matrices, and the distribution of embedding norms.")
+common_direction.figure_planes(runs, results)
+common_direction.figure_spectra(runs, results)
 
 # %%
-ch.show(
-    summary[["model", "vocabulary", "width", "average_norm_raw", "mean_vector_norm_raw", "ratio_raw", "sigma1_over_sigma2_raw", "sigma1_over_sigma2_centered"]],
-    "The mean vector and the top of the spectrum, before and after centering",
-)
+ch.show(common_direction.drift_table(runs), "The mean vector and the top of the spectrum, before and after centering")
 
 # %% [markdown]
 # ## Appendix A, checked
@@ -145,21 +101,10 @@ ch.show(
 # in blocks):
 
 # %%
-check = summary[["model", "check_rows", "mean_pairwise_cosine_brute_force", "mean_pairwise_cosine_from_mean_unit_vector"]].assign(
-    absolute_difference=lambda t: (t["mean_pairwise_cosine_brute_force"] - t["mean_pairwise_cosine_from_mean_unit_vector"]).abs()
-)
-ch.show(check, "Average pairwise cosine: brute force vs the mean-unit-vector formula", precision=6)
+ch.show(common_direction.appendix_check(runs), "Average pairwise cosine: brute force vs the mean-unit-vector formula", precision=6)
 
 # %% tags=["hide-input"]
-ch.say(
-    "**What our run shows.**\n\n"
-    + "\n".join(
-        f"- **{r.model}**: the mean embedding is {r.ratio_raw:.2f} times the average embedding length; σ1/σ2 is "
-        f"{r.sigma1_over_sigma2_raw:.2f} before and {r.sigma1_over_sigma2_centered:.2f} after centering; the average pairwise cosine is "
-        f"{r.mean_pairwise_cosine_brute_force:.4f} (formula {r.mean_pairwise_cosine_from_mean_unit_vector:.4f})."
-        for r in summary.itertuples()
-    )
-)
+ch.findings(common_direction.findings(runs))
 
 # %% [markdown]
 # ## Exercises
@@ -181,11 +126,9 @@ ch.say(
 # $\sigma_1/\sigma_2 \approx \sqrt{3s^2 + 1}$: the gap grows linearly with the shift while the shape stays a ball.
 
 # %%
-rows = []
-for s in sorted(set(shift_values) | {8.0}):
-    sv = np.linalg.svd(ball + np.array([s, 0.0, 0.0]), compute_uv=False)
-    rows.append({"shift": s, "σ1/σ2 measured": sv[0] / sv[1], "√(3s² + 1)": np.sqrt(3 * s * s + 1)})
-ch.show(pd.DataFrame(rows), f"The toy sphere of this chapter ({toy_points} points): measured ratio against the formula", precision=3)
+ch.show(
+    common_direction.ratio_vs_formula(sphere, 8.0), f"The toy sphere of this chapter ({toy_points} points): measured ratio against the formula", precision=3
+)
 
 # %% [markdown]
 # :::{solution-end}
@@ -206,14 +149,7 @@ ch.show(pd.DataFrame(rows), f"The toy sphere of this chapter ({toy_points} point
 # :::
 
 # %%
-ranked = summary.sort_values("ratio_raw", ascending=False)
-ch.say(
-    "\n".join(
-        f"- **{r.model}**: |mean| / mean |x| = {r.ratio_raw:.2f}; σ1/σ2 {r.sigma1_over_sigma2_raw:.2f} raw → {r.sigma1_over_sigma2_centered:.2f} centered "
-        f"({r.sigma1_over_sigma2_raw / r.sigma1_over_sigma2_centered:.2f}× smaller)."
-        for r in ranked.itertuples()
-    )
-)
+ch.say("\n".join(common_direction.ranked_lines(runs)))
 
 # %% [markdown]
 # :::{solution-end}

@@ -26,7 +26,7 @@
 # 0.27 for the most frequent tokens to 0.63 for rare ones (Fig. 3, BERT-base-cased, bins of
 # 1,000 vocabulary indices).
 #
-# The measurements are `lib/experiments/rare_tokens.py`. Here the corpus is the book's pre-training corpus (Brown + Gutenberg, ~14 MB of text, read
+# The measurements are `lib/experiments/rare_words.py`. Here the corpus is the book's pre-training corpus (Brown + Gutenberg, ~14 MB of text, read
 # through the data setting), tokenized with each model's own tokenizer. MiniLM keeps
 # BERT-uncased's vocabulary, `[unused]` tokens included. For a vocabulary without them the paper
 # takes RoBERTa's last 1,000 tokens; in a byte-level BPE vocabulary those are the rarest merges,
@@ -53,7 +53,7 @@ import lib.book.chapter as ch
 from lib.core import paper
 from lib.datasets.tasks import corpus_documents
 from lib.encode.models import load_model
-from lib.experiments import rare_tokens
+from lib.experiments import rare_words
 from lib.measure import vocabulary
 
 specs, results = ch.begin("11_rare_words", profile, models)
@@ -66,11 +66,11 @@ parameters = ch.parameters("11_rare_words", globals())
 
 # %%
 curves, coverage_rows, by_index, by_frequency, references = {"whole words": vocabulary.coverage(words)}, [], {}, {}, {}
-coverage_rows.append(rare_tokens.coverage_row("whole words", words))
+coverage_rows.append(rare_words.coverage_row("whole words", words))
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     own_corpus = spec.startswith("trained:") and set(collection_list) == {"brown", "gutenberg"}  # the corpus chapter 05 trained on
-    found = rare_tokens.measure(lm, documents, bin_size, own_corpus=own_corpus)
+    found = rare_words.measure(lm, documents, bin_size, own_corpus=own_corpus)
     curves[f"{lm.name} tokens"], by_index[lm.name], by_frequency[lm.name], references[lm.name] = (
         found.curve,
         found.by_index,
@@ -78,12 +78,12 @@ for spec in specs:
         found.info["reference_tokens"],
     )
     coverage_rows.append(found.coverage)
-    results.table(found.by_index, "unused_cosine_by_index", spec, parameters=parameters, model_info=found.info)
-    results.table(found.by_frequency, rare_tokens.RARE_COSINE, spec, parameters=parameters, model_info=found.info)
+    results.table(found.by_index, rare_words.UNUSED_BY_INDEX, spec, parameters=parameters, model_info=found.info)
+    results.table(found.by_frequency, rare_words.RARE_COSINE, spec, parameters=parameters, model_info=found.info)
     print(f"{lm.name}: the reference tokens are {found.info['reference_tokens']}; {found.info['reference_seen_in_corpus']} of them occur in the corpus")
     del lm
 coverage_table = pd.DataFrame(coverage_rows)
-_ = results.table(coverage_table, rare_tokens.COVERAGE, "corpus", parameters=parameters, model_info={"name": "every model's tokenizer"})
+_ = results.table(coverage_table, rare_words.COVERAGE, "corpus", parameters=parameters, model_info={"name": "every model's tokenizer"})
 
 # %% [markdown]
 # ## How few tokens cover the corpus
@@ -92,7 +92,7 @@ _ = results.table(coverage_table, rare_tokens.COVERAGE, "corpus", parameters=par
 
 # %%
 results.figure(
-    rare_tokens.coverage_curves(curves, list(rare_tokens.MARKS)), "coverage", "Share of the corpus covered by the most frequent words or subword tokens."
+    rare_words.coverage_curves(curves, list(rare_words.MARKS)), "coverage", "Share of the corpus covered by the most frequent words or subword tokens."
 )
 ch.show(coverage_table, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
 ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
@@ -104,12 +104,12 @@ ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (pa
 
 # %%
 results.figure(
-    rare_tokens.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})"),
+    rare_words.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})"),
     "unused_cosine_by_index",
     "Cosine between embeddings and the reference tokens, by vocabulary index.",
 )
 results.figure(
-    rare_tokens.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)"),
+    rare_words.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)"),
     "unused_cosine_by_frequency",
     "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.",
 )

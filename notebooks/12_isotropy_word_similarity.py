@@ -43,7 +43,7 @@
 # word is not a single token of the model's vocabulary are left out, so each model is scored on
 # its own subset; the table says how many pairs remain.
 #
-# The measurements of this chapter are `lib/experiments/word_geometry.py`.
+# The measurements of this chapter are `lib/experiments/isotropy_word_similarity.py`.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
@@ -62,7 +62,7 @@ import lib.book.chapter as ch
 from lib.core import paper
 from lib.datasets.tasks import WORD_SIMILARITY, word_similarity
 from lib.encode.models import load_model
-from lib.experiments import word_geometry
+from lib.experiments import isotropy_word_similarity
 from lib.measure import transforms, vocabulary
 
 specs, results = ch.begin("12_isotropy_word_similarity", profile, models)
@@ -76,13 +76,15 @@ labelled = {WORD_SIMILARITY[name]: frame for name, frame in benchmarks.items()}
 for spec in specs:
     lm = load_model(spec, device=device, dtype=dtype)
     w = vocabulary.embedding_matrix(lm)
-    matrices = word_geometry.variants(w)
-    scores, pair_ids = word_geometry.word_similarity(lm, matrices, labelled)  # the last model's pairs are kept (exercise ex-12-d)
-    iso.append(word_geometry.isotropy_table(matrices, lm.name))
+    matrices = isotropy_word_similarity.variants(w)
+    scores, pair_ids = isotropy_word_similarity.word_similarity(lm, matrices, labelled)  # the last model's pairs are kept (exercise ex-12-d)
+    iso.append(isotropy_word_similarity.isotropy_table(matrices, lm.name))
     sim.append(scores)
-    results.table(iso[-1], word_geometry.ISOTROPY, spec, parameters=parameters)
-    results.table(sim[-1], word_geometry.WORD_SIMILARITY, spec, parameters=parameters)
-    results.table(word_geometry.paired_differences(matrices, pair_ids, lm.name), word_geometry.WORD_DIFFERENCES, spec, parameters=parameters)
+    results.table(iso[-1], isotropy_word_similarity.ISOTROPY, spec, parameters=parameters)
+    results.table(sim[-1], isotropy_word_similarity.WORD_SIMILARITY, spec, parameters=parameters)
+    results.table(
+        isotropy_word_similarity.paired_differences(matrices, pair_ids, lm.name), isotropy_word_similarity.WORD_DIFFERENCES, spec, parameters=parameters
+    )
     del lm
 iso, sim = pd.concat(iso, ignore_index=True), pd.concat(sim, ignore_index=True)
 
@@ -111,7 +113,7 @@ ch.show(wide, "Ours: Pearson × 100 with cosine, per benchmark", precision=2)
 ch.show(paper.table("bis2021", "word_similarity"), "Biš et al. (2021) Table 2 (paper): average Pearson × 100 (cosine, inner product)", precision=2)
 
 # %%
-fig = word_geometry.grouped_bars(
+fig = isotropy_word_similarity.grouped_bars(
     average, "variant", ["pearson_cosine", "pearson_inner_product"], labels=["cosine", "inner product"], ylabel="average Pearson × 100"
 )
 results.figure(
@@ -192,7 +194,7 @@ ch.say(
 rows = []
 for n_components in sorted({2, math.ceil(w.shape[1] / 100)}):
     m = {f"D={n_components}": transforms.RemoveTopPCs(n_components).fit(w).transform(w)}
-    values = pd.concat([word_geometry.similarity_scores(m, *kept) for kept in pair_ids.values()])["pearson_cosine"].dropna()
+    values = pd.concat([isotropy_word_similarity.similarity_scores(m, *kept) for kept in pair_ids.values()])["pearson_cosine"].dropna()
     rows.append({"D": n_components, "average Pearson × 100 (cosine)": values.mean() if len(values) else np.nan, "benchmarks": len(values)})
 ch.show(pd.DataFrame(rows), f"{list(iso['model'])[-1]}: word similarity after removing the top D principal components (this run)", precision=2)
 

@@ -128,7 +128,9 @@ with pool(workers) as client:  # "cores" (the default): one process per free CPU
         specs, splits, methods=method_list, seeds=grid.seeds, base=base, epochs=epochs_by_task, device=device, dtype=dtype, client=client
     )
 for spec in specs:
-    results.table(runs[runs["spec"] == spec], "runs", spec, parameters=parameters, model_info={"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]})
+    results.table(
+        runs[runs["spec"] == spec], isotropy_calibration.RUNS, spec, parameters=parameters, model_info={"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]}
+    )
 
 # %% [markdown]
 # ## Scores, isotropy and time, by method
@@ -277,7 +279,7 @@ theirs = isotropy_calibration.method_overview(isotropy_calibration.paper_summary
 overview = pd.concat([ours.assign(source="ours"), theirs.assign(source="paper")], ignore_index=True)
 overview = overview[["source"] + [c for c in overview.columns if c != "source"]]
 for spec in specs:
-    results.table(overview, "overview", spec, parameters=parameters)
+    results.table(overview, isotropy_calibration.OVERVIEW, spec, parameters=parameters)
 keys = ["source", "model", "method", "tasks"]
 ch.show(
     overview[keys + ["mean_difference", "undefined_scores", "significantly_better", "significantly_worse"]],
@@ -393,7 +395,7 @@ if scales:
     for spec in specs:
         results.table(
             sweep[sweep["spec"] == spec],
-            "prior_scale_runs",
+            isotropy_calibration.PRIOR_SCALE_RUNS,
             spec,
             parameters=parameters,
             model_info={"name": sweep.loc[sweep["spec"] == spec, "model"].iloc[0]},

@@ -73,16 +73,16 @@ from dataclasses import replace
 import pandas as pd
 
 import lib.book.chapter as ch
-from lib.book import scorecard
+from lib.book import scorecard_view
 from lib.book.results import Results
 from lib.core import paper
 from lib.core.store import CHAPTER
-from lib.experiments import verdicts
+from lib.experiments import scorecard, verdicts
 
 results = Results("14_scorecard", profile)
 parameters = ch.parameters("14_scorecard", globals())
 card = scorecard.scorecard(profile)
-results.table(card, scorecard.TABLE, CHAPTER, parameters=parameters)
+results.table(card, scorecard.SCORECARD, CHAPTER, parameters=parameters)
 tested = card[card["on_model"]]  # claims tested on a model (a model may still lack what a claim is about: not testable)
 
 # %% [markdown]
@@ -102,7 +102,7 @@ marks = {
     verdicts.NOT_RUN: "–",
 }
 ch.say(
-    scorecard.glance(
+    scorecard_view.glance(
         card,
         marks,
         f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, n/a not applicable, – not run)",
@@ -137,7 +137,7 @@ def _p(r) -> str:
     rests on no test (inconclusive, not testable)."""
     if pd.isna(r.p_holm):
         return "exact" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
-    return scorecard.p_text(r.p, r.p_holm, r.p_floor, r.p_method, r.family)
+    return scorecard_view.p_text(r.p, r.p_holm, r.p_floor, r.p_method, r.family)
 
 
 def corrected(r) -> str:

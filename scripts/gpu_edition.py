@@ -177,7 +177,7 @@ def _archive(path: Path, work: Path) -> None:
 def grade(source: Path) -> None:
     """Unpack a run's archive into results/ (its profile's folder replaced), record its measured seconds in the
     profile's costs (a full-size run only) and print the verdicts of the claims these chapters decide."""
-    from lib.book import scorecard
+    from lib.experiments import scorecard
 
     archive = source / ARCHIVE if source.is_dir() else source
     require(archive.is_file(), f"{archive}: no such archive; give the folder `run --out` wrote (or the {ARCHIVE} in it)")

@@ -180,12 +180,14 @@ import pandas as pd
 
 from lib import codehash, provenance
 from lib.book.results import Results
+from lib.core.store import Schema
 
 data = Path({data!r})
 provenance.record("data", data, "tiny/data.txt")
 if Path({fail!r}).exists():
     raise RuntimeError("asked to fail")
-Results("{name}", profile).table(pd.DataFrame({{"n": [n], "lines": [len(data.read_text().splitlines())]}}), "t", "m", {{"n": n}})
+frame = pd.DataFrame({{"n": [n], "lines": [len(data.read_text().splitlines())]}})
+Results("{name}", profile).table(frame, Schema("{name}", "t", ("n", "lines")), "m", {{"n": n}})
 if {n} == 2:
     import matplotlib.pyplot as plt
 
@@ -424,8 +426,8 @@ def test_the_container_image_installs_the_pinned_environment_and_builds_the_book
 
 def test_the_registries_a_chapter_reads_are_recorded_as_its_inputs(tmp_path, monkeypatch):
     """Edits to claims.yaml or paper_values.yaml execute the chapters that read them again (issue 42's first finding)."""
-    from lib.book import scorecard
     from lib.core import paper
+    from lib.experiments import scorecard
 
     log = tmp_path / "provenance.jsonl"
     monkeypatch.setenv(provenance.ENV, str(log))

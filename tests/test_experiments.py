@@ -12,7 +12,18 @@ import torch
 from lib.encode.collectors import LayerStats
 from lib.encode.extraction import TokenBatch
 from lib.errors import BookError
-from lib.experiments import clipping_geometry, frozen, outlier_neurons, outlier_set, position_probe, rare_tokens, sts, vector_variants, wic, word_geometry
+from lib.experiments import (
+    clipping_whitening,
+    isotropy_word_similarity,
+    outlier_neurons,
+    outlier_set,
+    position_probe,
+    rare_words,
+    sts,
+    supervised,
+    vector_variants,
+    wic,
+)
 from lib.measure import transforms
 
 from .conftest import SENTENCES, tiny_model
@@ -103,9 +114,9 @@ def test_clipping_the_planted_common_dimension_removes_the_anisotropy():
     rng = np.random.default_rng(2)
     tokens = rng.normal(size=(400, LAYERS, WIDTH))
     tokens[:, :, 3] += 30.0  # one dimension shared by every token: the cone
-    fitted = vector_variants.fit(clipping_geometry.VARIANTS, planted_set(), token_stats=stats_of(rng.normal(size=(400, LAYERS, WIDTH)) + tokens.mean(axis=0)))
+    fitted = vector_variants.fit(clipping_whitening.VARIANTS, planted_set(), token_stats=stats_of(rng.normal(size=(400, LAYERS, WIDTH)) + tokens.mean(axis=0)))
     groups = np.repeat(np.arange(40), 10)
-    table = clipping_geometry.layer_geometry(fitted, tokens, tokens, groups, 200, 0).set_index(["variant", "layer"])
+    table = clipping_whitening.layer_geometry(fitted, tokens, tokens, groups, 200, 0).set_index(["variant", "layer"])
     assert (table.loc["raw", "mean_cosine"] > 0.95).all()
     assert (table.loc["clipped", "mean_cosine"].abs() < 0.05).all() and (table.loc["whitened", "mean_cosine"].abs() < 0.05).all()
     assert (table.loc["clipped", "clipped_dims"] == "3").all()
@@ -115,12 +126,12 @@ def test_clipping_the_planted_common_dimension_removes_the_anisotropy():
     drop = table.loc["clipped", "change_vs_raw"] - control["change_vs_raw"]
     assert (drop < -0.9).all() and (table.loc["clipped", "change_vs_raw_ci95"] < 0.05).all()
     controls = [vector_variants.fit(["clipped-random"], planted_set(), seed=s) for s in range(1, 6)]
-    versus = clipping_geometry.against_random(fitted, controls, tokens, tokens, groups, 200, 0, [1]).set_index("layer")
+    versus = clipping_whitening.against_random(fitted, controls, tokens, tokens, groups, 200, 0, [1]).set_index("layer")
     assert versus.index.tolist() == list(range(LAYERS)) and (versus["draws"] == 5).all()
     assert versus["outliers_here"].tolist() == [i == 1 for i in range(LAYERS)]  # as the outlier set's layers say
     assert (versus["cosine_drop"] > 0.9).all() and (versus["cosine_drop_ci95"] < 0.05).all()  # the cone goes only with the outlier
     np.testing.assert_allclose(versus["cosine_drop"], (control["change_vs_raw"] - table.loc["clipped", "change_vs_raw"]).to_numpy(), atol=0.02)
-    by_z = clipping_geometry.clipped_cosines(planted_set(), tokens, 200, 0)
+    by_z = clipping_whitening.clipped_cosines(planted_set(), tokens, 200, 0)
     assert by_z["dims_zeroed"].tolist() == [1, 1, 1] and (by_z["mean_cosine"].abs() < 0.05).all()
 
 
@@ -190,14 +201,14 @@ def test_frozen_classifiers_learn_a_planted_label_in_every_variant():
     labels = {s: rng.integers(0, 2, size=n) for s, n in (("train", 300), ("dev", 100), ("test", 100))}
     vectors = {s: rng.normal(size=(len(y), LAYERS, WIDTH)) + 4.0 * y[:, None, None] * (np.arange(WIDTH) == 5) for s, y in labels.items()}
     fitted = vector_variants.fit(["raw", "clipped", "whitened-sentences"], planted_set(), sentence_vectors=vectors["train"])
-    run = frozen.classify(fitted, vectors, labels, "Toy", 300, bias=True)
+    run = supervised.classify(fitted, vectors, labels, "Toy", 300, bias=True)
     table = run.table
     assert len(table) == 3 * LAYERS and (table["test_accuracy"] > 90).all()
     assert table.set_index("variant").loc["clipped", "clipped_dims"].eq(1).all() and table.set_index("variant").loc["raw", "clipped_dims"].eq(0).all()
     for (variant, layer), right in run.correct.items():  # the paired record agrees with the table's accuracy
         row = table[(table["variant"] == variant) & (table["layer"] == layer)]
         assert 100 * right.mean() == pytest.approx(float(row["test_accuracy"].iloc[0]))
-    best = frozen.best([run], "planted", "p", [1, 2]).set_index("variant")
+    best = supervised.best([run], "planted", "p", [1, 2]).set_index("variant")
     assert set(best.index) == {"raw", "clipped", "whitened-sentences"} and (best["test_at_best_dev_layer"] > 90).all()
     assert (best["test_examples"] == 100).all() and best.loc["raw", ["test_right_only_here", "test_right_only_raw"]].eq(0).all()
     at = table[table["layer"].isin([1, 2])].set_index(["variant", "layer"])
@@ -205,8 +216,8 @@ def test_frozen_classifiers_learn_a_planted_label_in_every_variant():
     assert (best["paired_layer"] == layer).all()
     gain = (best.loc["clipped", "test_right_only_here"] - best.loc["clipped", "test_right_only_raw"]) / 100
     assert 100 * gain == pytest.approx(at.loc[("clipped", layer), "test_accuracy"] - at.loc[("raw", layer), "test_accuracy"])
-    assert frozen.best([run], "planted", "p", [])["paired_layer"].isna().all()  # no outlier layer: nothing paired
-    label_clipped = frozen.classify(vector_variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True).table
+    assert supervised.best([run], "planted", "p", [])["paired_layer"].isna().all()  # no outlier layer: nothing paired
+    label_clipped = supervised.classify(vector_variants.fit(["clipped"], planted_set(dims=(5,))), vectors, labels, "Toy", 300, bias=True).table
     assert (label_clipped["test_accuracy"] < 70).all()  # the dimension that carries the label is gone
 
 
@@ -239,18 +250,18 @@ def test_chapter_11_and_12_tables_have_their_declared_columns():
     from lib.measure import vocabulary
 
     lm = tiny_model("bert")
-    found = rare_tokens.measure(lm, SENTENCES * 3, bin_size=500, own_corpus=False)
-    rare_tokens.COVERAGE.frame([rare_tokens.coverage_row("whole words", np.array([5, 3, 1])), found.coverage])
-    rare_tokens.RARE_COSINE.check(found.by_frequency)
+    found = rare_words.measure(lm, SENTENCES * 3, bin_size=500, own_corpus=False)
+    rare_words.COVERAGE.frame([rare_words.coverage_row("whole words", np.array([5, 3, 1])), found.coverage])
+    rare_words.RARE_COSINE.check(found.by_frequency)
     assert len(found.by_frequency_bins(250)) > len(found.by_frequency)
     lm = tiny_model("gpt2")  # BERT's padding row is zero, which scaled centering cannot normalise
-    matrices = word_geometry.variants(vocabulary.embedding_matrix(lm))
-    iso = word_geometry.isotropy_table(matrices, lm.name).set_index("variant")
+    matrices = isotropy_word_similarity.variants(vocabulary.embedding_matrix(lm))
+    iso = isotropy_word_similarity.isotropy_table(matrices, lm.name).set_index("variant")
     assert iso.loc["centered", "I1"] > iso.loc["raw", "I1"] and iso.loc["centered", "mean_vector_norm"] < 1e-6
     bench = {"Toy": pd.DataFrame({"word1": ["good", "bad", "film", "dull"], "word2": ["great", "awful", "movie", "boring"], "score": [9.0, 8.0, 7.0, 1.0]})}
-    scores, kept = word_geometry.word_similarity(lm, matrices, bench)
+    scores, kept = isotropy_word_similarity.word_similarity(lm, matrices, bench)
     assert len(scores) == len(matrices) and (scores["pairs"] == 4).all() and len(kept["Toy"][0]) == scores["pairs_kept"].iloc[0]
-    assert list(scores.columns) == list(word_geometry.WORD_SIMILARITY.columns)
+    assert list(scores.columns) == list(isotropy_word_similarity.WORD_SIMILARITY.columns)
 
 
 def test_sts_differences_are_paired_over_pairs_and_shrink_with_them():

@@ -14,7 +14,7 @@ from lib.encode import features as feature_cache
 from lib.encode.collectors import LayerStats, SentenceMeans
 from lib.encode.extraction import extract
 from lib.errors import BookError
-from lib.experiments import frozen
+from lib.experiments import supervised
 
 TEXTS = {
     "train": ["a fine film.", "a dull, tired plot that never moves.", "the cast is wonderful"],
@@ -79,13 +79,13 @@ def test_a_task_extracted_ahead_is_what_chapter_09_then_reads(tmp_path, monkeypa
         done = subprocess.run(commands[f"09_supervised:minilm-sst5-{part}"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0 and f"sst5: features of {texts} texts cached" in done.stdout, done.stderr[-3000:]
     values = {**chapter_parameters("09_supervised", "quick"), **json.loads(json.dumps(params))}  # as the command reads them
-    data = frozen.task_data(values)
+    data = supervised.task_data(values)
     assert list(data) == ["sst2", "sst5"] and [len(data["sst5"][s][0]) for s in ("train", "dev", "test", "fit")] == [6, 4, 4, 3]
     monkeypatch.setattr(feature_cache, "extract", lambda *a, **k: pytest.fail("features extracted ahead were extracted again"))
     lm = load_model("minilm", device="cpu", dtype="float32")
-    found = frozen.features(lm, "sst5", data["sst5"], ["raw", "whitened"], bool(values["pool_special"]))
+    found = supervised.features(lm, "sst5", data["sst5"], ["raw", "whitened"], bool(values["pool_special"]))
     assert found.vectors["fit"].shape == (3, lm.n_layers + 1, lm.width) and found.moments.mean.shape == (lm.n_layers + 1, lm.width)
     with pytest.raises(BookError, match="need an entry for every task"):
-        frozen.task_data({**values, "n_fit": {"sst2": 6}})
+        supervised.task_data({**values, "n_fit": {"sst2": 6}})
     bad = subprocess.run([*commands["09_supervised:minilm-sst2-fitting"][:-3], "imdb"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "--task imdb: not among the chapter's tasks (sst2, sst5)" in bad.stderr

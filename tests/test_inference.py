@@ -173,17 +173,17 @@ def test_identical_replicates_decide_nothing():
 
 def test_a_p_value_past_its_method_is_printed_as_a_bound():
     """A normal tail far out is an approximation: printed as a bound with its method, never as "< 1e-300"."""
-    from lib.book import scorecard
+    from lib.book import scorecard_view
 
     far = inference.from_interval(10.0, 9.9, 10.1, "planted")
     p = 2 * far.p(0.0, "above")
     assert p < 1e-300
     floor, method = far.p_floor()
-    assert scorecard.p_text(p, p * 10, floor, method, 10) == "< 1e-09 (normal approximation)"
-    assert scorecard.p_text(0.00123, 0.0123, floor, method, 10) == "0.012"
+    assert scorecard_view.p_text(p, p * 10, floor, method, 10) == "< 1e-09 (normal approximation)"
+    assert scorecard_view.p_text(0.00123, 0.0123, floor, method, 10) == "0.012"
     shares = inference.cluster_share([5, 5, 5], [5, 5, 5], "sentences", draws=1999)
     assert shares.p_floor() == (1 / 2000, "1,999 bootstrap resamples")
     # 1/2000 × a family of 30 is 0.015: the bound is rounded up (< 0.1), never down to a false "< 0.01"
-    assert scorecard.p_text(1 / 2000, 0.012, *shares.p_floor(), 30) == "< 1e-01 (1,999 bootstrap resamples)"
-    assert scorecard.p_text(10 / 2000, 0.05, *shares.p_floor(), 30) == "0.05"  # an ordinary bootstrap p prints as it is
+    assert scorecard_view.p_text(1 / 2000, 0.012, *shares.p_floor(), 30) == "< 1e-01 (1,999 bootstrap resamples)"
+    assert scorecard_view.p_text(10 / 2000, 0.05, *shares.p_floor(), 30) == "0.05"  # an ordinary bootstrap p prints as it is
     assert inference.proportion(7, 10, "items").p_floor()[1] == "exact binomial"

@@ -45,9 +45,10 @@ from pathlib import Path
 import pandas as pd
 
 from lib.book.results import Results
+from lib.core.store import Schema
 
 for model in models.split(","):
-    Results("01_models", profile).table(pd.DataFrame({{"n": [n]}}), "t", model, {{"n": n}})
+    Results("01_models", profile).table(pd.DataFrame({{"n": [n]}}), Schema("01_models", "t", ("n",)), model, {{"n": n}})
     if model == "boom":
         raise RuntimeError("asked to fail after the first table")
     if Path({slow!r}).exists():
@@ -288,12 +289,13 @@ def test_interrupts_and_full_disks_are_one_line(capsys):
 
 def test_a_corrupt_meta_file_names_itself(tmp_path):
     from lib.book.results import Results
+    from lib.core.store import Schema
 
     results = Results("01_x", "quick", root=tmp_path)
-    results.table(pd.DataFrame({"a": [1]}), "t", "m", {})
+    results.table(pd.DataFrame({"a": [1]}), Schema("01_x", "t", ("a",)), "m", {})
     (results.folder("m") / "meta.json").write_text("{not json")
     with pytest.raises(BookError, match=r"meta.json is not readable JSON; delete it"):
-        results.table(pd.DataFrame({"a": [1]}), "u", "m", {})
+        results.table(pd.DataFrame({"a": [1]}), Schema("01_x", "u", ("a",)), "m", {})
 
 
 def test_sample_sizes_beyond_the_data_are_refused():

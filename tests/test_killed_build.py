@@ -37,10 +37,11 @@ from pathlib import Path
 import pandas as pd
 
 from lib.book.results import Results
+from lib.core.store import Schema
 
 Path(os.environ["MARKS"], "{name}").write_text(str(os.getpid()))  # this kernel's process, for the test
 for model in models.split(","):
-    Results("{name}", profile).table(pd.DataFrame({{"value": [1]}}), "t", model, {{}})
+    Results("{name}", profile).table(pd.DataFrame({{"value": [1]}}), Schema("{name}", "t", ("value",)), model, {{}})
     time.sleep(pause)
 if stray:
     folder = Path(os.environ["BOOK_RESULTS_STAGING"], profile, "zz", "{name}")

@@ -132,13 +132,11 @@ def test_a_planted_claim_needs_the_registry_one_module_and_its_test(tmp_path, mo
     """A new claim: one registry entry, one rule registered in its chapter's module, one planted table."""
     import pandas as pd
 
-    from lib.book import scorecard
-    from lib.experiments import anisotropy, verdicts
+    from lib.experiments import anisotropy, scorecard, verdicts
     from lib.measure import inference
 
     from .test_scorecard import _plant
 
-    @verdicts.rule
     def planted_rule(tables, model, claim):
         t = tables.read(model, claim.chapter, claim.table)
         estimate = inference.exact(float(t["mean_cosine"].max()), "planted")
@@ -150,7 +148,7 @@ def test_a_planted_claim_needs_the_registry_one_module_and_its_test(tmp_path, mo
     registry.write_text(yaml.safe_dump([entry]))
     with pytest.raises(Exception, match="has no rule 'planted_rule'"):
         scorecard.claims(registry)  # not registered yet
-    monkeypatch.setattr(anisotropy, "planted_rule", planted_rule, raising=False)
+    monkeypatch.setitem(anisotropy.CHAPTER.rules, "planted_rule", planted_rule)
     _plant(tmp_path, "m", "01_anisotropy", "anisotropy_by_layer", pd.DataFrame({"layer": [0, 1], "mean_cosine": [0.2, 0.7]}))
     card = scorecard.scorecard("planted", root=tmp_path, registry=registry)
     assert card[["claim_id", "verdict", "ours"]].values.tolist() == [["planted/claim", "holds", "max mean cosine 0.70"]]

@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.book import scorecard
 from lib.core import paper
-from lib.experiments import verdicts
+from lib.experiments import scorecard, verdicts
 
 from .test_scorecard import RULES
 from .test_verdicts import STS_SETS, calibration, coverage, isotropy, matrix, position_table, sts, verdict, wic, words

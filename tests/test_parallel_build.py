@@ -28,12 +28,14 @@ import time
 import pandas as pd
 
 from lib.book.results import Results
+from lib.core.store import Schema
 
 started = time.time()
 time.sleep(pause)
 if pause < 0:
     raise RuntimeError("asked to fail")
-Results("{name}", profile).table(pd.DataFrame({{"value": [len("{name}") * 7], "started": [started], "ended": [time.time()]}}), "t", "m", {{}})
+frame = pd.DataFrame({{"value": [len("{name}") * 7], "started": [started], "ended": [time.time()]}})
+Results("{name}", profile).table(frame, Schema("{name}", "t", ("value", "started", "ended")), "m", {{}})
 """
 
 
@@ -173,7 +175,8 @@ def test_every_committed_cost_file_reads_and_covers_every_chapter():
     for path in sorted(costs.path("quick").parent.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         assert set(costs.load(path.stem)) == set(raw), path.name
-        assert {name.split(":")[0] for name in raw} == set(chapters()), path.name  # chapters, and runs ahead of them
+        assert {name.split(":")[0] for name in raw} <= set(chapters()), path.name  # chapters, and runs ahead of them
+    assert {name.split(":")[0] for name in costs.load("quick")} == set(chapters())  # CI's edition: every chapter timed (a new one, once built)
     table = chapter_costs()
     gpu = [line.split(" | ")[3] for line in table.splitlines() if line.startswith("| 05_pretraining")]
     assert gpu and gpu[0].startswith("≈ "), table  # the gpu edition's times are estimates until a build measures them

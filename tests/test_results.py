@@ -16,14 +16,21 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from lib.book.results import Results  # noqa: E402
+from lib.core.store import Schema  # noqa: E402
 from lib.errors import BookError  # noqa: E402
 from lib.io import sha256, write_atomic, write_folder_atomic  # noqa: E402
 
 
 def test_tables_and_meta(tmp_path):
     r = Results("01_x", "quick", root=tmp_path)
-    r.table(pd.DataFrame({"layer": [0, 1], "mean_cosine": [0.1, 0.2]}), "anisotropy", "trained:roberta-pe", {"n": 5}, {"width": 8})
-    r.table(pd.DataFrame({"dim": [3]}), "outliers", "trained:roberta-pe", {"n": 5})
+    r.table(
+        pd.DataFrame({"layer": [0, 1], "mean_cosine": [0.1, 0.2]}),
+        Schema("01_x", "anisotropy", ("layer", "mean_cosine")),
+        "trained:roberta-pe",
+        {"n": 5},
+        {"width": 8},
+    )
+    r.table(pd.DataFrame({"dim": [3]}), Schema("01_x", "outliers", ("dim",)), "trained:roberta-pe", {"n": 5})
     folder = tmp_path / "quick" / "trained_roberta-pe" / "01_x"
     assert pd.read_csv(folder / "anisotropy.csv")["mean_cosine"].tolist() == [0.1, 0.2]
     meta = json.loads((folder / "meta.json").read_text())
@@ -38,13 +45,13 @@ def test_a_table_written_again_leaves_the_same_bytes(tmp_path):
     frame = pd.DataFrame({"layer": [0, 1], "mean_cosine": [0.1, 0.2]})
     saved = []
     for _ in range(2):
-        Results("01_x", "default", root=tmp_path).table(frame, "anisotropy", "minilm", {"n": 5}, {"width": 8})
+        Results("01_x", "default", root=tmp_path).table(frame, Schema("01_x", "anisotropy", ("layer", "mean_cosine")), "minilm", {"n": 5}, {"width": 8})
         saved.append({p.name: p.read_bytes() for p in (tmp_path / "default" / "minilm" / "01_x").iterdir()})
     assert set(saved[0]) == {"anisotropy.csv", "meta.json"} and saved[0] == saved[1]
     assert set(json.loads(saved[0]["meta.json"])) == {"tables", "chapter", "profile", "model", "model_info", "parameters", "lib_version"}
     meta_path = tmp_path / "default" / "minilm" / "01_x" / "meta.json"
     meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), "written": "2026-11-23T10:00:00+00:00"}))
-    Results("01_x", "default", root=tmp_path).table(frame, "anisotropy", "minilm", {"n": 5}, {"width": 8})
+    Results("01_x", "default", root=tmp_path).table(frame, Schema("01_x", "anisotropy", ("layer", "mean_cosine")), "minilm", {"n": 5}, {"width": 8})
     assert meta_path.read_bytes() == saved[0]["meta.json"]  # a date left by an older version is not carried over
 
 

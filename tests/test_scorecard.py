@@ -10,17 +10,18 @@ import pytest
 import yaml
 from scipy import stats
 
-from lib.book import scorecard
+from lib.book import scorecard_view
 from lib.book.results import Results
-from lib.core.store import CHAPTER
+from lib.core.sources import chapters
+from lib.core.store import CHAPTER, Schema
 from lib.edition import front_page
 from lib.edition.cache import Entry, digest
 from lib.errors import BookError
-from lib.experiments import MODULES, rules, schemas, verdicts
+from lib.experiments import rules, schemas, scorecard, verdicts
 from lib.measure import inference
 
-SCHEMAS = {(s.chapter, s.name): s for chapter in MODULES for s in schemas(chapter).values()}
-RULES = {name: f for chapter in MODULES for name, f in rules(chapter).items()}
+SCHEMAS = {(s.chapter, s.name): s for chapter in chapters() for s in schemas(chapter).values()}
+RULES = {name: f for chapter in chapters() for name, f in rules(chapter).items()}
 
 
 def test_registry_entries_are_complete_and_rules_exist():
@@ -40,7 +41,9 @@ def _plant(root, model: str, chapter: str, table: str, frame: pd.DataFrame, name
     declared = SCHEMAS.get((chapter, table))
     if declared is not None:
         frame = frame.reindex(columns=[*declared.columns, *[c for c in frame.columns if c not in declared.columns]])
-    Results(chapter, "planted", root=root).table(frame, table, model, {}, {"name": name or model} | ({"family": family} if family else {}))
+    else:  # a table no chapter declares (a planted claim's)
+        declared = Schema(chapter, table, tuple(frame.columns))
+    Results(chapter, "planted", root=root).table(frame, declared, model, {}, {"name": name or model} | ({"family": family} if family else {}))
 
 
 def test_every_scored_table_has_a_schema_the_experiments_write():
@@ -261,13 +264,13 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(root))
     assert front_page.scorecard_summary(front_page.scorecard_card(None)) == ""  # before the scorecard chapter has run
     card = scorecard.scorecard("planted", root=root, registry=registry)
-    path = Results("14_scorecard", "planted", root=root).table(card, "scorecard", CHAPTER, {})
+    path = Results("14_scorecard", "planted", root=root).table(card, scorecard.SCORECARD, CHAPTER, {})
     record = {"kind": "output", "label": "planted/chapter/14_scorecard/scorecard.csv", "path": str(path), "sha256": digest(str(path))}
     entry = Entry(chapter="14_scorecard", key="k", parts={}, notebook="n", inputs=[], outputs=[record], facts={})
     summary = front_page.scorecard_summary(front_page.scorecard_card(entry))
     assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
-    glance = scorecard.glance(card, {"holds": "✓", "does not hold": "✗"}, "At a glance")  # chapter 14's first table
+    glance = scorecard_view.glance(card, {"holds": "✓", "does not hold": "✗"}, "At a glance")  # chapter 14's first table
     assert (
         REGISTRY[0]["claim"] in glance
         and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in glance
@@ -284,9 +287,11 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
 def test_a_model_is_named_by_any_chapter_that_recorded_its_name(planted):
     registry, root = planted
     Results("12_isotropy_word_similarity", "planted", root=root).table(
-        pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.5, 0.9]}), "isotropy", "delta", {}
+        pd.DataFrame({"variant": ["raw", "centered"], "I1": [0.5, 0.9]}), Schema("12_isotropy_word_similarity", "isotropy", ("variant", "I1")), "delta", {}
     )
-    Results("02_outlier_neurons", "planted", root=root).table(pd.DataFrame({"x": [1]}), "t", "delta", {}, {"name": "Delta model"})
+    Results("02_outlier_neurons", "planted", root=root).table(
+        pd.DataFrame({"x": [1]}), Schema("02_outlier_neurons", "t", ("x",)), "delta", {}, {"name": "Delta model"}
+    )
     tables = verdicts.Tables("planted", root=root)
     assert tables.name("delta", "12_isotropy_word_similarity") == "Delta model"  # its own chapter recorded no name
     assert tables.name("alpha", "12_isotropy_word_similarity") == "Alpha" and tables.name("nobody", "01_anisotropy") == "nobody"

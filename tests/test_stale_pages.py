@@ -34,9 +34,10 @@ from pathlib import Path
 import pandas as pd
 
 from lib.book.results import Results
+from lib.core.store import Schema
 
 for model in models.split(","):
-    Results("01_source", profile).table(pd.DataFrame({"value": [len(model)]}), "t", model, {})
+    Results("01_source", profile).table(pd.DataFrame({"value": [len(model)]}), Schema("01_source", "t", ("value",)), model, {})
     Path(os.environ["MARKS"], "01_source").write_text(model)
     time.sleep(pause)
 """
@@ -51,6 +52,7 @@ profile = "default"  # the edition
 import pandas as pd
 
 from lib.book.results import Results
+from lib.core.store import Schema
 from lib.provenance import record
 from lib.settings import results_dir
 
@@ -58,7 +60,7 @@ read = sorted(results_dir().joinpath(profile).glob("*/01_source/t.csv"))
 for table in read:
     record("data", table, f"chapter 01's table of {{table.parent.parent.name}}")
 record("data", results_dir() / profile / "b" / "01_source", "chapter 01's folder of model b")
-Results("{name}", profile).table(pd.DataFrame({{"models": [len(read)]}}), "n", "chapter", {{}})
+Results("{name}", profile).table(pd.DataFrame({{"models": [len(read)]}}), Schema("{name}", "n", ("models",)), "chapter", {{}})
 """
 
 

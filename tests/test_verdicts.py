@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lib.book import scorecard
-from lib.experiments import verdicts
+from lib.experiments import scorecard, verdicts
 
 from .test_scorecard import RULES, _plant
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from ..core import paper
+from ..core.checks import positive_int, positive_number, positive_numbers, sample_size, share  # noqa: F401  (`ch.positive_int`, ... in the chapters)
 from ..core.profiles import chapter_parameters, config  # noqa: F401  (config: `ch.config` in the chapters)
 from ..core.sources import comma_list, declared_parameters, names  # noqa: F401  (names: `ch.names` in the chapters)
 from ..datasets.tasks import sample_sentences
@@ -45,45 +47,6 @@ def parse_models(models: str, profile: str = "default") -> list[str]:
     for spec in specs:
         check_available(spec)
     return specs
-
-
-def positive_int(name: str, value: object) -> int:
-    """A parameter that must be a whole number above zero."""
-    require(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"parameter {name} must be a positive integer, got {value!r}")
-    return value
-
-
-def sample_size(name: str, value: object, sentences: int) -> int:
-    """A number of tokens to sample from `sentences` sentences: a positive integer no larger than they can hold (512
-    tokens each, the longest input of these models), so that a typo cannot ask for terabytes."""
-    positive_int(name, value)
-    require(value <= 512 * sentences, f"parameter {name} ({value:,}) is more tokens than {sentences:,} sentences can hold; ask for at most {512 * sentences:,}")
-    return value
-
-
-def positive_number(name: str, value: object) -> float:
-    """A parameter that must be a number above zero."""
-    require(isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0, f"parameter {name} must be a positive number, got {value!r}")
-    return value
-
-
-def positive_numbers(name: str, value: object) -> list[float]:
-    """A parameter of comma-separated numbers above zero (e.g. `"1,0.25"`); an empty string gives none."""
-    items = comma_list(value)
-    numbers = []
-    for item in items:
-        try:
-            numbers.append(float(item))
-        except ValueError:
-            numbers.append(float("nan"))
-    require(all(n > 0 for n in numbers), f"parameter {name} must be comma-separated positive numbers, got {value!r}")
-    return numbers
-
-
-def share(name: str, value: object) -> float:
-    """A parameter that must be a number in (0, 1]."""
-    require(isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1, f"parameter {name} must be in (0, 1], got {value!r}")
-    return value
 
 
 def begin(chapter: str, profile: str, models: str) -> tuple[list[str], Results]:
@@ -132,3 +95,26 @@ def show_beside_paper(
 def say(text: str) -> None:
     """Display Markdown computed from results."""
     display(Markdown(text))
+
+
+Run = TypeVar("Run")
+
+
+def each_model(run: Callable[..., Run], specs: Sequence[str], **settings: Any) -> dict[str, Run]:
+    """`run(spec, **settings)` for each model in turn (one model in memory at a time): the runs by model name."""
+    runs = {}
+    for spec in specs:
+        found = run(spec, **settings)
+        runs[found.name] = found
+    return runs
+
+
+def show_each(frames: Mapping[str, pd.DataFrame], caption: str, precision: int = 3) -> None:
+    """One table per model, each in its model's tab; `{name}` in the caption becomes the model's name."""
+    for name, frame in frames.items():
+        show(frame, caption.format(name=name), precision, tab=name)
+
+
+def findings(lines: Sequence[str], title: str = "What our run shows") -> None:
+    """The chapter's findings, computed from its results (its module's `findings`), as a bold-titled list."""
+    say(f"**{title}.**\n\n" + "\n".join(lines))

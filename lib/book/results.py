@@ -48,14 +48,14 @@ class Results:
     def folder(self, model: str) -> Path:
         return store.folder(self.profile, model, self.chapter, self.root.parent)
 
-    def table(self, frame: pd.DataFrame, name: str | Schema, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path:
-        """Write a table as CSV and record its columns and the run's parameters in meta.json (no date: the same results give
-        the same bytes; when a chapter ran is in the build report). A table with a schema (declared in its chapter's experiment module) is
-        checked against it first."""
-        if isinstance(name, Schema):
-            require(name.chapter == self.chapter, f"table {name.name} is declared for {name.chapter}, not {self.chapter}")
-            name.check(frame)
-            name = name.name
+    def table(self, frame: pd.DataFrame, schema: Schema, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path:
+        """Write a table as CSV, checked against its schema (declared in its chapter's experiment module: `CHAPTER.table`),
+        and record its columns and the run's parameters in meta.json (no date: the same results give the same bytes;
+        when a chapter ran is in the build report)."""
+        require(isinstance(schema, Schema), f"table {schema!r}: pass its schema, declared in the chapter's module (CHAPTER.table(...)), not a name")
+        require(schema.chapter == self.chapter, f"table {schema.name} is declared for {schema.chapter}, not {self.chapter}")
+        schema.check(frame)
+        name = schema.name
         folder = self.folder(model)
         path = write_atomic(folder / f"{slug(name)}.csv", lambda p: frame.to_csv(p, index=False))
         meta_path = folder / store.META

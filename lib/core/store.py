@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -62,9 +62,12 @@ class Schema:
         return self.check(frame[declared + [c for c in frame.columns if c not in self.columns]])
 
 
-def declare(chapter: str, name: str, columns: str, extra: str | None = None) -> Schema:
-    """A schema from space-separated column names."""
-    return Schema(chapter, name, tuple(columns.split()), extra)
+class Writer(Protocol):
+    """What writes one chapter's results (`lib.book.results.Results`), as an experiment module's `run` calls it."""
+
+    def table(self, frame: pd.DataFrame, schema: Schema, model: str, parameters: dict[str, Any], model_info: dict[str, Any] | None = None) -> Path: ...
+
+    def figure(self, fig: Any, name: str, caption: str, tab: str | None = None) -> None: ...
 
 
 def folder(profile: str, model: str, chapter: str, root: Path | None = None) -> Path:

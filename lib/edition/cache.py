@@ -19,6 +19,7 @@ or a notebook whose checksum differs from the one the entry recorded, means "exe
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import importlib.metadata
 import json
@@ -30,7 +31,9 @@ from typing import Any
 import torch
 
 from ..codehash import code_digest, without_docstrings
-from ..core.sources import chapters, declared_parameters, source_file
+from ..core.declaration import ALL
+from ..core.sources import chapters, declared_parameters
+from ..experiments import declaration
 from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT, models_dir, results_dir
 
@@ -101,22 +104,23 @@ def lib_dependencies(source: str, root: Path = REPO_ROOT, package: str = "", ski
     return sorted(found)
 
 
-SCORECARD = Path("lib/book/scorecard.py")  # a chapter that imports it runs the verdict rules of every chapter
-# The modules that read other chapters' results, and whose: a chapter that imports one runs after those chapters
-# (`python -m lib.edition.runner --jobs N`); None: every other chapter.
-READERS = {Path("lib/experiments/outlier_set.py"): ("02_outlier_neurons",), SCORECARD: None}
 TRAINED = ("chapter05:", "trained:")  # a parameter naming chapter 05's models
 
 
-def prerequisites(chapter: str, parameters: dict[str, Any], root: Path = REPO_ROOT) -> set[str]:
+def reads(chapter: str) -> set[str]:
+    """The chapters whose results a chapter reads, as its module declares them (`ALL`: every other chapter)."""
+    declared = declaration(chapter)
+    others = set(chapters()) - {chapter}
+    if declared is None:
+        return set()
+    return others if declared.reads == ALL else set(declared.reads) & others
+
+
+def prerequisites(chapter: str, parameters: dict[str, Any]) -> set[str]:
     """The chapters whose results this one reads with these parameters (the profile's and the command line's; the
-    cell's own values fill in the rest): chapter 02 where it imports the outlier set, every other chapter where it
-    imports the scorecard (`READERS`), chapter 05 where a parameter names its models."""
-    files = {p.relative_to(root) for p in lib_dependencies(source_file(chapter).read_text(encoding="utf-8"), root)}
-    others, needs = set(chapters()) - {chapter}, set()
-    for module, read in READERS.items():
-        if module in files:
-            needs |= others if read is None else set(read)
+    cell's own values fill in the rest): those its module declares (`reads`), and chapter 05 where a parameter names
+    its models."""
+    others, needs = set(chapters()) - {chapter}, reads(chapter)
     if any(isinstance(v, str) and any(t in v for t in TRAINED) for v in {**declared_parameters(chapter), **parameters}.values()):
         needs.add("05_pretraining")
     return needs & others
@@ -148,11 +152,23 @@ def _top_level(path: Path, root: Path) -> tuple[dict[str, ast.AST], dict[str, tu
 
 
 def _is_rule_or_schema(node: ast.AST) -> bool:
-    """A function decorated `@rule`, or a table schema (`declare(...)`, `Schema(...)`)."""
+    """A function decorated `@CHAPTER.rule`, or a table schema (`CHAPTER.table(...)`, `Schema(...)`)."""
     if isinstance(node, ast.FunctionDef):
         return any((d.id if isinstance(d, ast.Name) else getattr(d, "attr", "")) == "rule" for d in node.decorator_list)
     value = getattr(node, "value", None)
-    return isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) in ("declare", "Schema")
+    return isinstance(value, ast.Call) and getattr(value.func, "id", getattr(value.func, "attr", "")) in ("table", "Schema")
+
+
+def _names(node: ast.AST) -> set[str]:
+    """The names a definition uses, leaving out the chapter declaration it registers on (`@CHAPTER.rule`,
+    `CHAPTER.table(...)`): registering computes nothing a verdict depends on."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        node = copy.copy(node)
+        node.decorator_list = []
+    value = getattr(node, "value", None)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "table":
+        node = ast.Module(body=[ast.Expr(a) for a in [*value.args, *(k.value for k in value.keywords)]], type_ignores=[])
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def rules_digest(root: Path = REPO_ROOT) -> dict[str, str]:
@@ -160,12 +176,11 @@ def rules_digest(root: Path = REPO_ROOT) -> dict[str, str]:
     top-level definitions those use (followed into other lib modules name by name), and whole lib modules they use as
     modules (`inference.mean_t`), with what those import. A figure or run function that no rule uses is not part of
     it, so editing one executes its chapter, not the scorecard. By file (`path` or `path:names`) -> digest."""
-    from ..experiments import MODULES
-
     parsed: dict[Path, tuple[dict, dict]] = {}
     todo = []
-    for name in MODULES.values():
-        path = root / "lib" / "experiments" / f"{name}.py"
+    for path in (root / "lib" / "experiments" / f"{c.split('_', 1)[-1]}.py" for c in chapters()):
+        if not path.is_file():
+            continue
         parsed[path] = _top_level(path, root)
         todo += [(path, n) for n, node in parsed[path][0].items() if _is_rule_or_schema(node)]
     used: dict[Path, dict[str, ast.AST]] = {}
@@ -179,7 +194,7 @@ def rules_digest(root: Path = REPO_ROOT) -> dict[str, str]:
         defs, imports = parsed[path]
         if name in defs:
             used.setdefault(path, {})[name] = defs[name]
-            for ref in {n.id for n in ast.walk(defs[name]) if isinstance(n, ast.Name)}:
+            for ref in _names(defs[name]):
                 if ref in defs and ref not in used[path]:
                     todo.append((path, ref))
                 elif ref in imports:
@@ -222,12 +237,11 @@ def environment() -> dict[str, str]:
 def key_parts(source: Path, parameters: dict[str, Any], root: Path = REPO_ROOT) -> dict[str, Any]:
     """Everything the key of a chapter (its source file, run with parameters) is made of, by name, so that a changed
     key can say what changed; root is the folder that holds `lib/`. The verdict logic counts only for a chapter that
-    runs the scorecard, and such a chapter also counts every chapter's rules (`rules_digest`)."""
+    reads every other chapter (the scorecard), and such a chapter also counts every chapter's rules (`rules_digest`)."""
     text = source.read_text(encoding="utf-8")
-    files = lib_dependencies(text, root, skip=frozenset({root / VERDICTS}))
-    scorecard = root / SCORECARD in files
-    if scorecard:
-        files = lib_dependencies(text, root)
+    declared = declaration(source.stem)
+    scorecard = declared is not None and declared.reads == ALL
+    files = lib_dependencies(text, root, skip=frozenset() if scorecard else frozenset({root / VERDICTS}))
     parts = {
         "source": hashlib.sha256(text.encode()).hexdigest(),
         "lib": {str(p.relative_to(root)): code_digest(p.read_text(encoding="utf-8")) for p in files},

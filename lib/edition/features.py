@@ -2,8 +2,8 @@
 
     python -m lib.edition.features --profile default --model mpnet --task imdb [--part scoring] [-p NAME VALUE ...]
 
-The features are the ones chapter 09 would extract with the same profile and values (`frozen.task_data`,
-`frozen.features`): every split's pooled vectors and the training tokens' moments, kept in the run cache
+The features are the ones chapter 09 would extract with the same profile and values (`supervised.task_data`,
+`supervised.features`): every split's pooled vectors and the training tokens' moments, kept in the run cache
 (`encode.features`), so the chapter then reads them and only fits its classifiers. A parallel book build runs one such
 command per model, task and part as jobs of their own (`planning.AHEAD`).
 """
@@ -17,11 +17,11 @@ from ..core.sources import comma_list, declared_parameters
 from ..encode.features import PARTS
 from ..encode.models import load_model
 from ..errors import cli, require
-from ..experiments import frozen, vector_variants
+from ..experiments import supervised, vector_variants
 from ..settings import slug
 from . import work_ahead
 
-CHAPTER = "09_supervised"
+CHAPTER = supervised.CHAPTER.name
 
 
 def ahead(profile: str, parameters: dict[str, Any]) -> dict[str, list[str]]:
@@ -46,10 +46,10 @@ def main(argv: list[str] | None = None) -> None:
     tasks = comma_list(parameters["tasks"])
     require(args.task in tasks, f"--task {args.task}: not among the chapter's tasks ({', '.join(tasks)})")
     (spec,) = parse_models(args.model, args.profile)
-    data = frozen.task_data(parameters | {"tasks": args.task})[args.task]
+    data = supervised.task_data(parameters | {"tasks": args.task})[args.task]
     lm = load_model(spec, device=str(parameters["device"]), dtype=str(parameters["dtype"]))
     wanted = vector_variants.requested(str(parameters["variants"]))
-    found = frozen.features(lm, args.task, data, wanted, bool(parameters["pool_special"]), [args.part] if args.part else list(PARTS))
+    found = supervised.features(lm, args.task, data, wanted, bool(parameters["pool_special"]), [args.part] if args.part else list(PARTS))
     print(f"{lm.name} {args.task}: features of {', '.join(f'{len(v):,} {s}' for s, v in found.vectors.items())} texts cached for chapter 09")
 
 

@@ -14,10 +14,11 @@ from typing import Any
 from ..book.chapter import parse_models
 from ..core.sources import comma_list, declared_parameters
 from ..errors import cli, require
+from ..experiments import isotropy_calibration
 from ..experiments.isotropy_calibration import grid, run_grid
 from . import work_ahead
 
-CHAPTER = "13_isotropy_calibration"
+CHAPTER = isotropy_calibration.CHAPTER.name
 
 
 def ahead(profile: str, parameters: dict[str, Any]) -> dict[str, list[str]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..book import scorecard
 from ..core import paper, store
 from ..core.profiles import description
+from ..experiments import scorecard
 from ..experiments.verdicts import VERDICTS
 from .cache import Entry, digest
 
@@ -22,14 +22,14 @@ def edition_note(profile: str) -> str:
     )
 
 
-SCORECARD = "14_scorecard"  # the chapter whose table the front page summarises
+SCORECARD = scorecard.CHAPTER.name  # the chapter whose table the front page summarises
 
 
 def scorecard_card(entry: Entry | None) -> pd.DataFrame | None:
     """The scorecard chapter's verdict table, from the file its entry lists and checked against the checksum recorded
     there; None without an entry (the chapter has not run, or its notebook was changed) or when the table is no longer
     the one its run wrote (with one line saying so)."""
-    label = f"/{store.CHAPTER}/{SCORECARD}/{scorecard.TABLE}.csv"  # as `Results.table` labels what it wrote
+    label = f"/{store.CHAPTER}/{SCORECARD}/{scorecard.SCORECARD.name}.csv"  # as `Results.table` labels what it wrote
     record = next((o for o in entry.outputs if o["label"].endswith(label)), None) if entry else None
     if record is None:
         return None

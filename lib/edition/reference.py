@@ -17,10 +17,8 @@ import jupytext
 from ..core.profiles import KINDS, load_profile
 from ..core.sources import declared_parameters, source_file
 from ..errors import require
-from ..experiments.vector_variants import VARIANTS
-from ..measure.outliers import CLIP_PROTOCOLS
+from ..experiments import declaration
 from ..settings import DTYPES
-from ..train.finetune import METHODS
 
 SHARED_MEANINGS = {
     "profile": "names the results folder",
@@ -34,15 +32,6 @@ SHARED_ALLOWED = {
     "models": "comma-separated: minilm, mpnet, chapter05:pe, chapter05:nope (chapter 05's models), trained:NAME, a local folder, a Hugging Face id",
     "device": "auto, cpu, cuda",
     "dtype": ", ".join(DTYPES),
-}
-CLIPPING_CHAPTERS = ("06_clipping_whitening", "07_wic", "08_sts", "09_supervised")
-ALLOWED = {  # (chapter, parameter): the values it accepts, where the name alone does not say
-    ("05_pretraining", "names"): "two folder names under $BOOK_MODELS_DIR: with, then without position embeddings",
-    ("05_pretraining", "train_dtype"): ", ".join(DTYPES),
-    ("13_isotropy_calibration", "workers"): 'cores, "" (no workers), local:N, or a Dask scheduler address (tcp://host:8786)',
-    ("13_isotropy_calibration", "methods"): "comma-separated, any of: " + ", ".join(METHODS),
-    **{(c, "clip"): ", ".join(CLIP_PROTOCOLS) for c in CLIPPING_CHAPTERS},
-    **{(c, "variants"): "comma-separated, any of: " + ", ".join(VARIANTS) for c in CLIPPING_CHAPTERS},
 }
 _LISTS = ("tasks", "methods", "datasets", "collections")  # comma-separated subsets of the default's names
 PROFILES = ("quick", "paper")
@@ -67,8 +56,9 @@ def meanings(chapter: str) -> dict[str, str]:
 
 def allowed(chapter: str, name: str, default: Any) -> str:
     """The values a chapter's parameter accepts, in words."""
-    if (chapter, name) in ALLOWED:
-        return ALLOWED[(chapter, name)]
+    declared = declaration(chapter)
+    if declared is not None and name in declared.allowed:  # what its module declares
+        return declared.allowed[name]
     if name in SHARED_ALLOWED:
         return SHARED_ALLOWED[name]
     if name in _LISTS:

@@ -7,10 +7,13 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..measure import inference
+from . import outlier_set
 from .plotting import COLORS
-from .verdicts import Claim, Outcome, Tables, contextual, from_units, rule, unit
+from .verdicts import Claim, Outcome, Tables, contextual, from_units, unit
+
+CHAPTER = chapter("01_anisotropy", reads=(outlier_set.CHAPTER,))
 
 
 def anisotropy_by_layer(tables: dict[str, pd.DataFrame]):
@@ -26,12 +29,12 @@ def anisotropy_by_layer(tables: dict[str, pd.DataFrame]):
     return fig
 
 
-ANISOTROPY = declare(
-    "01_anisotropy", "anisotropy_by_layer", "layer mean_cosine std_cosine ci95_low ci95_high n_pairs centered_mean_cosine excess_ci95_low excess_ci95_high"
+ANISOTROPY = CHAPTER.table(
+    "anisotropy_by_layer", "layer mean_cosine std_cosine ci95_low ci95_high n_pairs centered_mean_cosine excess_ci95_low excess_ci95_high"
 )
 
 
-@rule
+@CHAPTER.rule
 def anisotropic_in_every_layer(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = contextual(tables.read(model, claim.chapter, claim.table))
     units = [

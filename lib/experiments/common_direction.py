@@ -10,17 +10,67 @@ from dataclasses import dataclass
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
-from ..core.store import declare
-from ..encode.models import LoadedModel
+from ..core.checks import positive_int
+from ..core.declaration import chapter
+from ..core.sources import names
+from ..core.store import Writer
+from ..encode.models import LoadedModel, load_model
+from ..errors import require
 from ..measure import geometry, inference, isotropy, vocabulary
 from ..measure.transforms import Center
+from . import figure_kinds
 from .plotting import COLORS
-from .verdicts import Claim, Outcome, Tables, decide, outcome, rule
+from .verdicts import Claim, Outcome, Tables, decide, outcome
+
+CHAPTER = chapter("10_common_direction")
+
+
+def inputs(shifts: str, toy_points: int, plane_points: int, check_rows: int) -> list[float]:
+    """The chapter's parameters checked, each bad one stopped with one line; the toy sphere's shifts as numbers."""
+    texts = names(shifts, "shifts")
+    require(all(s.replace(".", "", 1).isdigit() for s in texts), f"shifts must be comma-separated non-negative numbers, got {shifts!r}")
+    positive_int("toy_points", toy_points)
+    positive_int("plane_points", plane_points)
+    require(isinstance(check_rows, int) and check_rows >= 0, f"check_rows must be 0 (all) or a positive integer, got {check_rows!r}")
+    return [float(s) for s in texts]
+
+
+@dataclass(frozen=True)
+class Sphere:
+    ball: np.ndarray  # points spread evenly on the unit sphere in 3 dimensions
+    clouds: dict[float, np.ndarray]  # the ball shifted along the first axis, by shift
+    spectra: dict[float, np.ndarray]  # the singular values of each (uncentered) cloud
+    table: pd.DataFrame  # the toy_sphere table
+
+
+def _spectrum(ball: np.ndarray, shift: float) -> np.ndarray:
+    return np.linalg.svd(ball + np.array([shift, 0.0, 0.0]), compute_uv=False)
+
+
+def toy(shifts: list[float], points: int, seed: int) -> Sphere:
+    """Biš et al.'s Fig. 2: `points` on the unit sphere, shifted away from the origin by each shift."""
+    ball = np.random.default_rng(seed).normal(size=(points, 3))
+    ball /= np.linalg.norm(ball, axis=1, keepdims=True)
+    clouds = {s: ball + np.array([s, 0.0, 0.0]) for s in shifts}
+    spectra = {s: _spectrum(ball, s) for s in shifts}
+    rows = [{"shift": s, **{f"sigma_{i + 1}": v for i, v in enumerate(sv)}, "sigma_1_over_sigma_2": sv[0] / sv[1]} for s, sv in spectra.items()]
+    return Sphere(ball, clouds, spectra, pd.DataFrame(rows))
+
+
+def ratio_vs_formula(sphere: Sphere, extra: float = 8.0) -> pd.DataFrame:
+    """σ1/σ2 of the shifted sphere measured and from the formula √(3s² + 1), for its shifts and `extra`."""
+    rows = []
+    for s in sorted(set(sphere.clouds) | {extra}):
+        sv = _spectrum(sphere.ball, s)
+        rows.append({"shift": s, "σ1/σ2 measured": sv[0] / sv[1], "√(3s² + 1)": np.sqrt(3 * s * s + 1)})
+    return pd.DataFrame(rows)
 
 
 @dataclass
 class MatrixGeometry:
+    name: str  # the model's
     views: dict[str, geometry.PlaneView]  # "raw" / "centered": the sampled rows on their top two singular vectors
     sample: np.ndarray  # the sampled row ids
     reference: np.ndarray  # which sampled rows are reference tokens (chapter 11)
@@ -34,7 +84,7 @@ def _sample(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=min(size, n), replace=False))
 
 
-def measure(lm: LoadedModel, plane_points: int, check_rows: int, seed: int) -> MatrixGeometry:
+def _matrix(lm: LoadedModel, plane_points: int, check_rows: int, seed: int) -> MatrixGeometry:
     """Everything chapter 10 shows of one model's W; check_rows (0 = all) rows for the brute-force pairwise cosine."""
     w = vocabulary.embedding_matrix(lm)
     matrices = {"raw": w, "centered": Center().fit(w).transform(w)}
@@ -55,6 +105,7 @@ def measure(lm: LoadedModel, plane_points: int, check_rows: int, seed: int) -> M
         "reference_tokens": how,
     }
     return MatrixGeometry(
+        lm.name,
         {label: geometry.svd_plane(m[sample]) for label, m in matrices.items()},
         sample,
         np.isin(sample, unused),
@@ -65,12 +116,59 @@ def measure(lm: LoadedModel, plane_points: int, check_rows: int, seed: int) -> M
     )
 
 
-def toy_sphere(clouds: dict[float, np.ndarray], spectra: dict[float, np.ndarray]):
+def run(
+    spec: str, *, plane_points: int, check_rows: int, seed: int, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto"
+) -> MatrixGeometry:
+    """One model: its input-embedding matrix measured (`embedding_matrix` written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    found = _matrix(lm, plane_points, check_rows, seed)
+    info = {"name": lm.name, "family": lm.family, "width": found.summary["width"]}
+    results.table(EMBEDDING_MATRIX.frame([found.summary]), EMBEDDING_MATRIX, spec, parameters=parameters, model_info=info)
+    return found
+
+
+def summary(runs: dict[str, MatrixGeometry]) -> pd.DataFrame:
+    """Every model's row of the embedding_matrix table."""
+    return pd.DataFrame([r.summary for r in runs.values()])
+
+
+def drift_table(runs: dict[str, MatrixGeometry]) -> pd.DataFrame:
+    """The mean vector and the top of the spectrum, before and after centering."""
+    columns = ["model", "vocabulary", "width", "average_norm_raw", "mean_vector_norm_raw", "ratio_raw", "sigma1_over_sigma2_raw", "sigma1_over_sigma2_centered"]
+    return summary(runs)[columns]
+
+
+def appendix_check(runs: dict[str, MatrixGeometry]) -> pd.DataFrame:
+    """Biš et al.'s Appendix A: the average pairwise cosine brute force and from the mean unit vector, and their gap."""
+    table = summary(runs)[["model", "check_rows", "mean_pairwise_cosine_brute_force", "mean_pairwise_cosine_from_mean_unit_vector"]]
+    return table.assign(absolute_difference=(table["mean_pairwise_cosine_brute_force"] - table["mean_pairwise_cosine_from_mean_unit_vector"]).abs())
+
+
+def findings(runs: dict[str, MatrixGeometry]) -> list[str]:
+    """What our run shows, one line per model."""
+    return [
+        f"- **{r.model}**: the mean embedding is {r.ratio_raw:.2f} times the average embedding length; σ1/σ2 is "
+        f"{r.sigma1_over_sigma2_raw:.2f} before and {r.sigma1_over_sigma2_centered:.2f} after centering; the average pairwise cosine is "
+        f"{r.mean_pairwise_cosine_brute_force:.4f} (formula {r.mean_pairwise_cosine_from_mean_unit_vector:.4f})."
+        for r in summary(runs).itertuples()
+    ]
+
+
+def ranked_lines(runs: dict[str, MatrixGeometry]) -> list[str]:
+    """The models by the length of their mean embedding relative to the average length, and how much centering shrinks σ1/σ2."""
+    return [
+        f"- **{r.model}**: |mean| / mean |x| = {r.ratio_raw:.2f}; σ1/σ2 {r.sigma1_over_sigma2_raw:.2f} raw → {r.sigma1_over_sigma2_centered:.2f} centered "
+        f"({r.sigma1_over_sigma2_raw / r.sigma1_over_sigma2_centered:.2f}× smaller)."
+        for r in summary(runs).sort_values("ratio_raw", ascending=False).itertuples()
+    ]
+
+
+def figure_toy(sphere: Sphere, results: Writer) -> None:
     """Biš et al. Fig. 2: points on a sphere shifted away from the origin (first two coordinates), and their singular values."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
-    for (shift, points), color in zip(clouds.items(), COLORS):
+    for (shift, points), color in zip(sphere.clouds.items(), COLORS):
         left.scatter(points[:, 0], points[:, 1], s=4, alpha=0.5, color=color, label=f"shift {shift:g}")
-        right.plot(np.arange(1, len(spectra[shift]) + 1), spectra[shift], "-o", color=color, label=f"shift {shift:g}")
+        right.plot(np.arange(1, len(sphere.spectra[shift]) + 1), sphere.spectra[shift], "-o", color=color, label=f"shift {shift:g}")
     left.scatter([0], [0], marker="X", s=120, color="black", label="origin")
     left.set(xlabel="x1", ylabel="x2", title="points on a sphere, shifted along x1", aspect="equal")
     right.set(xlabel="singular value index", ylabel="singular value", title="singular values of the (uncentered) points")
@@ -78,18 +176,31 @@ def toy_sphere(clouds: dict[float, np.ndarray], spectra: dict[float, np.ndarray]
     left.legend(frameon=False, fontsize=8)
     right.legend(frameon=False)
     fig.tight_layout()
-    return fig
+    results.figure(fig, "toy_sphere", "A ball of points shifted away from the origin: the shape is unchanged, the singular values are not.")
 
 
-def spectra_and_norms(spectra: dict[str, dict[str, np.ndarray]], norms: dict[str, dict[str, np.ndarray]]):
+def figure_planes(runs: dict[str, MatrixGeometry], results: Writer) -> None:
+    """Each model's sampled rows on the top two singular vectors, raw and centered, coloured by norm; the reference
+    tokens of chapter 11 ringed."""
+    views, rings, colour = {}, {}, {}
+    for r in runs.values():
+        for label, view in r.views.items():
+            key = f"{r.name}, {label}"
+            views[key], rings[key], colour[key] = view, r.reference, r.sample_norms
+    fig = figure_kinds.plane_views(views, colour, "L2 norm of the (raw) embedding", special=rings, ring_label="reference tokens (chapter 11)")
+    caption = "Input embeddings on their first two principal components, coloured by norm; the reference tokens of chapter 11 ringed."
+    results.figure(fig, "embedding_planes", caption)
+
+
+def figure_spectra(runs: dict[str, MatrixGeometry], results: Writer) -> None:
     """Per model: singular values (normalised by the largest, log scale) and the density of vector norms, raw vs centered."""
     from scipy.stats import gaussian_kde
 
-    fig, axes = plt.subplots(len(spectra), 2, figsize=(11, 3.8 * len(spectra)), squeeze=False)
-    for (name, spec), row in zip(spectra.items(), axes):
-        for (variant, s), style in zip(spec.items(), ["-", "--"]):
+    fig, axes = plt.subplots(len(runs), 2, figsize=(11, 3.8 * len(runs)), squeeze=False)
+    for (name, found), row in zip(runs.items(), axes):
+        for (variant, s), style in zip(found.spectra.items(), ["-", "--"]):
             row[0].plot(np.arange(1, len(s) + 1), s / s[0], style, label=variant)
-            values = norms[name][variant]
+            values = found.norms[variant]
             grid = np.linspace(values.min(), values.max(), 300)
             row[1].plot(grid, gaussian_kde(values)(grid), style, label=variant)
         row[0].set(yscale="log", xlabel="singular value index", ylabel="σ_k / σ_1", title=f"{name}: singular values")
@@ -97,18 +208,18 @@ def spectra_and_norms(spectra: dict[str, dict[str, np.ndarray]], norms: dict[str
         row[0].legend(frameon=False)
         row[1].legend(frameon=False)
     fig.tight_layout()
-    return fig
+    results.figure(fig, "spectra_and_norms", "Singular values of the raw and centered embedding matrices, and the distribution of embedding norms.")
 
 
-EMBEDDING_MATRIX = declare(
-    "10_common_direction",
+EMBEDDING_MATRIX = CHAPTER.table(
     "embedding_matrix",
     "model vocabulary width average_norm_raw mean_vector_norm_raw ratio_raw sigma1_over_sigma2_raw sigma1_over_sigma2_centered "
     "top_direction_mean_cosine check_rows mean_pairwise_cosine_brute_force mean_pairwise_cosine_from_mean_unit_vector reference_tokens",
 )
+TOY_SPHERE = CHAPTER.table("toy_sphere", "shift sigma_1 sigma_1_over_sigma_2", extra=r"sigma_\d+")  # one column per singular value
 
 
-@rule
+@CHAPTER.rule
 def spectrum_ratio_collapses(tables: Tables, model: str, claim: Claim) -> Outcome:
     r = tables.read(model, claim.chapter, claim.table).iloc[0]
     estimate = inference.exact(r["sigma1_over_sigma2_raw"] / r["sigma1_over_sigma2_centered"], "the whole matrix")
@@ -116,7 +227,7 @@ def spectrum_ratio_collapses(tables: Tables, model: str, claim: Claim) -> Outcom
     return outcome(decide(estimate, claim.margin), text, estimate)
 
 
-@rule
+@CHAPTER.rule
 def top_direction_is_mean(tables: Tables, model: str, claim: Claim) -> Outcome:
     r = tables.read(model, claim.chapter, claim.table).iloc[0]
     estimate = inference.exact(r["top_direction_mean_cosine"], "the whole matrix")

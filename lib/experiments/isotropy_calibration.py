@@ -14,9 +14,9 @@ import pandas as pd
 from tqdm import tqdm
 
 from ..core import paper
+from ..core.declaration import chapter
 from ..core.profiles import config
 from ..core.sources import names
-from ..core.store import declare
 from ..datasets.tasks import GLUE_TASKS, glue_samples
 from ..encode.models import load_model
 from ..errors import require
@@ -28,7 +28,15 @@ from ..settings import autocast_precision, pick_device
 from ..train import workers
 from ..train.finetune import METHODS, FinetuneConfig, cached_run, step_times
 from .plotting import COLORS, PAGE_WIDTH
-from .verdicts import FAILS, MIXED, NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
+from .verdicts import FAILS, MIXED, NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
+
+CHAPTER = chapter(
+    "13_isotropy_calibration",
+    allowed={
+        "workers": 'cores, "" (no workers), local:N, or a Dask scheduler address (tcp://host:8786)',
+        "methods": "comma-separated, any of: " + ", ".join(METHODS),
+    },
+)
 
 
 def calibration_summary(summary: pd.DataFrame, methods: list[str]):
@@ -77,8 +85,7 @@ def spectrum_targets(curves: dict[str, dict[str, np.ndarray]]):
     return fig
 
 
-CALIBRATION_SUMMARY = declare(
-    "13_isotropy_calibration",
+CALIBRATION_SUMMARY = CHAPTER.table(
     "summary",
     "model task metric method runs scored_runs score_mean score_std difference p p_student significant I1_mean I1_std I2_mean I2_std I1_context_mean "
     "I2_context_mean time_ratio penalty_removed",
@@ -174,7 +181,7 @@ def _methods(tables: Tables, model: str, claim: Claim) -> set[str]:
     return set(tables.read(model, claim.chapter, claim.table)["method"])
 
 
-@rule
+@CHAPTER.rule
 def no_consistent_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     cells = _calibration_cells(tables, model, claim, "score_mean", "score_std", runs="scored_runs")
     if not cells:
@@ -194,7 +201,7 @@ def no_consistent_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
 DEGRADING_TASKS = ("CoLA", "STS-B")  # the paper's examples of spectrum control's "severe performance degradation"
 
 
-@rule
+@CHAPTER.rule
 def spectrum_degrades(tables: Tables, model: str, claim: Claim) -> Outcome:
     """Spectrum control lowers CoLA and STS-B by more than the margin, or prevents learning (a score no run defines, as
     the paper's NaN, counts as prevented: exact)."""
@@ -216,7 +223,7 @@ def spectrum_degrades(tables: Tables, model: str, claim: Claim) -> Outcome:
     return from_units(units, claim, 2, " points")
 
 
-@rule
+@CHAPTER.rule
 def cosreg_flow_unchanged(tables: Tables, model: str, claim: Claim) -> Outcome:
     """CosReg and the flow leave the score about where it was: per method, the mean over tasks of its Welch difference
     from the uncalibrated runs, within the margin."""
@@ -233,7 +240,7 @@ def cosreg_flow_unchanged(tables: Tables, model: str, claim: Claim) -> Outcome:
     return replace(decided, ours=f"{decided.ours}; not run here: {', '.join(missing)}") if missing else decided
 
 
-@rule
+@CHAPTER.rule
 def spectrum_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
     if not any(m.startswith("spectrum") for m in _methods(tables, model, claim)):
         return not_in_this_edition("spectrum control")
@@ -245,7 +252,7 @@ def spectrum_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
     return from_units([unit(f"{task}, {method}", e, claim.margin, of="task × method cells") for (task, method), e in cells.items()], claim, 4)
 
 
-@rule
+@CHAPTER.rule
 def cosreg_leaves_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
     if "cosreg" not in _methods(tables, model, claim):
         return not_in_this_edition("CosReg")
@@ -257,7 +264,7 @@ def cosreg_leaves_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
     return from_units([unit(task, e, claim.margin, "within", of="tasks") for (task, _), e in cells.items()], claim, 4)
 
 
-@rule
+@CHAPTER.rule
 def isotropy_costs_score(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     if not set(REGULARISERS) & set(t["method"]):
@@ -274,7 +281,17 @@ def isotropy_costs_score(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decide(estimate, claim.margin, "below"), f"rank correlation of the change in I1 (W) with the change in score: {estimate.text(2)}", estimate)
 
 
-STEP_TIMES = declare("13_isotropy_calibration", "step_times", "method round seconds")
+STEP_TIMES = CHAPTER.table("step_times", "method round seconds")
+RUN_COLUMNS = (  # one fine-tuning run (a task, method and seed): its score, isotropy and losses
+    "model spec task metric method seed steps score I1 I2 I1_context I2_context"
+    " seconds_per_epoch final_task_loss final_calibration_loss penalty_start penalty_end"
+)
+RUNS = CHAPTER.table("runs", RUN_COLUMNS)
+PRIOR_SCALE_RUNS = CHAPTER.table("prior_scale_runs", RUN_COLUMNS + " c1_scale")
+OVERVIEW = CHAPTER.table(
+    "overview",
+    "source model method tasks mean_difference undefined_scores significantly_better significantly_worse I1_output I1_output_uncalibrated I1_W time_ratio",
+)
 
 
 def time_steps(spec: str, task: str, train_set: pd.DataFrame, methods: list[str], base: FinetuneConfig, device: str, dtype: str) -> pd.DataFrame:
@@ -292,7 +309,7 @@ def step_summary(times: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"method": wide.columns, "median seconds per step": wide.median().to_numpy(), "× none (median of rounds)": ratio.to_numpy()})
 
 
-@rule
+@CHAPTER.rule
 def flow_costly(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     if t is None or not {"flow", "none"} <= set(t["method"]):

@@ -10,13 +10,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode.collectors import SentenceExtremes
 from ..encode.models import LoadedModel
 from ..measure import inference, positional
-from .outlier_set import CHAPTER, OUTLIER_COLUMNS, SOURCE_TABLE
+from .outlier_set import OUTLIER_COLUMNS, SOURCE_TABLE
 from .plotting import COLORS
-from .verdicts import HOLDS, Claim, Outcome, Tables, best_of, decide, from_units, outcome, rule, unit
+from .verdicts import HOLDS, Claim, Outcome, Tables, best_of, decide, from_units, outcome, unit
+
+CHAPTER = chapter("02_outlier_neurons")
 
 
 def extreme_shares(tables: dict[str, pd.DataFrame]):
@@ -50,13 +52,13 @@ def extreme_shares(tables: dict[str, pd.DataFrame]):
     return fig
 
 
-EXTREMES_BY_LAYER = declare(CHAPTER, "extreme_dimensions_by_layer", "layer argmin_dim argmin_percent argmax_dim argmax_percent")
+EXTREMES_BY_LAYER = CHAPTER.table("extreme_dimensions_by_layer", "layer argmin_dim argmin_percent argmax_dim argmax_percent")
 
 
-EXTREMES_POOLED = declare(CHAPTER, "extreme_dimensions_pooled", "kind dim percent n_vectors model spec")
+EXTREMES_POOLED = CHAPTER.table("extreme_dimensions_pooled", "kind dim percent n_vectors model spec")
 
 
-EXTREMES_BY_SENTENCE = declare(CHAPTER, "extreme_dimensions_by_sentence", "kind dim sentence hits vectors")
+EXTREMES_BY_SENTENCE = CHAPTER.table("extreme_dimensions_by_sentence", "kind dim sentence hits vectors")
 
 
 def by_sentence(pooled: pd.DataFrame, extremes: SentenceExtremes) -> pd.DataFrame:
@@ -69,7 +71,7 @@ def by_sentence(pooled: pd.DataFrame, extremes: SentenceExtremes) -> pd.DataFram
     return EXTREMES_BY_SENTENCE.check(pd.concat(frames, ignore_index=True))
 
 
-EXTREMES_BY_LAYER_SENTENCE = declare(CHAPTER, "extreme_dimensions_by_layer_sentence", "kind dim layer sentence hits vectors")
+EXTREMES_BY_LAYER_SENTENCE = CHAPTER.table("extreme_dimensions_by_layer_sentence", "kind dim layer sentence hits vectors")
 
 
 def by_layer_sentence(pooled: pd.DataFrame, extremes: SentenceExtremes, n_layers: int) -> pd.DataFrame:
@@ -84,13 +86,13 @@ def by_layer_sentence(pooled: pd.DataFrame, extremes: SentenceExtremes, n_layers
     return EXTREMES_BY_LAYER_SENTENCE.check(pd.concat(frames, ignore_index=True))
 
 
-OUTLIER_DIMENSIONS = declare(CHAPTER, "outlier_dimensions", OUTLIER_COLUMNS)
+OUTLIER_DIMENSIONS = CHAPTER.table("outlier_dimensions", OUTLIER_COLUMNS)
 
 
-MEAN_VECTORS = declare(CHAPTER, SOURCE_TABLE, "layer dim mean")
+MEAN_VECTORS = CHAPTER.table(SOURCE_TABLE, "layer dim mean")
 
 
-LAST_LAYERNORM = declare(CHAPTER, "last_layernorm", "dim layers gamma beta median_abs_gamma median_abs_beta")
+LAST_LAYERNORM = CHAPTER.table("last_layernorm", "dim layers gamma beta median_abs_gamma median_abs_beta")
 
 
 def last_layernorm(lm: LoadedModel, detected: pd.DataFrame) -> pd.DataFrame:
@@ -130,7 +132,7 @@ def layernorm_finding(name: str, frame: pd.DataFrame, n_layers: int, relative: f
     return f"- **{name}**: last LayerNorm on the outlier dimensions ({values}; {median}): {verdict}."
 
 
-@rule
+@CHAPTER.rule
 def top_extreme_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     sentences = tables.read(model, claim.chapter, EXTREMES_BY_SENTENCE.name)
@@ -144,7 +146,7 @@ def top_extreme_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decision, f"{dim} is the {kind.rstrip(')')} of {best.estimate.scaled(100).text(1, '%')}", best.estimate.scaled(100))
 
 
-@rule
+@CHAPTER.rule
 def extreme_in_every_layer(tables: Tables, model: str, claim: Claim) -> Outcome:
     """The pooled extreme dimension holds the minimum (maximum) of most vectors in every contextual layer, not only
     over all layers together: per layer a bootstrap over sentences; of the pooled minimum and maximum dimension, the one
@@ -169,7 +171,7 @@ def extreme_in_every_layer(tables: Tables, model: str, claim: Claim) -> Outcome:
     return replace(decided, ours=f"dim {dim} as the {word}, per layer: {decided.ours}", p=p)
 
 
-@rule
+@CHAPTER.rule
 def model_outliers_exist(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     level = t[t["model_outlier"].astype(bool)]

@@ -18,13 +18,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode.collectors import AllTokens
 from ..errors import require
 from ..measure import inference
 from ..train import probe
+from . import outlier_set
 from .plotting import COLORS
-from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, rule, unit
+from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, unit
+
+CHAPTER = chapter("04_position_probe", reads=(outlier_set.CHAPTER,))
 
 PROBES = {
     "paper": "bias-free, on the vectors (Luo et al. 2021)",
@@ -195,19 +198,20 @@ def contribution_heatmaps(maps: dict[str, np.ndarray]):
     return fig
 
 
-PROBE_ACCURACY = declare(
-    "04_position_probe",
+PROBE_ACCURACY = CHAPTER.table(
     "accuracy_by_layer",
     "layer dev_accuracy best_epoch converged centred_converged test_accuracy train_tokens test_tokens centred_test_accuracy shuffled_test_accuracy",
 )
 
 
-PROBE_SENTENCES = declare("04_position_probe", "accuracy_by_sentence", "layer seed sentence hits tokens")
+PROBE_SENTENCES = CHAPTER.table("accuracy_by_sentence", "layer seed sentence hits tokens")
 
 
-PROBE_CONTRIBUTION = declare(
-    "04_position_probe", "contribution_by_layer", "layer probe mean_all top_dim top_other_dim top_other outlier_first_share probe_seeds", r"dim \d+( rank)?"
+PROBE_CONTRIBUTION = CHAPTER.table(
+    "contribution_by_layer", "layer probe mean_all top_dim top_other_dim top_other outlier_first_share probe_seeds", r"dim \d+( rank)?"
 )
+CONTRIBUTION_ALL = CHAPTER.table("contribution_all_neurons", "layer dim mean_contribution")
+CONTRIBUTION_BY_POSITION = CHAPTER.table("contribution_by_position", "position layer mean_contribution neuron")
 
 SURE = 0.975  # an outlier ranks first (or not) in a layer when it does in at least this share of the sentence resamples
 
@@ -247,7 +251,7 @@ def sentence_share(hits: pd.Series, tokens: pd.Series, seeds: int, seed: int = 0
     return inference.cluster_share(hits.to_numpy(), tokens.to_numpy(), f"test sentences ({seeds} probe trainings averaged)", seed=seed)
 
 
-@rule
+@CHAPTER.rule
 def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     low = t[t["layer"].between(1, lowest_layers(int(t["layer"].max())))]
@@ -267,7 +271,7 @@ def probe_low_layers(tables: Tables, model: str, claim: Claim) -> Outcome:
     return from_units(units, claim, control=control)
 
 
-@rule
+@CHAPTER.rule
 def probe_falls_with_depth(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = contextual(tables.read(model, claim.chapter, claim.table)).sort_values("layer")
     first, last = t.iloc[0], t.iloc[-1]
@@ -284,7 +288,7 @@ def probe_falls_with_depth(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decision, text, estimate)
 
 
-@rule
+@CHAPTER.rule
 def outlier_top_contributor(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = contextual(tables.read(model, claim.chapter, claim.table))
     ranks = [c for c in t.columns if c.startswith("dim ") and c.endswith(" rank")]

@@ -9,13 +9,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode.collectors import INPUT_STAGE
 from ..measure import inference
 from ..measure.outliers import descending_ranks
 from ..measure.positional import AFTER_FIRST, LayerNormParameters
+from . import outlier_set
 from .plotting import COLORS, PAGE_WIDTH
-from .verdicts import HOLDS, UNTESTABLE, Claim, Decision, Outcome, Tables, aggregate, best_of, decide, outcome, rule, unit, units_text
+from .verdicts import HOLDS, UNTESTABLE, Claim, Decision, Outcome, Tables, aggregate, best_of, decide, outcome, unit, units_text
+
+CHAPTER = chapter("03_positional_origin", reads=(outlier_set.CHAPTER,))
 
 
 def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
@@ -41,11 +44,12 @@ def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: fl
     return fig
 
 
-EMBEDDING_TABLES = declare(
-    "03_positional_origin",
+EMBEDDING_TABLES = CHAPTER.table(
     "embedding_tables",
     "table n_rows argmax_dim argmax_percent argmin_dim argmin_percent rows_with_flagged_dim rows_with_flagged_dim_percent",
 )
+# one row per position of the position embedding table: its flagged dimensions and extremes
+POSITION_ROWS = CHAPTER.table("position_embedding_rows", "position table_row n_flagged flagged_dims max_abs_z argmin_dim argmax_dim")
 
 
 def embedding_tables_view(summary: pd.DataFrame) -> pd.DataFrame:
@@ -65,10 +69,10 @@ def embedding_tables_view(summary: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-PROPAGATION = declare("03_positional_origin", "propagation", "stage dim positions positions_flagged median_z max_abs_z positions_flagged_percent")
+PROPAGATION = CHAPTER.table("propagation", "stage dim positions positions_flagged median_z max_abs_z positions_flagged_percent")
 
 
-LAYERNORM_RANKS = declare("03_positional_origin", "layernorm_ranks", "layer layernorm module param dim sign value rank rank_abs width")
+LAYERNORM_RANKS = CHAPTER.table("layernorm_ranks", "layer layernorm module param dim sign value rank rank_abs width")
 
 
 GAMMA_BAR, GAMMA_SHARE = 6, 10 / 12  # BERT-base: its outlier's γ "among the top-6 largest values for the first ten layers' first LN" (of 12)
@@ -97,10 +101,10 @@ def layernorm_criteria(norms: list[LayerNormParameters], dims: np.ndarray, signs
     return frame.assign(meets=(frame["gamma_met"] == covered) | (frame["beta_met"] == len(first)))[columns]
 
 
-LAYERNORM_CRITERIA = declare("03_positional_origin", "layernorm_criteria", "dim flagged gamma_layers gamma_met beta_layers beta_met meets")
+LAYERNORM_CRITERIA = CHAPTER.table("layernorm_criteria", "dim flagged gamma_layers gamma_met beta_layers beta_met meets")
 
 
-@rule
+@CHAPTER.rule
 def position_argmax_share(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     row = t[t["table"] == AFTER_FIRST]
@@ -121,7 +125,7 @@ def propagation_view(spread: pd.DataFrame) -> pd.DataFrame:
     return view.rename(columns=lambda d: f"dim {d}").rename_axis(columns=None).reset_index()
 
 
-@rule
+@CHAPTER.rule
 def propagates_after_first_layernorm(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     if t.empty:
@@ -147,7 +151,7 @@ def propagates_after_first_layernorm(tables: Tables, model: str, claim: Claim) -
     return outcome(Decision(decision.verdict, None), text, weakest.estimate, control)
 
 
-@rule
+@CHAPTER.rule
 def layernorm_top_rank(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     flagged, others = t[t["flagged"].astype(bool)], t[~t["flagged"].astype(bool)]

@@ -14,19 +14,26 @@ import numpy as np
 import pandas as pd
 from transformers import PreTrainedTokenizerFast
 
+from ..core.declaration import chapter
 from ..core.profiles import config
 from ..core.sources import comma_list
-from ..core.store import declare
 from ..errors import require
 from ..measure import inference, metrics
 from ..measure.outliers import OutlierReport
 from ..measure.positional import AFTER_FIRST
 from ..provenance import record
-from ..settings import autocast_precision, cache_dir, models_dir, pick_device
+from ..settings import DTYPES, autocast_precision, cache_dir, models_dir, pick_device
 from ..train import pretrain
+from . import outlier_set
 from .outlier_set import OUTLIER_COLUMNS
 from .plotting import COLORS
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome, rule
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome
+
+CHAPTER = chapter(
+    "05_pretraining",
+    reads=(outlier_set.CHAPTER,),
+    allowed={"names": "two folder names under $BOOK_MODELS_DIR: with, then without position embeddings", "train_dtype": ", ".join(DTYPES)},
+)
 
 
 def seed_pairs(names: list[str], seed: int, seeds: int) -> dict[int, tuple[str, str]]:
@@ -199,8 +206,7 @@ def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float, histories: 
     return fig
 
 
-PRETRAIN_SUMMARY = declare(
-    "05_pretraining",
+PRETRAIN_SUMMARY = CHAPTER.table(
     "summary",
     "model seed position_embeddings parameters_millions n_layers width steps tokens_seen_millions training_minutes training_precision valid_perplexity "
     "unigram_perplexity "
@@ -208,14 +214,20 @@ PRETRAIN_SUMMARY = declare(
 )
 
 
-PRETRAIN_GAP = declare(
-    "05_pretraining",
+PRETRAIN_GAP = CHAPTER.table(
     "perplexity_gap",
     "seed validation_blocks masked_tokens perplexity_with_pe perplexity_without_pe ratio_without_over_with ratio_low_95 ratio_high_95",
 )
 
 
-PRETRAIN_OUTLIERS = declare("05_pretraining", "outlier_dimensions", OUTLIER_COLUMNS)
+PRETRAIN_OUTLIERS = CHAPTER.table("outlier_dimensions", OUTLIER_COLUMNS)
+TRAINING_HISTORY = CHAPTER.table("training_history", "step tokens_seen train_loss valid_loss valid_perplexity lr seconds pe_top_dim pe_top_z")
+OUTLIER_TRACK = CHAPTER.table("outlier_track", "layer top_dim top_mean top_z argmax_dim argmax_percent argmin_dim argmin_percent step")
+PRETRAIN_EXTREMES = CHAPTER.table("extreme_dimensions_pooled", "kind dim percent n_vectors model")
+PRETRAIN_EMBEDDING_TABLES = CHAPTER.table(  # as chapter 03's `embedding_tables`, for the trained model with position embeddings
+    "embedding_tables",
+    "table n_rows argmax_dim argmax_percent argmin_dim argmin_percent rows_with_flagged_dim rows_with_flagged_dim_percent",
+)
 
 
 def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
@@ -276,7 +288,7 @@ def findings(
     return lines
 
 
-@rule
+@CHAPTER.rule
 def pe_lowers_perplexity(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     if len(t) < 2:
@@ -289,7 +301,7 @@ def pe_lowers_perplexity(tables: Tables, model: str, claim: Claim) -> Outcome:
     )
 
 
-@rule
+@CHAPTER.rule
 def outliers_only_with_pe(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     pe, nope = (t[t["position_embeddings"].astype(bool) == flag].set_index("seed") for flag in (True, False))
@@ -322,8 +334,7 @@ def outliers_only_with_pe(tables: Tables, model: str, claim: Claim) -> Outcome:
     )
 
 
-EMBEDDING_DRIFT = declare(
-    "05_pretraining",
+EMBEDDING_DRIFT = CHAPTER.table(
     "embedding_drift",
     "model seed position_embeddings stage bin tokens min_count max_count mean_cosine_to_mean mean_norm_over_avg_norm",
 )
@@ -387,7 +398,7 @@ def _drift_runs(tables: Tables, model: str, claim: Claim) -> pd.DataFrame | None
     return t if t is not None and t["model"].nunique() >= 2 else None
 
 
-@rule
+@CHAPTER.rule
 def drift_arises_in_training(tables: Tables, model: str, claim: Claim) -> Outcome:
     """The rows of the input embedding matrix come to share one direction during training: the mean row's norm over the
     average row norm, trained minus initial, per run; t over the runs (each trained from its own seed)."""
@@ -403,7 +414,7 @@ def drift_arises_in_training(tables: Tables, model: str, claim: Claim) -> Outcom
     return outcome(decide(estimate, claim.margin), text, estimate)
 
 
-@rule
+@CHAPTER.rule
 def drift_strongest_for_rare(tables: Tables, model: str, claim: Claim) -> Outcome:
     """After training, the rarest tokens' rows point along the mean row more than the most frequent ones': mean cosine
     with the mean row, rarest seen bin minus most frequent bin, per run; t over the runs."""

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ..core import store
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode.collectors import LayerStats, SentenceMeans
 from ..encode.extraction import extract
 from ..encode.models import LoadedModel
 from ..measure import geometry, inference, metrics, outliers
-from . import vector_variants
+from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, RAW, WHITENED
 from .verdicts import (
@@ -35,10 +35,11 @@ from .verdicts import (
     from_units,
     mean_estimate,
     outcome,
-    rule,
     unit,
     units_text,
 )
+
+CHAPTER = chapter("08_sts", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
 
 @dataclass
@@ -176,17 +177,17 @@ def paired_differences(
     return STS_DIFFERENCES.frame(rows)
 
 
-STS_BY_LAYER = declare("08_sts", "spearman_by_layer", "dataset variant layer spearman_x100 subset_mean_spearman_x100 n_pairs n_sentences")
+STS_BY_LAYER = CHAPTER.table("spearman_by_layer", "dataset variant layer spearman_x100 subset_mean_spearman_x100 n_pairs n_sentences")
 
 
-STS_DIFFERENCES = declare("08_sts", "paired_differences", "dataset variant baseline difference se n_pairs draws layers")
+STS_DIFFERENCES = CHAPTER.table("paired_differences", "dataset variant baseline difference se n_pairs draws layers")
 
 
-STS_BEST = declare("08_sts", "best", "model spec dataset variant layer spearman_x100 subset_mean_spearman_x100 embedding_output_spearman_x100")
+STS_BEST = CHAPTER.table("best", "model spec dataset variant layer spearman_x100 subset_mean_spearman_x100 embedding_output_spearman_x100")
 
 
-GLOVE_BASELINE = declare(
-    "08_sts", "glove_baseline", "dataset spearman_x100 tokens_in_vocabulary_percent spearman_x100_words_only tokens_in_vocabulary_percent_words_only"
+GLOVE_BASELINE = CHAPTER.table(
+    "glove_baseline", "dataset spearman_x100 tokens_in_vocabulary_percent spearman_x100_words_only tokens_in_vocabulary_percent_words_only"
 )
 
 
@@ -254,7 +255,7 @@ def per_set_units(tables: Tables, model: str, claim: Claim, comparisons: tuple[t
     return units
 
 
-@rule
+@CHAPTER.rule
 def sts_transform_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     """Clipping and whitening each raise STS: each variant decided over its data sets by the claim's statistic (the
     mean gain), then the claim over the two variants (it needs both)."""
@@ -285,7 +286,7 @@ def sets_count(units: list[Unit]) -> str:
     return ", ".join(parts + [f"{counts[INCONCLUSIVE]} inconclusive"] * bool(counts[INCONCLUSIVE]))
 
 
-@rule
+@CHAPTER.rule
 def sts_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Outcome:
     units = per_set_units(tables, model, claim, ((WHITENED, CLIPPED),))
     if not units:
@@ -294,7 +295,7 @@ def sts_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Ou
     return replace(decided, ours=f"best layers among {compared_layers(tables, model, claim)} (where the clipped dims are outliers): {decided.ours}")
 
 
-@rule
+@CHAPTER.rule
 def whitened_beats_glove(tables: Tables, model: str, claim: Claim) -> Outcome:
     """The whitened model's best layer above averaged GloVe on every STS set but STS-12 (the thesis's exception), tested
     as the mean difference over those sets (t over data sets: GloVe has no interval over pairs here), each set beside."""
@@ -315,7 +316,7 @@ def whitened_beats_glove(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decide(estimate, claim.margin), text, estimate)
 
 
-@rule
+@CHAPTER.rule
 def glove_beats_model(tables: Tables, model: str, claim: Claim) -> Outcome:
     glove = tables.read(store.CHAPTER, claim.chapter, GLOVE_BASELINE.name)
     if glove is None:

@@ -30,6 +30,7 @@ from ..encode.collectors import LayerStats
 from ..encode.features import TokenMoments
 from ..errors import require
 from ..measure import transforms
+from ..measure.outliers import CLIP_PROTOCOLS
 from .outlier_set import OutlierSet
 from .plotting import COLORS
 
@@ -41,6 +42,8 @@ VARIANTS = {
     WHITENED: "whitening fitted on the token vectors of a training sample (Luo 2021, thesis §3.2.3)",
     WHITENED_SENTENCES: "whitening fitted on the pooled sentence vectors of a training sample (Su et al. 2021)",
 }
+# what the clipping chapters (06-09) accept for their `clip` and `variants` parameters (their declarations)
+ALLOWED = {"clip": ", ".join(CLIP_PROTOCOLS), "variants": "comma-separated, any of: " + ", ".join(VARIANTS)}
 
 
 @dataclass

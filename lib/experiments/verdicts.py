@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -297,12 +296,3 @@ def holm_corrected(card: pd.DataFrame) -> pd.DataFrame:
     card["before_holm"] = card["verdict"]
     card.loc[card["corrected"], "verdict"] = INCONCLUSIVE
     return card
-
-
-R = TypeVar("R", bound=Callable)
-
-
-def rule(function: R) -> R:
-    """Registers a function of (tables, model folder, claim) -> Outcome as a verdict rule of its module's chapter."""
-    function.is_rule = True
-    return function

@@ -12,15 +12,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode import words
 from ..encode.collectors import LayerStats
 from ..encode.models import LoadedModel
 from ..measure import geometry, inference, metrics, outliers
-from . import vector_variants
+from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome, rule
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome
+
+CHAPTER = chapter("07_wic", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
 THRESHOLDS = np.round(np.arange(1, 10) / 10, 1)  # the paper's 0.1, 0.2, …, 0.9
 VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
@@ -165,11 +167,10 @@ def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outl
     return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()))
 
 
-WIC_GRID = declare("07_wic", "accuracy_grid", "variant layer split threshold accuracy")
+WIC_GRID = CHAPTER.table("accuracy_grid", "variant layer split threshold accuracy")
 
 
-WIC_BEST = declare(
-    "07_wic",
+WIC_BEST = CHAPTER.table(
     "best",
     "model spec variant layer threshold train_accuracy dev_accuracy_of_that_choice dev_best_accuracy dev_pairs dev_right_only_here dev_right_only_raw "
     "dev_right_only_here_vs_clipped dev_right_only_clipped cross_pairs cross_accuracy cross_right_only_here cross_right_only_raw "
@@ -199,7 +200,7 @@ def _layers(t: pd.DataFrame) -> str:
     return "" if pd.isna(value) else str(value)
 
 
-@rule
+@CHAPTER.rule
 def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = _wic(tables, model, claim)
     if not _layers(t):
@@ -216,7 +217,7 @@ def wic_clipping_gain(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decide(estimate, claim.margin), text, estimate, control)
 
 
-@rule
+@CHAPTER.rule
 def wic_whitening_beats_clipping(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = _wic(tables, model, claim)
     if not _layers(t):

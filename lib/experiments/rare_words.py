@@ -11,11 +11,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode.models import LoadedModel
 from ..measure import inference, vocabulary
 from .plotting import COLORS
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, rule, unit
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
+
+CHAPTER = chapter("11_rare_words")
 
 MARKS = (0.3, 0.5, 0.98)  # shares of the corpus the coverage table reports
 
@@ -102,13 +104,14 @@ def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str):
     return fig
 
 
-COVERAGE = declare("11_rare_words", "coverage", "unit distinct total items_for_30% items_for_50% items_for_98%")
+COVERAGE = CHAPTER.table("coverage", "unit distinct total items_for_30% items_for_50% items_for_98%")
 
 
-RARE_COSINE = declare("11_rare_words", "unused_cosine_by_frequency", "bin_start bin_end n_tokens mean_cosine std_cosine")
+RARE_COSINE = CHAPTER.table("unused_cosine_by_frequency", "bin_start bin_end n_tokens mean_cosine std_cosine")
+UNUSED_BY_INDEX = CHAPTER.table("unused_cosine_by_index", "bin_start bin_end n_tokens mean_cosine std_cosine")
 
 
-@rule
+@CHAPTER.rule
 def rare_tokens_closer(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     full = t[t["n_tokens"] == t["n_tokens"].max()]
@@ -121,7 +124,7 @@ def rare_tokens_closer(tables: Tables, model: str, claim: Claim) -> Outcome:
     return outcome(decide(estimate, claim.margin), text, estimate)
 
 
-@rule
+@CHAPTER.rule
 def few_tokens_cover(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table)
     tokens = t[t["unit"].str.endswith(" tokens")]

@@ -10,16 +10,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode import words
 from ..encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
 from ..encode.extraction import extract
 from ..encode.models import LoadedModel
 from ..measure import geometry, inference
-from . import vector_variants
+from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
-from .verdicts import UNTESTABLE, Claim, Outcome, Tables, Unit, contextual, from_units, rule, unit
+from .verdicts import UNTESTABLE, Claim, Outcome, Tables, Unit, contextual, from_units, unit
+
+CHAPTER = chapter("06_clipping_whitening", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
 VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
 
@@ -163,16 +165,14 @@ def run(
     )
 
 
-GEOMETRY_BY_VARIANT = declare(
-    "06_clipping_whitening",
+GEOMETRY_BY_VARIANT = CHAPTER.table(
     "geometry_by_variant",
     "variant layer mean_cosine ci95 change_vs_raw change_vs_raw_ci95 self_similarity self_similarity_minus_anisotropy clipped_dims "
     "whitening_dropped_components",
 )
 
 
-CLIPPING_VS_RANDOM = declare(
-    "06_clipping_whitening",
+CLIPPING_VS_RANDOM = CHAPTER.table(
     "clipping_vs_random",
     "layer draws raw_mean_cosine cosine_drop cosine_drop_ci95 self_similarity_gain self_similarity_gain_ci95 pairs words outliers_here",
 )
@@ -194,7 +194,7 @@ def _unit(name: str, value: float, half: float, n: int, of: str, margin: float) 
 NOTHING = "nothing to test: no layer in which the clipped dims are flagged outliers (or no model-level outlier dimension to clip)"
 
 
-@rule
+@CHAPTER.rule
 def clipping_lowers_cosine(tables: Tables, model: str, claim: Claim) -> Outcome:
     t, left_out = _versus_random(tables, model, claim)
     if t.empty:
@@ -210,7 +210,7 @@ def clipping_lowers_cosine(tables: Tables, model: str, claim: Claim) -> Outcome:
     return from_units(units, claim, control=control)
 
 
-@rule
+@CHAPTER.rule
 def clipping_raises_self_similarity(tables: Tables, model: str, claim: Claim) -> Outcome:
     t, left_out = _versus_random(tables, model, claim)
     if t.empty:
@@ -241,7 +241,7 @@ def _variant_units(tables: Tables, model: str, claim: Claim, variant: str, layer
     ]
 
 
-@rule
+@CHAPTER.rule
 def clipping_near_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
     """After clipping, random tokens are about as close as isotropic vectors would be, in every layer where the clipped
     dims are outliers: the clipped mean cosine below the margin."""
@@ -254,7 +254,7 @@ def clipping_near_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome
     return from_units(units, claim, control=control)
 
 
-@rule
+@CHAPTER.rule
 def whitening_isotropic(tables: Tables, model: str, claim: Claim) -> Outcome:
     """After whitening, the mean cosine of random tokens is about zero in every contextual layer."""
     units = _variant_units(tables, model, claim, WHITENED, None, "within")

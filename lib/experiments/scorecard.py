@@ -1,10 +1,9 @@
-"""The claims scorecard: every claim of the papers in `claims.yaml`, tested on the result tables one profile's chapters
-wrote, model by model, by the rule its chapter's experiment module registers (`lib.experiments.verdicts`: what a
-verdict means, and Holm's correction over the whole card)."""
+"""Chapter 14, the claims scorecard: every claim of the papers in `claims.yaml`, tested on the result tables one
+profile's chapters wrote, model by model, by the rule its chapter's experiment module registers
+(`lib.experiments.verdicts`: what a verdict means, and Holm's correction over the whole card)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -12,17 +11,23 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ..core.declaration import ALL, chapter
 from ..core.sources import chapters
 from ..encode.models import FAMILIES
 from ..errors import require
-from ..experiments import rules, schema
-from ..experiments.verdicts import AGGREGATES, NOT_APPLICABLE, NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
 from ..measure import inference
 from ..provenance import record
-from .tables import escape
+from . import rules, schema
+from .verdicts import AGGREGATES, NOT_APPLICABLE, NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
 
+CHAPTER = chapter("14_scorecard", reads=ALL)
+SCORECARD = CHAPTER.table(  # the chapter's own table (`store.CHAPTER`'s, not a model's)
+    "scorecard",
+    "claim_id paper section claim paper_value model on_model verdict ours chapter table effect margin estimate low high p p_floor p_method "
+    "control smaller_margin at_smaller larger_margin at_larger margin_decides to_decide to_decide_of source tested p_holm family corrected "
+    "before_holm",
+)
 REGISTRY = Path(__file__).with_name("claims.yaml")
-TABLE = "scorecard"  # the table chapter 14 writes (`store.CHAPTER`'s, not a model's)
 NO_MODEL = "–"  # the model column of a claim with no verdict on a model (`on_model` false): not testable at all, or not run
 
 
@@ -121,28 +126,3 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
                 }
             )
     return holm_corrected(pd.DataFrame(rows))
-
-
-def p_text(p: float, p_holm: float, floor: float, method: str, family: int) -> str:
-    """A Holm-adjusted p-value as printed: two digits; or, where the p-value before Holm lies below what its method
-    supports (`Estimate.p_floor`), the bound that follows (the floor times the family, Holm's largest factor), rounded
-    up to a power of ten, and the method: "< 1e-08 (normal approximation)"."""
-    if not p <= floor:
-        return f"{p_holm:.2g}"
-    bound = min(1.0, floor * max(family, 1))
-    return f"< {10.0 ** math.ceil(math.log10(bound)):.0e} ({method})"
-
-
-def glance(card: pd.DataFrame, marks: dict[str, str], caption: str) -> str:
-    """The verdicts at a glance as a MyST table: one row per claim tested on a model (the claim's text, linked to its
-    evidence table), one column per model with the verdict's mark."""
-    tested = card[card["on_model"]]
-    models = list(dict.fromkeys(tested["model"]))
-    lines = ["| claim | " + " | ".join(escape(m) for m in models) + " |", "|:---" + "|:---:" * len(models) + "|"]
-    for claim_id, rows in tested.groupby("claim_id", sort=False):
-        verdict = dict(zip(rows["model"], rows["verdict"]))
-        link = f"{{numref}}`Table %s <{claim_label(claim_id)}>`"
-        cells = [marks.get(verdict[m], "–") if m in verdict else "–" for m in models]
-        lines.append(f"| {escape(rows['claim'].iloc[0])} ({link}) | " + " | ".join(cells) + " |")
-    widths = " ".join(["40"] + [str(max(1, 60 // max(1, len(models))))] * len(models))
-    return f":::{{table}} {caption}\n:name: tbl-14-glance\n:widths: {widths}\n\n" + "\n".join(lines) + "\n:::"

@@ -12,18 +12,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.declaration import chapter
 from ..core.sources import names
-from ..core.store import declare
 from ..datasets.tasks import CLASSIFICATION_TASKS, classification_splits, unlabelled_texts
 from ..encode.features import PARTS, Features, task_features
 from ..encode.models import LoadedModel
 from ..errors import require
 from ..measure import inference
 from ..train import probe
-from . import vector_variants
+from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
 from .vector_variants import CLIPPED, RAW, WHITENED
-from .verdicts import NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, from_units, rule, unit
+from .verdicts import NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, from_units, unit
+
+CHAPTER = chapter("09_supervised", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
 Split = tuple[list[str], np.ndarray]  # texts and integer labels (-1: unlabelled)
 
@@ -135,18 +137,17 @@ def best(runs: list[TaskRun], model: str, spec: str, layers: list[int]) -> pd.Da
     return FROZEN_BEST.check(pd.DataFrame(rows).reindex(columns=list(FROZEN_BEST.columns)))
 
 
-FROZEN_ACCURACY = declare("09_supervised", "accuracy_by_layer", "task variant layer dev_accuracy test_accuracy C converged clipped_dims whitening_fit_texts")
+FROZEN_ACCURACY = CHAPTER.table("accuracy_by_layer", "task variant layer dev_accuracy test_accuracy C converged clipped_dims whitening_fit_texts")
 
 
-FROZEN_BEST = declare(
-    "09_supervised",
+FROZEN_BEST = CHAPTER.table(
     "best",
     "model spec task variant best_test best_test_layer test_at_best_dev_layer best_dev_layer paired_layer test_examples test_right_only_here "
     "test_right_only_raw",
 )
 
 
-@rule
+@CHAPTER.rule
 def supervised_clipping_small(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table).set_index(["task", "variant"])
     tasks = list(dict.fromkeys(t.index.get_level_values("task")))

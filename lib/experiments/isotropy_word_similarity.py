@@ -11,11 +11,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..core.store import declare
+from ..core.declaration import chapter
 from ..encode.models import LoadedModel
 from ..measure import inference, isotropy, metrics, transforms, vocabulary
 from .plotting import COLORS
-from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, from_units, rule, unit
+from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, from_units, unit
+
+CHAPTER = chapter("12_isotropy_word_similarity")
 
 RAW, CENTERED, CENTERED_SCALED, POST_PROCESSED = "raw", "centered", "centered-scaled", "post-processed"  # W's variants
 
@@ -103,13 +105,13 @@ def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: li
     return fig
 
 
-ISOTROPY = declare("12_isotropy_word_similarity", "isotropy", "model variant I1 I1_sign_low I1_sign_high I2 IsoScore average_norm mean_vector_norm ratio")
+ISOTROPY = CHAPTER.table("isotropy", "model variant I1 I1_sign_low I1_sign_high I2 IsoScore average_norm mean_vector_norm ratio")
 
 
-WORD_SIMILARITY = declare("12_isotropy_word_similarity", "word_similarity", "model benchmark variant pairs pairs_kept pearson_cosine pearson_inner_product")
+WORD_SIMILARITY = CHAPTER.table("word_similarity", "model benchmark variant pairs pairs_kept pearson_cosine pearson_inner_product")
 
 
-WORD_DIFFERENCES = declare("12_isotropy_word_similarity", "paired_differences", "model benchmark contrast difference se pairs_kept draws")
+WORD_DIFFERENCES = CHAPTER.table("paired_differences", "model benchmark contrast difference se pairs_kept draws")
 DRAWS = 1000  # bootstrap resamples of a benchmark's pairs
 
 
@@ -156,7 +158,7 @@ def paired_differences(matrices: dict[str, np.ndarray], kept: dict[str, tuple], 
     return WORD_DIFFERENCES.frame(rows)
 
 
-@rule
+@CHAPTER.rule
 def centering_raises_isotropy(tables: Tables, model: str, claim: Claim) -> Outcome:
     t = tables.read(model, claim.chapter, claim.table).set_index("variant")
     raw, centred = t.loc[RAW], t.loc[CENTERED]
@@ -215,21 +217,21 @@ def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool
     return decided
 
 
-@rule
+@CHAPTER.rule
 def postprocessing_helps(tables: Tables, model: str, claim: Claim) -> Outcome:
     return _word_gain(tables, model, claim, POST_PROCESSED)
 
 
-@rule
+@CHAPTER.rule
 def centering_helps_words(tables: Tables, model: str, claim: Claim) -> Outcome:
     return _word_gain(tables, model, claim, f"{CENTERED} − {RAW}")
 
 
-@rule
+@CHAPTER.rule
 def scaled_beats_centering(tables: Tables, model: str, claim: Claim) -> Outcome:
     return _word_gain(tables, model, claim, f"{CENTERED_SCALED} − {CENTERED}")
 
 
-@rule
+@CHAPTER.rule
 def inner_product_gains_more(tables: Tables, model: str, claim: Claim) -> Outcome:
     return _word_gain(tables, model, claim, POST_PROCESSED, inner=True)
