@@ -14,7 +14,7 @@ import yaml
 
 from lib.settings import REPO_ROOT
 
-NOTEBOOK = '''# %% [markdown]
+NOTEBOOK = """# %% [markdown]
 # # A toy chapter
 
 # %% tags=["parameters"]
@@ -29,7 +29,7 @@ from lib.book.results import Results
 from lib.experiments import toy
 
 Results("15_toy", profile).table(pd.DataFrame({"row": range(n)}), toy.ROWS, "m", {"n": n})
-'''
+"""
 
 MODULE = '''"""A toy chapter's module."""
 
