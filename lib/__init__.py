@@ -1,14 +1,16 @@
 """Shared code of the book, in layers; a module imports only from its own layer and the ones listed before it.
 
-base         errors, settings, io, provenance, codehash: one-line errors, where things live, atomic writes, what a
-             run read and wrote, digests of code
-core/        what a chapter is: sources (chapters and their parameters cells), profiles, store (the results store)
+base         errors, settings, io, processes, provenance, codehash, codegraph: one-line errors, where things live,
+             atomic writes, the processes a build starts, what a run read and wrote, digests of code and what code a
+             cached result depends on
+core/        what a chapter is: sources (chapters and their parameters cells), declaration, checks, profiles, store
+             (the results store), paper (the papers' numbers)
 datasets/    registry, pins and fetch (checksummed files from their public commits), tasks (readers, sampling), glove
 encode/      models (load a spec), extraction (batched hidden states), collectors (streaming statistics), words
 measure/     outliers, geometry, isotropy, positional, transforms, vocabulary, metrics, inference
-train/       probe, bpe, pretrain, finetune, calibration, distributed, workers
+train/       probe, bpe, masked_lm, finetune, calibration, distributed, workers
 experiments/ one module per chapter (its runs, tables, figures, findings and verdict rules), and what chapters share
-book/        what a chapter calls: chapter (notebook helpers), results, tables, paper, scorecard
+book/        what a chapter calls: chapter (notebook helpers), results, tables, scorecard_view
 edition/     how the book is built, imported by nothing else: runner, cache, staging, publishing, reference, exercises
 """
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-from pathlib import Path
 
 
 def without_docstrings(tree: ast.AST) -> ast.AST:
@@ -24,8 +23,3 @@ def code_digest(text: str) -> str:
     """SHA-256 of a Python file's code: its syntax tree without docstrings, so comments, docstrings and layout do not
     count."""
     return hashlib.sha256(ast.dump(without_docstrings(ast.parse(text)), include_attributes=False).encode()).hexdigest()
-
-
-def module_digest(*modules: object) -> str:
-    """code_digest of the source files of the given modules together: what a cached result computed by them depends on."""
-    return hashlib.sha256("".join(code_digest(Path(m.__file__).read_text(encoding="utf-8")) for m in modules).encode()).hexdigest()

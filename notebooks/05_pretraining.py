@@ -93,7 +93,7 @@ from lib.errors import require
 from lib.experiments import figure_kinds, outlier_set, plotting, positional_origin, pretraining
 from lib.measure import outliers, positional
 from lib.settings import models_dir
-from lib.train import pretrain
+from lib.train import masked_lm
 
 require(isinstance(retrain, bool), f"retrain must be True or False, got {retrain!r}")
 ch.positive_int("track_blocks", track_blocks)
@@ -111,8 +111,8 @@ parameters = ch.parameters("05_pretraining", globals())
 # ## Corpus and tokenizer
 
 # %%
-tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(configs[run_names[0]])
-unigram = pretrain.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
+tokenizer, train_blocks, valid_blocks = masked_lm.prepare_corpus(configs[run_names[0]])
+unigram = masked_lm.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
 corpus_sizes = pd.DataFrame(
     {"split": ["train", "validation"], "blocks": [len(train_blocks), len(valid_blocks)], "tokens": [train_blocks.numel(), valid_blocks.numel()]}
 )
@@ -145,7 +145,7 @@ print(f"unigram perplexity of the validation tokens (training-set token frequenc
 # it worked on the very seeds it is then scored on would overstate how reliably it works. Training runs in float32
 # (`train_dtype`) on every machine: bf16 autocast is faster where a CPU has it natively, but it moved the onset of word-order use by about 1,000 steps, so
 # it would make the result depend on the CPU the edition was built on. A book build with several jobs trains the runs
-# ahead of this chapter, one job each (`lib.edition.pretraining`, the same code and settings), and the next cell then
+# ahead of this chapter, one job each (`lib.edition.train_ahead`, the same code and settings), and the next cell then
 # finds them saved.
 
 # %% tags=["hide-output"]
@@ -162,7 +162,7 @@ for name, cfg in configs.items():
     lm = load_model(f"trained:{name}", device=device, dtype=dtype)
     trainable = sum(p.numel() for n, p in lm.model.named_parameters() if cfg.position_embeddings or "position_embeddings" not in n)
     sizes[name] = dict(parameters_millions=trainable / 1e6, n_layers=lm.n_layers, width=lm.width)
-    stages = {"initial": pretrain.build_model(cfg, tokenizer).get_input_embeddings().weight.detach().numpy()}  # the seeded start
+    stages = {"initial": masked_lm.build_model(cfg, tokenizer).get_input_embeddings().weight.detach().numpy()}  # the seeded start
     stages["trained"] = lm.model.get_input_embeddings().weight.detach().float().cpu().numpy()
     drift.append(pretraining.embedding_drift(name, cfg.seed, cfg.position_embeddings, stages, counts, tokenizer.all_special_ids))
     del lm

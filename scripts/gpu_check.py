@@ -1,10 +1,10 @@
 """One check of the book on a GPU (`make gpu-check`), in at most 8 minutes on one H100-class card:
 
-1. chapter 05's default runs (`lib.edition.pretraining --profile default`, fresh), their perplexity ratio without/with
+1. chapter 05's default runs (`lib.edition.train_ahead --profile default`, fresh), their perplexity ratio without/with
    position embeddings next to the CPU default edition's (`--cpu-table`, by default that edition's chapter-05
    summary.csv under the results folder, where it was built);
 2. paper-scale pre-training throughput (the paper profile's RoBERTa-base, 512-token blocks, 256 per step, on random
-   tokens) in bf16 autocast and in float32, through `lib.train.pretrain.train`;
+   tokens) in bf16 autocast and in float32, through `lib.train.masked_lm.train`;
 3. extraction with every statistic vs bare forward passes (`scripts.benchmark_extraction`) on a randomly initialised
    12-layer, 768-wide BERT at two sample sizes;
 4. the lib's tests with CUDA present;
@@ -47,12 +47,12 @@ from lib.errors import cli
 from lib.experiments.pretraining import pretraining_runs
 from lib.io import write_atomic
 from lib.settings import autocast_precision, pick_device, results_dir
-from lib.train import pretrain
+from lib.train import masked_lm
 from scripts.benchmark_extraction import bare, with_statistics
 
 BASELINE_TOKENS_PER_S = 357_000  # bf16 paper-scale pre-training on one H200 at 94b1bd4 (issue 46), before this GPU path
 TARGET_SPEEDUP, TARGET_EXTRACTION = 1.5, 0.9
-LIB_TESTS = [f"tests/test_{name}.py" for name in ("collectors", "pretrain", "distributed", "positional_probe", "calibration", "isotropy")]
+LIB_TESTS = [f"tests/test_{name}.py" for name in ("collectors", "masked_lm", "distributed", "positional_probe", "calibration", "isotropy")]
 TINY_RUN = {"vocab_size": 300, "hidden_size": 32, "layers": 2, "heads": 2, "intermediate_size": 64, "seq_len": 16, "steps": 6, "batch_size": 4}
 TINY_RUN |= {"warmup": 1, "eval_every": 3, "track_blocks": 2, "seeds": 1}
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
@@ -75,7 +75,7 @@ def synchronize(device: torch.device) -> None:
 
 
 def overrides(values: dict) -> list[str]:
-    """-p arguments of lib.edition.pretraining for values."""
+    """-p arguments of lib.edition.train_ahead for values."""
     return [arg for name, value in values.items() for arg in ("-p", name, json.dumps(value))]
 
 
@@ -83,7 +83,7 @@ def check_pretraining(tiny: bool, scratch: Path, cpu_table: Path | None) -> list
     """Chapter 05's default runs, trained fresh; the final validation perplexity ratio without/with PE per seed."""
     env = os.environ | {"BOOK_MODELS_DIR": str(scratch / "models"), "BOOK_CACHE_DIR": str(scratch / "cache")}
     start = time.perf_counter()
-    command = [sys.executable, "-m", "lib.edition.pretraining", "--profile", "default", *overrides(TINY_RUN if tiny else {})]
+    command = [sys.executable, "-m", "lib.edition.train_ahead", "--profile", "default", *overrides(TINY_RUN if tiny else {})]
     subprocess.run(command, env=env, check=True)
     seconds = time.perf_counter() - start
     final = {}
@@ -131,7 +131,7 @@ def check_throughput(tiny: bool, scratch: Path) -> list[Row]:
                 marks[step] = time.perf_counter()
 
         start = time.perf_counter()
-        pretrain.train(
+        masked_lm.train(
             cfg,
             tokenizer,
             blocks,
@@ -209,7 +209,7 @@ def check_torchrun(tiny: bool, scratch: Path) -> list[Row]:
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     env = os.environ | {"BOOK_MODELS_DIR": str(scratch / "torchrun-models"), "BOOK_CACHE_DIR": str(scratch / "cache")}
     start = time.perf_counter()
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1", "-m", "lib.edition.pretraining", "--profile", "default"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1", "-m", "lib.edition.train_ahead", "--profile", "default"]
     subprocess.run([*command, *overrides(TINY_RUN | {"seed": 20}), "--only", "roberta-pe"], env=env, check=True)  # a seed of its own: trained, not resumed
     record = json.loads((scratch / "torchrun-models" / "roberta-pe" / "training.json").read_text())
     steps = record["history"][-1]["step"]

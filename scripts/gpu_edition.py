@@ -133,7 +133,7 @@ def run(out: Path, profile: str, scale: float, folder: Path, pairs: list[list[st
     print(f"{profile} edition, chapters {', '.join(CHAPTERS)}{at} on {facts['device']}: {len(runs)} pre-training runs and chapter 13 side by side")
     try:
         processes.append(chapter(CHAPTERS[1]))
-        command = work_ahead.command("lib.edition.pretraining", profile, changed)[1:]  # as a build trains them ahead of chapter 05
+        command = work_ahead.command("lib.edition.train_ahead", profile, changed)[1:]  # as a build trains them ahead of chapter 05
         training = [_start([*command, "--only", name], env, logs / f"pretraining-{name}.log") for name in runs]
         processes += training
         _wait(training, processes[0])

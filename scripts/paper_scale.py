@@ -23,7 +23,7 @@ from transformers import AutoConfig, AutoModel, BertConfig, DistilBertConfig, Ro
 from lib.core.profiles import chapter_parameters
 from lib.datasets.tasks import glue
 from lib.experiments.pretraining import pretraining_runs
-from lib.train import pretrain
+from lib.train import masked_lm
 
 DEFAULTS = {"bert": BertConfig, "roberta": RobertaConfig, "distilbert": DistilBertConfig}
 
@@ -100,12 +100,12 @@ def main() -> None:
     print("## Measured here: the default edition's pre-training step\n")
     _, configs = pretraining_runs(chapter_parameters("05_pretraining", "default"))
     base = dataclasses.replace(next(iter(configs.values())), steps=args.steps, warmup=1, eval_every=10**9)
-    tokenizer, blocks, valid = pretrain.prepare_corpus(base)  # the book's corpus and tokenizer, as chapter 05 trains on them
-    model = pretrain.build_model(base, tokenizer)
+    tokenizer, blocks, valid = masked_lm.prepare_corpus(base)  # the book's corpus and tokenizer, as chapter 05 trains on them
+    model = masked_lm.build_model(base, tokenizer)
     n, layers, width = sum(p.numel() for p in model.parameters()), base.layers, base.hidden_size
     with tempfile.TemporaryDirectory() as scratch:
         start = time.perf_counter()
-        pretrain.train(dataclasses.replace(base, eval_every=args.steps), tokenizer, blocks, valid, track_blocks=1, checkpoint_dir=Path(scratch), desc="timing")
+        masked_lm.train(dataclasses.replace(base, eval_every=args.steps), tokenizer, blocks, valid, track_blocks=1, checkpoint_dir=Path(scratch), desc="timing")
         seconds = time.perf_counter() - start
     tokens = args.steps * base.batch_size * base.seq_len
     achieved = flops(n, layers, width, base.seq_len, tokens) / seconds

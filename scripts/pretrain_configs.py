@@ -5,7 +5,7 @@ plateau of the model without them) on every seed, not only on a lucky one.
 For each configuration and seed: train with position embeddings (and, with `--pairs`, without) for `--steps` steps,
 or for about `--minutes` of wall time (20 steps are timed first), evaluating six times. Prints each curve (step,
 minutes, validation perplexity) and a summary with steps/s and the final perplexities beside the unigram one. Every
-run uses lib.train.pretrain unchanged, so the numbers are what chapter 05 would get. Usage:
+run uses lib.train.masked_lm unchanged, so the numbers are what chapter 05 would get. Usage:
     python scripts/pretrain_configs.py [--minutes 5 | --steps 3000] [--only A,E] [--seeds 0,1,2] [--pairs]
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from lib.errors import cli
-from lib.train import pretrain
+from lib.train import masked_lm
 
 COMMON = dict(
     corpus="book",
@@ -42,21 +42,21 @@ CONFIGS = {
 
 
 def run(name: str, settings: dict, seed: int, steps: int | None, minutes: float, pairs: bool, folder: Path) -> tuple[pd.DataFrame, dict]:
-    probe = pretrain.PretrainConfig(**COMMON, **settings, seed=seed, steps=40, warmup=0, eval_every=40)
-    tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(probe)
-    unigram = pretrain.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
+    probe = masked_lm.PretrainConfig(**COMMON, **settings, seed=seed, steps=40, warmup=0, eval_every=40)
+    tokenizer, train_blocks, valid_blocks = masked_lm.prepare_corpus(probe)
+    unigram = masked_lm.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
     if steps is None:
         clock = time.perf_counter()
-        pretrain.train(probe, tokenizer, train_blocks, valid_blocks[:8], track_blocks=4, checkpoint_dir=folder / "probe", desc=f"{name} timing")
+        masked_lm.train(probe, tokenizer, train_blocks, valid_blocks[:8], track_blocks=4, checkpoint_dir=folder / "probe", desc=f"{name} timing")
         per_step = (time.perf_counter() - clock) / 40
         steps = max(600, int(minutes * 60 / per_step) // 600 * 600)
     summary, curves = {"config": name, "seed": seed, "steps": steps}, []
     for with_pe in (True, False) if pairs else (True,):
         label = "pe" if with_pe else "nope"
-        cfg = pretrain.PretrainConfig(
+        cfg = masked_lm.PretrainConfig(
             **COMMON, **settings, seed=seed, position_embeddings=with_pe, steps=steps, warmup=min(400, steps // 10), eval_every=steps // 6
         )
-        trained = pretrain.train(cfg, tokenizer, train_blocks, valid_blocks, checkpoint_dir=folder / label, desc=f"{name} seed {seed} {label}")
+        trained = masked_lm.train(cfg, tokenizer, train_blocks, valid_blocks, checkpoint_dir=folder / label, desc=f"{name} seed {seed} {label}")
         history = trained.history.assign(minutes=trained.history["seconds"].cumsum() / 60)
         curves.append(history[["step", "minutes", "valid_perplexity"]].rename(columns={"valid_perplexity": f"perplexity_{label}"}))
         summary |= {f"steps_per_s_{label}": steps / history["seconds"].sum(), f"perplexity_{label}": history["valid_perplexity"].iloc[-1]}

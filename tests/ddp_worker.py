@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from lib.train import bpe, distributed, pretrain
-from tests.test_pretrain import TEXTS, TINY
+from lib.train import bpe, distributed, masked_lm, shards
+from tests.test_masked_lm import TEXTS, TINY
 
 STEPS, EVAL_EVERY = 20, 5
 
@@ -27,14 +27,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     tokenizer = bpe.train_tokenizer(TEXTS, 300, 24)
-    blocks = pretrain.pack_blocks(TEXTS, tokenizer, 24)
-    cfg = dataclasses.replace(pretrain.PretrainConfig(**TINY), steps=STEPS, eval_every=EVAL_EVERY)
+    blocks = shards.in_memory(TEXTS, tokenizer, 24)
+    cfg = dataclasses.replace(masked_lm.PretrainConfig(**TINY), steps=STEPS, eval_every=EVAL_EVERY)
 
     def stop(step: int) -> None:
         if step == args.stop_after:
             raise SystemExit(0)  # every rank stops at the same step, after the checkpoint of the step before
 
-    run = pretrain.train(
+    run = masked_lm.train(
         cfg, tokenizer, blocks, blocks, track_blocks=4, device="cpu", checkpoint_dir=args.checkpoints, micro_batch=args.micro_batch, on_step=stop
     )
     if distributed.world().main:

@@ -258,7 +258,7 @@ def test_unknown_profile(tmp_path):
 
 def test_a_config_is_built_from_the_parameters_cell_and_chapter_05s_models_by_alias():
     import lib.book.chapter as ch
-    from lib.train.pretrain import PretrainConfig
+    from lib.train.masked_lm import PretrainConfig
 
     cell = {**declared_parameters("05_pretraining"), "adam_betas": (0.9, 0.98)}
     cfg = ch.config(PretrainConfig, cell, position_embeddings=False, precision="none")

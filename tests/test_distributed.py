@@ -57,24 +57,24 @@ def test_a_checkpoint_written_by_two_processes_resumes_in_one(tmp_path, single):
 
 
 def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
-    """`torchrun -m lib.edition.pretraining` (2 processes) saves the quick profile's runs where chapter 05 finds them; a
+    """`torchrun -m lib.edition.train_ahead` (2 processes) saves the quick profile's runs where chapter 05 finds them; a
     second launch trains nothing."""
     from lib.core.profiles import chapter_parameters
     from lib.experiments.pretraining import pretraining_runs
-    from lib.train import pretrain
+    from lib.train import masked_lm
 
     changes = {"steps": 4, "eval_every": 2, "warmup": 1, "seeds": 1, "track_blocks": 2, "device": "cpu"}  # two processes on a machine of one GPU too
     args = []
     for name, value in changes.items():
         args += ["-p", name, str(value)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_CACHE_DIR": str(tmp_path / "cache")}
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lib.edition.pretraining", "--profile", "quick", *args]
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lib.edition.train_ahead", "--profile", "quick", *args]
     done = subprocess.run(launch, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count(": to train") == 2 and done.stdout.count(": saved in ") == 2
     _, configs = pretraining_runs({**chapter_parameters("05_pretraining", "quick"), **changes})  # what the chapter computes
     for name, cfg in configs.items():
-        history, _ = pretrain.saved_run(tmp_path / "models" / name, cfg)
+        history, _ = masked_lm.saved_run(tmp_path / "models" / name, cfg)
         assert list(history["step"]) == [2, 4]
     again = subprocess.run(launch, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and again.stdout.count(": saved with these settings") == 2 and ": to train" not in again.stdout
@@ -90,30 +90,30 @@ def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
     ],
 )
 def test_the_launcher_refuses_bad_input_before_training(args, message, capsys):
-    from lib.edition import pretraining
+    from lib.edition import train_ahead
 
     with pytest.raises(SystemExit) as stop:
-        pretraining.main(args)
+        train_ahead.main(args)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.count("\n") == 1 and message in err
 
 
 def test_a_build_trains_each_unsaved_run_ahead_as_a_command_of_its_own(tmp_path, shared_data, monkeypatch):
-    """`pretraining.ahead`: one command per run not saved with the planned values, named after the chapter; a command
+    """`train_ahead.ahead`: one command per run not saved with the planned values, named after the chapter; a command
     saves its run where the chapter looks, so the next plan leaves it out; with retrain the chapter trains itself."""
     from lib.core.profiles import plan
-    from lib.edition import pretraining
+    from lib.edition import train_ahead
 
     monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setenv("BOOK_CACHE_DIR", str(tmp_path / "cache"))
     changes = {"steps": 4, "eval_every": 2, "warmup": 1, "seeds": 1, "track_blocks": 2, "device": "cpu"}
     ((_, params),) = plan("quick", ["05_pretraining"], changes)
-    commands = pretraining.ahead("quick", params)
+    commands = train_ahead.ahead("quick", params)
     assert list(commands) == ["05_pretraining:quick-roberta-pe", "05_pretraining:quick-roberta-nope"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(commands["05_pretraining:quick-roberta-nope"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "quick-roberta-nope: to train" in done.stdout and "quick-roberta-pe: not asked for" in done.stdout
-    assert list(pretraining.ahead("quick", params)) == ["05_pretraining:quick-roberta-pe"]
-    assert list(pretraining.ahead("quick", {**params, "steps": 6})) == list(commands)  # other settings: saved runs do not count
-    assert pretraining.ahead("quick", {**params, "retrain": True}) == {}
+    assert list(train_ahead.ahead("quick", params)) == ["05_pretraining:quick-roberta-pe"]
+    assert list(train_ahead.ahead("quick", {**params, "steps": 6})) == list(commands)  # other settings: saved runs do not count
+    assert train_ahead.ahead("quick", {**params, "retrain": True}) == {}

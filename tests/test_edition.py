@@ -11,7 +11,7 @@ import nbformat
 import pytest
 import yaml
 
-from lib import codehash, provenance
+from lib import codegraph, codehash, provenance
 from lib.core import profiles, sources
 from lib.edition import cache, chapter_notes, publishing, reference, report, schedule, staging, vouching
 from lib.edition.cache import Entry
@@ -39,14 +39,14 @@ def _package(root: Path) -> Path:
 
 def test_lib_dependencies_follow_imports_only(tmp_path):
     root = _package(tmp_path)
-    deps = lambda source: {str(p.relative_to(root)) for p in cache.lib_dependencies(source, root)}
+    deps = lambda source: {str(p.relative_to(root)) for p in codegraph.lib_dependencies(source, root)}
     assert deps("import lib.a\n") == {"lib/__init__.py", "lib/a.py", "lib/b.py"}
     assert deps("from lib.pkg import d\nimport numpy\n") == {"lib/__init__.py", "lib/pkg/__init__.py", "lib/pkg/d.py", "lib/a.py", "lib/b.py"}
     assert deps("from lib import c\n") == {"lib/__init__.py", "lib/c.py"}
     # the real chapters: fine-tuning code reaches chapter 13 but not chapter 01
-    real = lambda chapter: {p.name for p in cache.lib_dependencies(sources.source_file(chapter).read_text())}
+    real = lambda chapter: {p.name for p in codegraph.lib_dependencies(sources.source_file(chapter).read_text())}
     assert "finetune.py" in real("13_isotropy_calibration") and "finetune.py" not in real("01_anisotropy")
-    assert "pretrain.py" in real("05_pretraining") and "runner.py" not in real("05_pretraining")
+    assert "masked_lm.py" in real("05_pretraining") and "runner.py" not in real("05_pretraining")
 
 
 def test_key_changes_with_each_dependency_and_not_otherwise(tmp_path, monkeypatch):
@@ -178,7 +178,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib import codehash, provenance
+from lib import codegraph, codehash, provenance
 from lib.book.results import Results
 from lib.core.store import Schema
 

@@ -224,7 +224,7 @@ def test_cached_run_reuses_a_result_only_for_the_same_weights_data_and_settings(
     write_manifest(tmp_path / "models" / "tiny")
     assert not finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")[1]
     assert finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")[1]
-    monkeypatch.setattr(finetune, "module_digest", lambda *modules: "other code")  # the code that computes runs changed
+    monkeypatch.setattr(finetune.codegraph, "digest", lambda module, root=None: "other code")  # the code that computes runs changed
     assert not finetune.cached_run("trained:tiny", "sst2", toy(2), toy(1), cfg, device="cpu")[1]
 
 

@@ -102,10 +102,11 @@ def test_every_chapter_has_a_module_of_its_name_that_declares_it():
 def test_a_module_that_reads_chapter_02s_outlier_set_declares_it():
     """Reading the outlier set reads chapter 02's results: a chapter whose code imports it must declare so, or a
     parallel build could run it before chapter 02 (the declaration replaced an import scan)."""
+    from lib import codegraph
     from lib.core.sources import chapters, source_file
     from lib.edition import cache
 
     for chapter in chapters():
-        files = {p.name for p in cache.lib_dependencies(source_file(chapter).read_text(encoding="utf-8"))}
+        files = {p.name for p in codegraph.lib_dependencies(source_file(chapter).read_text(encoding="utf-8"))}
         if "outlier_set.py" in files and chapter != "02_outlier_neurons":
             assert "02_outlier_neurons" in cache.prerequisites(chapter, {}), chapter

@@ -17,13 +17,13 @@ from huggingface_hub.hf_api import BlobLfsInfo, RepoSibling
 
 from lib.core.profiles import chapter_parameters
 from lib.datasets import cli, wikipedia
-from lib.edition import pretraining as launcher
+from lib.edition import train_ahead as launcher
 from lib.errors import BookError
 from lib.experiments.pretraining import pretraining_runs
-from lib.train import pretrain, shards
+from lib.train import masked_lm, shards
 
 from .test_data_release import Server
-from .test_pretrain import TINY
+from .test_masked_lm import TINY
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 WORDS = "the a river town film music war king city song game team school church bridge island".split()
@@ -138,16 +138,16 @@ def test_wikipedia_goes_through_the_same_tokenizer_cache_and_token_shards(hub, c
     _, endpoint = hub
     snapshot = wikipedia.pin(api=_hub_api(FILES))
     wikipedia.fetch(snapshot, progressbar=False, endpoint=endpoint)  # in place: prepare_corpus downloads nothing
-    cfg = dataclasses.replace(pretrain.PretrainConfig(**TINY), corpus="wikipedia", valid_share=0.2)
-    tokenizer, train_blocks, valid_blocks = pretrain.prepare_corpus(cfg)
+    cfg = dataclasses.replace(masked_lm.PretrainConfig(**TINY), corpus="wikipedia", valid_share=0.2)
+    tokenizer, train_blocks, valid_blocks = masked_lm.prepare_corpus(cfg)
     paths = [snapshot.folder() / name for name, _, _ in snapshot.files]
     memory = shards.in_memory(wikipedia.Texts(paths, 0.2, False), tokenizer, cfg.seq_len)
     assert isinstance(train_blocks.stream, np.memmap) and np.array_equal(np.asarray(train_blocks.stream), memory.stream)
     assert train_blocks[:].equal(memory[:]) and len(valid_blocks) > 0
-    again, train_again, _ = pretrain.prepare_corpus(cfg)  # the tokenizer and tokens come from the cache
+    again, train_again, _ = masked_lm.prepare_corpus(cfg)  # the tokenizer and tokens come from the cache
     assert shards.tokenizer_digest(again) == shards.tokenizer_digest(tokenizer)
     assert train_again.stream.filename == train_blocks.stream.filename
-    assert len(list((pretrain.cache_dir() / "tokenizers").iterdir())) == 1
+    assert len(list((masked_lm.cache_dir() / "tokenizers").iterdir())) == 1
 
 
 def test_the_command_line_says_in_one_line_when_nothing_is_pinned(hub, capsys):

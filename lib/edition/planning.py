@@ -8,13 +8,13 @@ from typing import Any
 
 from ..core.profiles import plan
 from ..core.sources import chapters, declared_parameters
-from . import cache, costs, features, finetuning, pretraining
+from . import cache, costs, features, finetuning, train_ahead
 from .folders import Edition
 
 MAX_JOBS = 4  # the most chapters default_jobs runs at once
 
 
-AHEAD = {m.CHAPTER: m.ahead for m in (pretraining, features, finetuning)}  # chapter → its long work, as commands run before it
+AHEAD = {m.CHAPTER: m.ahead for m in (train_ahead, features, finetuning)}  # chapter → its long work, as commands run before it
 
 
 def with_dependents(profile: str, plans: list[tuple[str, dict[str, Any]]], overrides: dict[str, Any], scale: float = 1.0) -> list[tuple[str, dict[str, Any]]]:

@@ -1,4 +1,4 @@
-"""Work a parallel build runs ahead of a chapter as commands of their own (`planning.AHEAD`: `lib.edition.pretraining`,
+"""Work a parallel build runs ahead of a chapter as commands of their own (`planning.AHEAD`: `lib.edition.train_ahead`,
 `lib.edition.features`, `lib.edition.finetuning`): the command line a build starts, and the arguments each such command
 reads its chapter's values from (the profile's, then the build's planned values, then `-p NAME VALUE`)."""
 

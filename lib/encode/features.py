@@ -17,12 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..codehash import module_digest
+from .. import codegraph
 from ..errors import require
 from ..io import write_atomic
 from ..provenance import record
 from ..settings import cache_dir
-from . import attention, collectors, extraction
 from .collectors import LayerStats, SentenceMeans
 from .extraction import extract
 from .models import LoadedModel, weights_digest
@@ -51,7 +50,7 @@ class Features:
 
 def _key(lm: LoadedModel, weights: str, label: str, splits: Mapping[str, Sequence[str]], moments: bool, include_special: bool) -> str:
     """Hash of everything the features depend on: weights, texts, pooling, device and precision, and the code."""
-    code = module_digest(extraction, collectors, attention)
+    code = codegraph.digest(__name__)  # this module and every lib file it runs
     settings = [lm.spec, label, moments, include_special, str(lm.device), str(lm.model.dtype), lm.precision, code]
     digest = hashlib.sha256(json.dumps(settings).encode())
     digest.update(weights.encode())

@@ -23,7 +23,7 @@ from ..measure.outliers import OutlierReport
 from ..measure.positional import AFTER_FIRST
 from ..provenance import record
 from ..settings import DTYPES, autocast_precision, cache_dir, models_dir, pick_device
-from ..train import pretrain
+from ..train import masked_lm
 from . import outlier_set
 from .outlier_set import OUTLIER_COLUMNS
 from .plotting import COLORS
@@ -42,23 +42,23 @@ def seed_pairs(names: list[str], seed: int, seeds: int) -> dict[int, tuple[str, 
     return {s: tuple(n if s == seed else f"{n}-seed{s}" for n in names) for s in range(seed, seed + seeds)}
 
 
-def pretraining_runs(parameters: Mapping[str, object]) -> tuple[dict[int, tuple[str, str]], dict[str, pretrain.PretrainConfig]]:
+def pretraining_runs(parameters: Mapping[str, object]) -> tuple[dict[int, tuple[str, str]], dict[str, masked_lm.PretrainConfig]]:
     """Chapter 05's runs from its parameters (the cell's namespace, or `chapter_parameters`): per seed the pair of model
-    names (with, without position embeddings) and each run's configuration. The chapter and `lib.edition.pretraining`
+    names (with, without position embeddings) and each run's configuration. The chapter and `lib.edition.train_ahead`
     (the same runs under torchrun, ahead of the chapter) both call this."""
     names = comma_list(parameters["names"])
     require(
         len(names) == 2 and names[0] != names[1], f"names must be two different model names, with then without position embeddings, got {parameters['names']!r}"
     )
     precision = autocast_precision(str(parameters["train_dtype"]), pick_device(str(parameters["device"])))
-    base = config(pretrain.PretrainConfig, parameters, position_embeddings=True, adam_betas=tuple(parameters["adam_betas"]), precision=precision)
+    base = config(masked_lm.PretrainConfig, parameters, position_embeddings=True, adam_betas=tuple(parameters["adam_betas"]), precision=precision)
     pairs = seed_pairs(names, int(parameters["seed"]), int(parameters["seeds"]))
     configs = {name: replace(base, seed=s, position_embeddings=name == pe) for s, (pe, nope) in pairs.items() for name in (pe, nope)}
     return pairs, configs
 
 
 def train_unless_saved(
-    configs: Mapping[str, pretrain.PretrainConfig],
+    configs: Mapping[str, masked_lm.PretrainConfig],
     corpus: tuple,
     track_blocks: int,
     device: str,
@@ -70,18 +70,18 @@ def train_unless_saved(
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """Each run's (training history, outlier track): the saved run's where one was saved in `models_dir()` with the same
     settings and training code (unless `retrain`), else trained now on `corpus` (tokenizer, training and validation
-    blocks) and saved by the main process. Chapter 05 calls this, and so does `python -m lib.edition.pretraining`
+    blocks) and saved by the main process. Chapter 05 calls this, and so does `python -m lib.edition.train_ahead`
     (under torchrun, with the processes' barrier), so the runs it saves are the ones the chapter reuses."""
     out = {}
     for name, cfg in configs.items():
-        saved = None if retrain else pretrain.saved_run(models_dir() / name, cfg)
+        saved = None if retrain else masked_lm.saved_run(models_dir() / name, cfg)
         if saved is None:
             what = "with" if cfg.position_embeddings else "without"
             many = f", {processes} processes" if processes > 1 else ""
             checkpoints = cache_dir() / "pretrain"
             if main and (checkpoints / cfg.key() / "checkpoint.pt").exists():  # resumed: this run's time is not its cost
                 record("reused", checkpoints / cfg.key(), f"{name}: pre-training checkpoint")
-            run = pretrain.train(
+            run = masked_lm.train(
                 cfg,
                 *corpus,
                 track_blocks=track_blocks,
@@ -91,7 +91,7 @@ def train_unless_saved(
                 micro_batch=micro_batch,
             )
             if main:
-                print(f"{name}: saved in {pretrain.save(run, models_dir() / name)}")
+                print(f"{name}: saved in {masked_lm.save(run, models_dir() / name)}")
             barrier()
             saved = (run.history, run.track)
             del run
@@ -105,9 +105,9 @@ def train_unless_saved(
 def perplexity_gap(
     folder: Path,
     pair: tuple[str, str],
-    configs: dict[str, pretrain.PretrainConfig],
+    configs: dict[str, masked_lm.PretrainConfig],
     tokenizer: PreTrainedTokenizerFast,
-    blocks: pretrain.shards.Blocks,
+    blocks: masked_lm.shards.Blocks,
     device: str,
 ) -> dict:
     """One seed's pair (with, without position embeddings; folder names under `folder`) scored on the same masked
@@ -118,7 +118,7 @@ def perplexity_gap(
         (with_pe.seed, with_pe.mask_prob) == (without_pe.seed, without_pe.mask_prob),
         f"{pair[0]} and {pair[1]} would be scored with different maskings; a pair must share seed and mask_prob",
     )
-    (sums_pe, counts), (sums_nope, _) = (pretrain.saved_block_losses(folder / name, configs[name], tokenizer, blocks, device) for name in pair)
+    (sums_pe, counts), (sums_nope, _) = (masked_lm.saved_block_losses(folder / name, configs[name], tokenizer, blocks, device) for name in pair)
     ratio, low, high = metrics.perplexity_ratio(sums_pe, sums_nope, counts, seed=with_pe.seed)
     return {
         "seed": with_pe.seed,
@@ -132,7 +132,7 @@ def perplexity_gap(
     }
 
 
-def run_summary(name: str, cfg: pretrain.PretrainConfig, history: pd.DataFrame, size: dict, report: OutlierReport, unigram: float) -> dict:
+def run_summary(name: str, cfg: masked_lm.PretrainConfig, history: pd.DataFrame, size: dict, report: OutlierReport, unigram: float) -> dict:
     """One run's row of the chapter's summary (PRETRAIN_SUMMARY): its size, training, final perplexity and, on the
     outlier analysis's sentences, the most frequent extreme dimension's share and the number of model-level outliers."""
     top = report.pooled.loc[report.pooled["percent"].idxmax()]
@@ -239,7 +239,7 @@ def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
 
 def findings(
     first: tuple[str, str],
-    configs: Mapping[str, pretrain.PretrainConfig],
+    configs: Mapping[str, masked_lm.PretrainConfig],
     histories: Mapping[str, pd.DataFrame],
     tracks: Mapping[str, pd.DataFrame],
     reports: Mapping[str, OutlierReport],
@@ -341,7 +341,7 @@ EMBEDDING_DRIFT = CHAPTER.table(
 FREQUENCY_BINS = 5  # quantile bins of the training corpus's token frequencies (rarest first)
 
 
-def token_counts(blocks: pretrain.shards.Blocks, vocab: int) -> np.ndarray:
+def token_counts(blocks: masked_lm.shards.Blocks, vocab: int) -> np.ndarray:
     """How often each token id occurs in the training blocks (framing tokens not counted)."""
     counts = np.zeros(vocab, dtype=np.int64)
     for chunk in blocks.token_chunks():

@@ -1,1 +1,1 @@
-"""Training: the position `probe` and linear classifiers, `bpe` tokenizers, MLM `pretrain`, GLUE `finetune` with `calibration` losses."""
+"""Training: the position `probe` and linear classifiers, `bpe` tokenizers, MLM pre-training (`masked_lm`), GLUE `finetune` with `calibration` losses."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,13 +29,12 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..codehash import module_digest
+from .. import codegraph
 from ..datasets.tasks import GLUE_TASKS
-from ..encode import attention
 from ..encode.models import LoadedModel, load_model, weights_digest
 from ..errors import require
 from ..io import write_atomic
-from ..measure import isotropy, metrics
+from ..measure import isotropy
 from ..measure.metrics import glue_score
 from ..settings import autocast, cache_dir
 from . import calibration
@@ -317,7 +315,7 @@ def _synchronise(device: torch.device) -> None:
 
 def _run_key(lm: LoadedModel, task: str, train_set: pd.DataFrame, dev_set: pd.DataFrame, cfg: FinetuneConfig) -> str:
     """Hash of everything a run's result depends on: the weights, the data, the settings, the device and the code."""
-    code = module_digest(sys.modules[__name__], calibration, isotropy, metrics, attention)  # attention: MPNet's fused form
+    code = codegraph.digest(__name__)  # this module and every lib file it runs
     digest = hashlib.sha256(json.dumps([lm.spec, task, asdict(cfg), str(lm.device), str(lm.model.dtype), code]).encode())
     digest.update(weights_digest(lm).encode())
     for frame in (train_set, dev_set):

@@ -12,7 +12,7 @@ import torch
 
 from lib.encode.models import load_model
 from lib.errors import BookError
-from lib.train import bpe, pretrain, shards
+from lib.train import bpe, masked_lm, shards
 
 from .conftest import SENTENCES
 
@@ -50,7 +50,7 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def blocks(tokenizer):
-    return pretrain.pack_blocks(TEXTS, tokenizer, 24)
+    return shards.in_memory(TEXTS, tokenizer, 24)
 
 
 def test_tokenizer_is_roberta_style_and_deterministic(tokenizer):
@@ -68,27 +68,27 @@ def test_tokenizer_is_roberta_style_and_deterministic(tokenizer):
 
 def test_split_documents_holds_out_the_tail_of_every_document():
     docs = ["\n".join(f"doc{d} line{i}" for i in range(50)) for d in range(3)]
-    train, valid = pretrain.split_documents(docs, 0.1)
+    train, valid = masked_lm.split_documents(docs, 0.1)
     assert len(train) == len(valid) == 3
     for d in range(3):
         assert valid[d].split("\n") == [f"doc{d} line{i}" for i in range(45, 50)]
         assert not set(train[d].split("\n")) & set(valid[d].split("\n"))
 
 
-def test_pack_blocks_frames_a_continuous_stream(tokenizer, blocks):
+def test_blocks_in_memory_frame_a_continuous_stream(tokenizer, blocks):
     assert blocks.shape[1] == 24 and (blocks[:, 0] == tokenizer.bos_token_id).all() and (blocks[:, -1] == tokenizer.eos_token_id).all()
     stream = [t for text in TEXTS for t in (*tokenizer(text, add_special_tokens=False)["input_ids"], tokenizer.eos_token_id)]
     assert blocks[:, 1:-1].flatten().tolist() == stream[: blocks.shape[0] * 22]
     with pytest.raises(BookError, match="fewer than one block"):
-        pretrain.pack_blocks(["dull"], tokenizer, 24)
+        shards.in_memory(["dull"], tokenizer, 24)
 
 
 def test_masking_follows_80_10_10_and_skips_special_tokens(tokenizer):
     torch.manual_seed(0)
     ids = torch.randint(5, len(tokenizer), (400, 100))
     ids[:, 0], ids[:, -1] = tokenizer.bos_token_id, tokenizer.eos_token_id
-    inputs, labels = pretrain.mask_tokens(ids, tokenizer, 0.15, torch.Generator().manual_seed(1))
-    chosen = labels != pretrain.IGNORE
+    inputs, labels = masked_lm.mask_tokens(ids, tokenizer, 0.15, torch.Generator().manual_seed(1))
+    chosen = labels != masked_lm.IGNORE
     assert not chosen[:, [0, -1]].any()
     assert (labels[chosen] == ids[chosen]).all()
     assert chosen.float().mean().item() == pytest.approx(0.15 * 98 / 100, abs=0.005)
@@ -97,55 +97,60 @@ def test_masking_follows_80_10_10_and_skips_special_tokens(tokenizer):
     assert masked.sum() / chosen.sum() == pytest.approx(0.8, abs=0.01)
     assert kept.sum() / chosen.sum() == pytest.approx(0.1 + 0.1 / len(tokenizer), abs=0.01)  # 10% kept (+ random draws of the same id)
     assert (inputs[~chosen] == ids[~chosen]).all()
-    again = pretrain.mask_tokens(ids, tokenizer, 0.15, torch.Generator().manual_seed(1))
+    again = masked_lm.mask_tokens(ids, tokenizer, 0.15, torch.Generator().manual_seed(1))
     assert torch.equal(again[0], inputs) and torch.equal(again[1], labels)
 
 
+def _masked_lm_loss(model, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the masked tokens only (the training loss)."""
+    return masked_lm.masked_lm_losses(model, masked_lm.MaskedPart.of(inputs, labels)).mean()
+
+
 def test_masked_loss_equals_the_full_model_loss(tokenizer, blocks):
-    cfg = pretrain.PretrainConfig(**TINY)
-    model = pretrain.build_model(cfg, tokenizer).eval()
-    inputs, labels = pretrain.mask_tokens(blocks[:4], tokenizer, 0.15, torch.Generator().manual_seed(0))
+    cfg = masked_lm.PretrainConfig(**TINY)
+    model = masked_lm.build_model(cfg, tokenizer).eval()
+    inputs, labels = masked_lm.mask_tokens(blocks[:4], tokenizer, 0.15, torch.Generator().manual_seed(0))
     with torch.no_grad():
-        ours = pretrain.masked_lm_loss(model, inputs, labels)
+        ours = _masked_lm_loss(model, inputs, labels)
         full = model(input_ids=inputs, labels=labels).loss
     assert ours.item() == pytest.approx(full.item(), rel=1e-5)
 
 
 def test_block_losses_add_up_to_the_token_weighted_mean(tokenizer, blocks):
-    cfg = pretrain.PretrainConfig(**TINY)
-    model = pretrain.build_model(cfg, tokenizer).eval()
-    sums, counts = pretrain.block_losses(model, blocks[:7], tokenizer, cfg, torch.device("cpu"), batch_size=3)
+    cfg = masked_lm.PretrainConfig(**TINY)
+    model = masked_lm.build_model(cfg, tokenizer).eval()
+    sums, counts = masked_lm.block_losses(model, blocks[:7], tokenizer, cfg, torch.device("cpu"), batch_size=3)
     assert sums.shape == counts.shape == (7,) and (counts > 0).all()
-    inputs, labels = pretrain.mask_tokens(blocks[3:6], tokenizer, cfg.mask_prob, pretrain._generator(cfg.seed, 3, 1))  # the second batch's masking
+    inputs, labels = masked_lm.mask_tokens(blocks[3:6], tokenizer, cfg.mask_prob, masked_lm._generator(cfg.seed, 3, 1))  # the second batch's masking
     with torch.no_grad():
-        alone = pretrain.masked_lm_loss(model, inputs[1:2], labels[1:2]).item()  # block 4 = that batch's second row
+        alone = _masked_lm_loss(model, inputs[1:2], labels[1:2]).item()  # block 4 = that batch's second row
     assert sums[4] / counts[4] == pytest.approx(alone, rel=1e-5)
-    assert counts[4] == int((labels[1] != pretrain.IGNORE).sum())
-    assert pretrain.evaluate(model, blocks[:7], tokenizer, cfg, torch.device("cpu"), batch_size=3) == pytest.approx(sums.sum() / counts.sum())
+    assert counts[4] == int((labels[1] != masked_lm.IGNORE).sum())
+    assert masked_lm.evaluate(model, blocks[:7], tokenizer, cfg, torch.device("cpu"), batch_size=3) == pytest.approx(sums.sum() / counts.sum())
 
 
 def test_position_table_extreme_finds_a_planted_dimension(tokenizer):
-    cfg = pretrain.PretrainConfig(**TINY)
-    model = pretrain.build_model(cfg, tokenizer)
+    cfg = masked_lm.PretrainConfig(**TINY)
+    model = masked_lm.build_model(cfg, tokenizer)
     with torch.no_grad():
         model.roberta.embeddings.position_embeddings.weight[:, 5] += 3.0
-    found = pretrain.position_table_extreme(model, cfg.seq_len)
+    found = masked_lm.position_table_extreme(model, cfg.seq_len)
     assert found["pe_top_dim"] == 5 and found["pe_top_z"] > 10
-    nope = pretrain.build_model(pretrain.PretrainConfig(**{**TINY, "position_embeddings": False}), tokenizer)
-    assert np.isnan(pretrain.position_table_extreme(nope, cfg.seq_len)["pe_top_z"])
+    nope = masked_lm.build_model(masked_lm.PretrainConfig(**{**TINY, "position_embeddings": False}), tokenizer)
+    assert np.isnan(masked_lm.position_table_extreme(nope, cfg.seq_len)["pe_top_z"])
 
 
 def test_batches_cover_each_block_once_per_epoch():
-    seen = torch.cat([pretrain.batch_indices(10, 5, 3, step) for step in range(2)])
+    seen = torch.cat([masked_lm.batch_indices(10, 5, 3, step) for step in range(2)])
     assert sorted(seen.tolist()) == list(range(10))
-    assert torch.equal(pretrain.batch_indices(10, 5, 3, 1), pretrain.batch_indices(10, 5, 3, 1))
-    assert not torch.equal(pretrain.batch_indices(10, 10, 3, 0), pretrain.batch_indices(10, 10, 3, 1))  # a new permutation per epoch
+    assert torch.equal(masked_lm.batch_indices(10, 5, 3, 1), masked_lm.batch_indices(10, 5, 3, 1))
+    assert not torch.equal(masked_lm.batch_indices(10, 10, 3, 0), masked_lm.batch_indices(10, 10, 3, 1))  # a new permutation per epoch
 
 
 @pytest.mark.parametrize("with_pe", [False, True])
 def test_only_the_model_without_position_embeddings_is_permutation_equivariant(tokenizer, with_pe):
-    cfg = pretrain.PretrainConfig(**{**TINY, "position_embeddings": with_pe})
-    model = pretrain.build_model(cfg, tokenizer).eval()
+    cfg = masked_lm.PretrainConfig(**{**TINY, "position_embeddings": with_pe})
+    model = masked_lm.build_model(cfg, tokenizer).eval()
     if with_pe:  # a trained table is not zero; random init is small, so make the positional signal visible
         with torch.no_grad():
             model.roberta.embeddings.position_embeddings.weight.normal_()
@@ -165,16 +170,16 @@ def test_only_the_model_without_position_embeddings_is_permutation_equivariant(t
 
 
 def test_tiny_run_reduces_loss_and_saves_and_loads_identically(tokenizer, blocks, tmp_path, monkeypatch):
-    cfg = pretrain.PretrainConfig(**{**TINY, "position_embeddings": False})
-    before = pretrain.evaluate(pretrain.build_model(cfg, tokenizer), blocks, tokenizer, cfg, torch.device("cpu"))
-    run = pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "ckpt", device="cpu")
+    cfg = masked_lm.PretrainConfig(**{**TINY, "position_embeddings": False})
+    before = masked_lm.evaluate(masked_lm.build_model(cfg, tokenizer), blocks, tokenizer, cfg, torch.device("cpu"))
+    run = masked_lm.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "ckpt", device="cpu")
     assert run.history["step"].tolist() == [10, 20, 30]
     assert run.history["valid_loss"].iloc[-1] < before - 1.0
     assert set(run.track["layer"]) == {0, 1, 2} and run.track["argmax_percent"].between(0, 100).all()
     assert float(run.model.roberta.embeddings.position_embeddings.weight.abs().max()) == 0.0  # still no positional signal
 
     monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
-    pretrain.save(run, tmp_path / "models" / "tiny-nope")
+    masked_lm.save(run, tmp_path / "models" / "tiny-nope")
     loaded = load_model("trained:tiny-nope", device="cpu")
     enc = loaded.tokenizer(SENTENCES[2], return_tensors="pt", truncation=True)
     with torch.no_grad():
@@ -182,27 +187,27 @@ def test_tiny_run_reduces_loss_and_saves_and_loads_identically(tokenizer, blocks
         theirs = loaded.model(**enc, output_hidden_states=True).hidden_states
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
     assert loaded.n_layers == 2 and loaded.width == 32 and loaded.model.config.position_embeddings is False
-    history, track = pretrain.saved_run(tmp_path / "models" / "tiny-nope", cfg)
+    history, track = masked_lm.saved_run(tmp_path / "models" / "tiny-nope", cfg)
     assert history["valid_loss"].tolist() == pytest.approx(run.history["valid_loss"].tolist())
-    assert pretrain.saved_run(tmp_path / "models" / "tiny-nope", dataclasses.replace(cfg, steps=31)) is None
+    assert masked_lm.saved_run(tmp_path / "models" / "tiny-nope", dataclasses.replace(cfg, steps=31)) is None
     key = cfg.key()
-    monkeypatch.setattr(pretrain, "training_code", lambda corpus: "other code")  # saved by other training code: train again
-    assert pretrain.saved_run(tmp_path / "models" / "tiny-nope", cfg) is None and cfg.key() != key
+    monkeypatch.setattr(masked_lm, "training_code", lambda: "other code")  # saved by other training code: train again
+    assert masked_lm.saved_run(tmp_path / "models" / "tiny-nope", cfg) is None and cfg.key() != key
     assert json.loads((tmp_path / "models" / "tiny-nope" / "training.json").read_text())["config"]["position_embeddings"] is False
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(tokenizer, blocks, tmp_path):
-    cfg = pretrain.PretrainConfig(**{**TINY, "dropout": 0.1, "steps": 20})
-    whole = pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "a", device="cpu")
+    cfg = masked_lm.PretrainConfig(**{**TINY, "dropout": 0.1, "steps": 20})
+    whole = masked_lm.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "a", device="cpu")
 
     def stop(step: int) -> None:
         if step == 13:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "b", device="cpu", on_step=stop)
+        masked_lm.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "b", device="cpu", on_step=stop)
     assert not list((tmp_path / "b").rglob(".*.tmp"))  # nothing half-written
-    resumed = pretrain.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "b", device="cpu")
+    resumed = masked_lm.train(cfg, tokenizer, blocks, blocks, track_blocks=4, checkpoint_dir=tmp_path / "b", device="cpu")
     for (name, a), b in zip(whole.model.state_dict().items(), resumed.model.state_dict().values()):
         assert torch.equal(a, b), name
     assert np.allclose(whole.history["valid_loss"], resumed.history["valid_loss"])
@@ -216,7 +221,7 @@ def test_bad_settings_give_one_line():
         ({"mask_prob": 1.5}, "mask_prob"),
     ]:
         with pytest.raises(BookError, match=word) as err:
-            pretrain.PretrainConfig(**{**TINY, **change}).check()
+            masked_lm.PretrainConfig(**{**TINY, **change}).check()
         assert "\n" not in str(err.value)
 
 
@@ -229,14 +234,14 @@ def test_unigram_perplexity_by_hand(tokenizer):
     counts[11] += 1
     p = counts / counts.sum()
     expected = np.exp(-np.mean(np.log(p[[10, 11, 12]])))
-    assert pretrain.unigram_perplexity(train, valid, tokenizer) == pytest.approx(expected, rel=1e-9)
+    assert masked_lm.unigram_perplexity(train, valid, tokenizer) == pytest.approx(expected, rel=1e-9)
 
 
 def test_outlier_track_equals_a_direct_count_of_the_hidden_states(tokenizer, blocks):
     """The track now goes through LayerStats (the book's one count of extremes): same dimensions and shares as
     counting the hidden states directly, means equal to float32 accuracy."""
-    model = pretrain.build_model(pretrain.PretrainConfig(**TINY), tokenizer).eval()
-    track = pretrain.layer_extremes(model, blocks[:12], torch.device("cpu"), batch_size=5)
+    model = masked_lm.build_model(masked_lm.PretrainConfig(**TINY), tokenizer).eval()
+    track = masked_lm.layer_extremes(model, blocks[:12], torch.device("cpu"), batch_size=5)
     with torch.no_grad():
         parts = [torch.stack(model.roberta(input_ids=blocks[i : min(i + 5, 12)], output_hidden_states=True).hidden_states).flatten(1, 2) for i in (0, 5, 10)]
     hidden = torch.cat(parts, dim=1).double().numpy()  # (layers + 1, tokens, width)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,15 +28,13 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM, get_linear_schedule_with_warmup
 
-from ..codehash import module_digest
+from .. import codegraph
 from ..datasets import tasks, wikipedia
 from ..datasets.tasks import corpus_documents
-from ..encode import collectors
 from ..encode.collectors import LayerStats
 from ..encode.extraction import TokenBatch
 from ..errors import require
 from ..io import write_atomic, write_folder_atomic, write_manifest
-from ..measure import outliers
 from ..measure.outliers import robust_z
 from ..settings import autocast, cache_dir, pick_device
 from . import distributed, shards
@@ -92,15 +89,14 @@ class PretrainConfig:
     def key(self) -> str:
         """A short hash naming this configuration and the training code (checkpoints of other settings or code are never
         resumed, and a saved model of either is not reused)."""
-        return hashlib.sha256(json.dumps([asdict(self), training_code(self.corpus)], sort_keys=True).encode()).hexdigest()[:12]
+        return hashlib.sha256(json.dumps([asdict(self), training_code()], sort_keys=True).encode()).hexdigest()[:12]
 
 
-def training_code(corpus: str) -> str:
-    """Digest of the code a pre-training run's result depends on (this module, the tokenizer, the reader of its corpus,
-    the outlier track's statistics); comments and docstrings do not count."""
-    from . import bpe
-
-    return module_digest(sys.modules[__name__], bpe, wikipedia if corpus == "wikipedia" else tasks, collectors, outliers)
+def training_code() -> str:
+    """Digest of the code a pre-training run's result depends on: this module and every `lib` file it runs (the
+    tokenizer, the corpus readers, block packing, the outlier track's statistics; `codegraph.digest`); comments and
+    docstrings do not count."""
+    return codegraph.digest(__name__)
 
 
 def split_documents(documents: Sequence[str], valid_share: float) -> tuple[list[str], list[str]]:
@@ -115,12 +111,6 @@ def split_documents(documents: Sequence[str], valid_share: float) -> tuple[list[
         if cut < len(lines):
             valid.append("\n".join(lines[cut:]))
     return train, valid
-
-
-def pack_blocks(texts: Sequence[str], tokenizer: PreTrainedTokenizerFast, seq_len: int) -> shards.Blocks:
-    """Encode texts as one stream (documents separated by </s>) cut into blocks <s> + seq_len-2 tokens + </s>, in
-    memory (`shards.Blocks`: indexing gives int64 tensors (n, seq_len)); the incomplete tail is dropped."""
-    return shards.in_memory(texts, tokenizer, seq_len)
 
 
 def mask_tokens(blocks: torch.Tensor, tokenizer: PreTrainedTokenizerFast, mask_prob: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -207,11 +197,6 @@ def masked_lm_losses(model: RobertaForMaskedLM, part: MaskedPart) -> torch.Tenso
     hidden = model.roberta(input_ids=part.inputs).last_hidden_state
     picked = hidden.flatten(0, 1).index_select(0, part.where)
     return torch.nn.functional.cross_entropy(model.lm_head(picked), part.targets, reduction="none")
-
-
-def masked_lm_loss(model: RobertaForMaskedLM, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the masked tokens only (the training loss)."""
-    return masked_lm_losses(model, MaskedPart.of(inputs, labels)).mean()
 
 
 def _optimizer(model: torch.nn.Module, cfg: PretrainConfig) -> torch.optim.AdamW:
@@ -343,9 +328,7 @@ def corpus_splits(corpus: str, valid_share: float) -> tuple[Iterable[str], Itera
 def corpus_tokenizer(train_texts: Iterable[str], corpus_key: str, vocab_size: int, seq_len: int) -> PreTrainedTokenizerFast:
     """The BPE tokenizer trained on train_texts, kept under the cache folder (keyed by the corpus, its settings and the
     tokenizer code) and loaded from there: trained once, the same object for every chapter run and every rank."""
-    from . import bpe
-
-    key = hashlib.sha256(f"{corpus_key} {vocab_size} {seq_len} {module_digest(bpe)}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{corpus_key} {vocab_size} {seq_len} {codegraph.digest('lib.train.bpe')}".encode()).hexdigest()[:16]
     folder = cache_dir() / "tokenizers" / key
     if not (folder / "tokenizer.json").is_file():
         tokenizer = train_tokenizer(train_texts, vocab_size, seq_len)
@@ -537,7 +520,7 @@ def save(run: Trained, folder: Path) -> Path:
     is replaced only once everything is written."""
     record = {
         "config": asdict(run.config),
-        "code": training_code(run.config.corpus),
+        "code": training_code(),
         "history": run.history.to_dict("records"),
         "track": run.track.to_dict("records"),
     }
@@ -567,6 +550,6 @@ def saved_run(folder: Path, cfg: PretrainConfig) -> tuple[pd.DataFrame, pd.DataF
     if not record_path.exists():
         return None
     record = json.loads(record_path.read_text())
-    if record.get("config") != json.loads(json.dumps(asdict(cfg))) or record.get("code") != training_code(cfg.corpus):
+    if record.get("config") != json.loads(json.dumps(asdict(cfg))) or record.get("code") != training_code():
         return None
     return pd.DataFrame(record["history"]), pd.DataFrame(record["track"])

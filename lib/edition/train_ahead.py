@@ -1,8 +1,8 @@
 """Chapter 05's pre-training runs ahead of the chapter, in one process or under torchrun on many GPUs and nodes:
 
-    python -m lib.edition.pretraining --profile paper                                   # one process (one GPU or the CPU)
-    torchrun --nproc_per_node=8 -m lib.edition.pretraining --profile paper              # one node, eight GPUs
-    torchrun --nnodes=4 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 -m lib.edition.pretraining --profile paper
+    python -m lib.edition.train_ahead --profile paper                                   # one process (one GPU or the CPU)
+    torchrun --nproc_per_node=8 -m lib.edition.train_ahead --profile paper              # one node, eight GPUs
+    torchrun --nnodes=4 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 -m lib.edition.train_ahead --profile paper
 
 The runs are the ones chapter 05 would train with the same profile and `-p` values (`pretraining_runs`), each saved
 (by rank 0) where the chapter looks for it, so that `make book PROFILE=…` then reuses them. A run already saved with
@@ -19,7 +19,7 @@ from ..core.sources import comma_list, declared_parameters
 from ..errors import cli, require
 from ..experiments.pretraining import pretraining_runs, train_unless_saved
 from ..settings import models_dir
-from ..train import distributed, pretrain
+from ..train import distributed, masked_lm
 from . import work_ahead
 
 CHAPTER = "05_pretraining"
@@ -33,14 +33,14 @@ def ahead(profile: str, parameters: dict[str, Any]) -> dict[str, list[str]]:
     if values.get("retrain") is True:
         return {}
     _, configs = pretraining_runs(values)
-    todo = [name for name, cfg in configs.items() if pretrain.saved_run(models_dir() / name, cfg) is None]
-    command = work_ahead.command("lib.edition.pretraining", profile, parameters)
+    todo = [name for name, cfg in configs.items() if masked_lm.saved_run(models_dir() / name, cfg) is None]
+    command = work_ahead.command("lib.edition.train_ahead", profile, parameters)
     return {f"{CHAPTER}:{name}": [*command, "--only", name] for name in todo}
 
 
 @cli
 def main(argv: list[str] | None = None) -> None:
-    parser = work_ahead.parser("lib.edition.pretraining", CHAPTER, __doc__)
+    parser = work_ahead.parser("lib.edition.train_ahead", CHAPTER, __doc__)
     parser.add_argument("--micro-batch", type=int, default=None, help="blocks per device per forward pass (gradients accumulate to the global batch)")
     parser.add_argument("--only", default="", help="comma-separated run names (default: every run of the chapter)")
     args = parser.parse_args(argv)
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     unknown = sorted(set(only) - set(configs))
     require(not unknown, f"--only: no run {', '.join(unknown)}; the runs are {', '.join(configs)}")
     here, _ = distributed.start(str(parameters["device"]))
-    todo = {name: cfg for name, cfg in configs.items() if (not only or name in only) and pretrain.saved_run(models_dir() / name, cfg) is None}
+    todo = {name: cfg for name, cfg in configs.items() if (not only or name in only) and masked_lm.saved_run(models_dir() / name, cfg) is None}
     if here.main:
         for name in configs:
             state = "to train" if name in todo else "not asked for" if only and name not in only else "saved with these settings"
@@ -59,10 +59,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     first = next(iter(todo.values()))  # the runs share corpus, tokenizer and block length
     if here.main:  # rank 0 tokenizes the corpus into the cache first; the others then read it
-        corpus = pretrain.prepare_corpus(first)
+        corpus = masked_lm.prepare_corpus(first)
     distributed.barrier()
     if not here.main:
-        corpus = pretrain.prepare_corpus(first)
+        corpus = masked_lm.prepare_corpus(first)
     train_unless_saved(
         todo,
         corpus,
