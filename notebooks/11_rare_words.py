@@ -47,43 +47,18 @@ device = "auto"
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import pandas as pd
-
 import lib.book.chapter as ch
 from lib.core import paper
-from lib.datasets.tasks import corpus_documents
-from lib.encode.models import load_model
 from lib.experiments import rare_words
-from lib.measure import vocabulary
 
 specs, results = ch.begin("11_rare_words", profile, models)
-ch.positive_int("bin_size", bin_size)
-collection_list = ch.names(collections, "collections", ("brown", "gutenberg"))
-documents = corpus_documents(tuple(collection_list))
-words = vocabulary.word_counts(documents)
-print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
+corpus = rare_words.corpus(collections, bin_size)
 parameters = ch.parameters("11_rare_words", globals())
 
 # %%
-curves, coverage_rows, by_index, by_frequency, references = {"whole words": vocabulary.coverage(words)}, [], {}, {}, {}
-coverage_rows.append(rare_words.coverage_row("whole words", words))
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    own_corpus = spec.startswith("trained:") and set(collection_list) == {"brown", "gutenberg"}  # the corpus chapter 05 trained on
-    found = rare_words.measure(lm, documents, bin_size, own_corpus=own_corpus)
-    curves[f"{lm.name} tokens"], by_index[lm.name], by_frequency[lm.name], references[lm.name] = (
-        found.curve,
-        found.by_index,
-        found.by_frequency,
-        found.info["reference_tokens"],
-    )
-    coverage_rows.append(found.coverage)
-    results.table(found.by_index, rare_words.UNUSED_BY_INDEX, spec, parameters=parameters, model_info=found.info)
-    results.table(found.by_frequency, rare_words.RARE_COSINE, spec, parameters=parameters, model_info=found.info)
-    print(f"{lm.name}: the reference tokens are {found.info['reference_tokens']}; {found.info['reference_seen_in_corpus']} of them occur in the corpus")
-    del lm
-coverage_table = pd.DataFrame(coverage_rows)
-_ = results.table(coverage_table, rare_words.COVERAGE, "corpus", parameters=parameters, model_info={"name": "every model's tokenizer"})
+settings = dict(bin_size=bin_size, device=device, dtype=dtype)
+runs = ch.each_model(rare_words.run, specs, corpus=corpus, results=results, parameters=parameters, **settings)
+coverage = rare_words.coverage(runs, corpus, results, parameters)
 
 # %% [markdown]
 # ## How few tokens cover the corpus
@@ -91,10 +66,8 @@ _ = results.table(coverage_table, rare_words.COVERAGE, "corpus", parameters=para
 # {numref}`fig-11-coverage` counts how many of the most frequent items it takes to cover a share of the corpus.
 
 # %%
-results.figure(
-    rare_words.coverage_curves(curves, list(rare_words.MARKS)), "coverage", "Share of the corpus covered by the most frequent words or subword tokens."
-)
-ch.show(coverage_table, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
+rare_words.figure_coverage(runs, corpus, results)
+ch.show(coverage, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
 ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
 
 # %% [markdown]
@@ -103,43 +76,12 @@ ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (pa
 # {numref}`fig-11-unused-cosine-by-index` and {numref}`fig-11-unused-cosine-by-frequency` compare the reference tokens with the rest of the vocabulary.
 
 # %%
-results.figure(
-    rare_words.binned_cosines(by_index, f"vocabulary index (bins of {bin_size})"),
-    "unused_cosine_by_index",
-    "Cosine between embeddings and the reference tokens, by vocabulary index.",
-)
-results.figure(
-    rare_words.binned_cosines(by_frequency, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)"),
-    "unused_cosine_by_frequency",
-    "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.",
-)
+rare_words.figure_by_index(runs, bin_size, results)
+rare_words.figure_by_frequency(runs, bin_size, results)
 ch.show(paper.table("bis2021", "unused_claims"), "Biš et al. (2021) §4.2, Fig. 3 (paper): BERT-base-cased")
 
 # %% tags=["hide-input"]
-lines = []
-for name in by_index:
-    f = by_frequency[name]
-    full = f[f["n_tokens"] == bin_size]
-    rarest = (
-        f"{full['mean_cosine'].iloc[-1]:.2f} for the rarest full bin"
-        if len(full) > 1
-        else f"the vocabulary has only {len(f)} bin(s) of {bin_size:,}, too few to compare frequent with rare tokens"
-    )
-    lines.append(
-        f"- **{name}** (reference: {references[name]}): mean cosine with the reference tokens {f['mean_cosine'].iloc[0]:.2f} "
-        f"for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
-        f"most frequent tokens of our corpus, {rarest}; by vocabulary index it ranges from {by_index[name]['mean_cosine'].min():.2f} "
-        f"to {by_index[name]['mean_cosine'].max():.2f}."
-    )
-row = coverage_table.set_index("unit")
-ch.say(
-    "**What our run shows.**\n\n"
-    + "\n".join(lines)
-    + "\n\n"
-    + "Tokens needed for 30% / 50% / 98% of the corpus: "
-    + "; ".join(f"{unit}: {r['items_for_30%']:,} / {r['items_for_50%']:,} / {r['items_for_98%']:,}" for unit, r in row.iterrows())
-    + "."
-)
+ch.findings(rare_words.findings(runs, coverage, bin_size))
 
 # %% [markdown]
 # ## Exercises
@@ -158,14 +100,7 @@ ch.say(
 # :::
 
 # %%
-ch.say(
-    "\n".join(
-        f"- **{r['unit']}**: {r['items_for_50%']:,} items cover 50%, {r['items_for_98%']:,} cover 98% ({r['distinct']:,} distinct)."
-        for _, r in coverage_table.iterrows()
-    )
-    + "\n\nA subword vocabulary splits rare words into pieces that also occur in other words, so its pieces are more frequent "
-    "than the words they build, and punctuation and frequent suffixes count as items of their own."
-)
+ch.say(rare_words.coverage_lines(coverage))
 
 # %% [markdown]
 # :::{solution-end}
@@ -185,18 +120,11 @@ ch.say(
 # :class: dropdown
 # :::
 #
-# For the last model of the loop, the 500-token bins are computed here from the same matrix and
+# For the last model, the 500-token bins are computed here from the same matrix and
 # corpus counts:
 
 # %%
-half = found.by_frequency_bins(max(1, bin_size // 2))
-full = by_frequency[list(by_frequency)[-1]]
-ch.say(
-    f"**{list(by_frequency)[-1]}**: with bins of {bin_size:,} the mean cosine rises in {int((full['mean_cosine'].diff() > 0).sum())} of "
-    f"{max(0, len(full) - 1)} steps; with bins of {max(1, bin_size // 2):,} in {int((half['mean_cosine'].diff() > 0).sum())} of {max(0, len(half) - 1)}. "
-    "Smaller bins average fewer tokens, so each step of the curve is noisier; a trend from frequent to rare tokens that is real "
-    "shows in both."
-)
+ch.say(rare_words.bin_size_effect(runs, bin_size))
 
 # %% [markdown]
 # :::{solution-end}

@@ -11,8 +11,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core.checks import positive_int
 from ..core.declaration import chapter
-from ..encode.models import LoadedModel
+from ..core.sources import names
+from ..core.store import Writer
+from ..datasets.tasks import corpus_documents
+from ..encode.models import LoadedModel, load_model
 from ..measure import inference, vocabulary
 from .plotting import COLORS
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
@@ -32,8 +36,26 @@ def coverage_row(unit: str, counts: np.ndarray) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Corpus:
+    collections: list[str]  # the parts of the book's pre-training corpus counted
+    documents: list[str]
+    words: np.ndarray  # whole-word counts
+
+
+def corpus(collections: str, bin_size: int) -> Corpus:
+    """The corpus the chapter counts (parameters checked first), announced in one line."""
+    positive_int("bin_size", bin_size)
+    chosen = names(collections, "collections", ("brown", "gutenberg"))
+    documents = corpus_documents(tuple(chosen))
+    words = vocabulary.word_counts(documents)
+    print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
+    return Corpus(chosen, documents, words)
+
+
 @dataclass
 class RareTokens:
+    name: str  # the model's
     curve: np.ndarray  # coverage curve of the model's tokens
     coverage: dict  # its coverage_row
     by_index: pd.DataFrame  # binned cosine to the reference tokens, vocabulary in id order
@@ -48,7 +70,7 @@ class RareTokens:
         return vocabulary.binned_cosine(self.matrix, self.reference, self.frequency_order, bin_size)
 
 
-def measure(lm: LoadedModel, documents: list[str], bin_size: int, own_corpus: bool) -> RareTokens:
+def _bins(lm: LoadedModel, documents: list[str], bin_size: int, own_corpus: bool) -> RareTokens:
     """One model: token counts on the documents, the reference tokens (for a model trained on these documents, the ids
     that never occur in them), and the binned cosines."""
     counts = vocabulary.token_counts(lm, documents)
@@ -65,6 +87,7 @@ def measure(lm: LoadedModel, documents: list[str], bin_size: int, own_corpus: bo
         "reference_seen_in_corpus": int((counts[unused] > 0).sum()),
     }
     return RareTokens(
+        lm.name,
         curve,
         row,
         vocabulary.binned_cosine(w, unused, np.arange(len(w)), bin_size),
@@ -76,24 +99,101 @@ def measure(lm: LoadedModel, documents: list[str], bin_size: int, own_corpus: bo
     )
 
 
-def coverage_curves(curves: dict[str, np.ndarray], marks: list[float]):
+def run(spec: str, corpus: Corpus, *, bin_size: int, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> RareTokens:
+    """One model: its tokens counted on the corpus and the binned cosines to its reference tokens (both tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    own_corpus = spec.startswith("trained:") and set(corpus.collections) == {"brown", "gutenberg"}  # the corpus chapter 05 trained on
+    found = _bins(lm, corpus.documents, bin_size, own_corpus=own_corpus)
+    results.table(found.by_index, UNUSED_BY_INDEX, spec, parameters=parameters, model_info=found.info)
+    results.table(found.by_frequency, RARE_COSINE, spec, parameters=parameters, model_info=found.info)
+    print(f"{lm.name}: the reference tokens are {found.info['reference_tokens']}; {found.info['reference_seen_in_corpus']} of them occur in the corpus")
+    return found
+
+
+def coverage(runs: dict[str, RareTokens], corpus: Corpus, results: Writer, parameters: dict) -> pd.DataFrame:
+    """How many whole words, and how many of each model's tokens, cover 30%, 50% and 98% of the corpus (written)."""
+    table = pd.DataFrame([coverage_row("whole words", corpus.words), *(r.coverage for r in runs.values())])
+    results.table(table, COVERAGE, "corpus", parameters=parameters, model_info={"name": "every model's tokenizer"})
+    return table
+
+
+def findings(runs: dict[str, RareTokens], coverage_table: pd.DataFrame, bin_size: int) -> list[str]:
+    """What our run shows: per model, the cosine with the reference tokens from frequent to rare; the coverage."""
+    lines = []
+    for name, r in runs.items():
+        f = r.by_frequency
+        full = f[f["n_tokens"] == bin_size]
+        rarest = (
+            f"{full['mean_cosine'].iloc[-1]:.2f} for the rarest full bin"
+            if len(full) > 1
+            else f"the vocabulary has only {len(f)} bin(s) of {bin_size:,}, too few to compare frequent with rare tokens"
+        )
+        lines.append(
+            f"- **{name}** (reference: {r.info['reference_tokens']}): mean cosine with the reference tokens {f['mean_cosine'].iloc[0]:.2f} "
+            f"for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
+            f"most frequent tokens of our corpus, {rarest}; by vocabulary index it ranges from {r.by_index['mean_cosine'].min():.2f} "
+            f"to {r.by_index['mean_cosine'].max():.2f}."
+        )
+    row = coverage_table.set_index("unit")
+    covered = "; ".join(f"{unit}: {r['items_for_30%']:,} / {r['items_for_50%']:,} / {r['items_for_98%']:,}" for unit, r in row.iterrows())
+    return [*lines, "", f"Tokens needed for 30% / 50% / 98% of the corpus: {covered}."]
+
+
+def coverage_lines(coverage_table: pd.DataFrame) -> str:
+    """Exercise ex-11-read: items for half and 98% of the corpus, per unit, and why subwords need fewer."""
+    return (
+        "\n".join(
+            f"- **{r['unit']}**: {r['items_for_50%']:,} items cover 50%, {r['items_for_98%']:,} cover 98% ({r['distinct']:,} distinct)."
+            for _, r in coverage_table.iterrows()
+        )
+        + "\n\nA subword vocabulary splits rare words into pieces that also occur in other words, so its pieces are more frequent "
+        "than the words they build, and punctuation and frequent suffixes count as items of their own."
+    )
+
+
+def bin_size_effect(runs: dict[str, RareTokens], bin_size: int) -> str:
+    """Exercise ex-11-bins: for the last model, how often the frequency-ordered cosine rises with bins of bin_size and of half."""
+    name, last = list(runs.items())[-1]
+    half, full = last.by_frequency_bins(max(1, bin_size // 2)), last.by_frequency
+    return (
+        f"**{name}**: with bins of {bin_size:,} the mean cosine rises in {int((full['mean_cosine'].diff() > 0).sum())} of "
+        f"{max(0, len(full) - 1)} steps; with bins of {max(1, bin_size // 2):,} in {int((half['mean_cosine'].diff() > 0).sum())} of {max(0, len(half) - 1)}. "
+        "Smaller bins average fewer tokens, so each step of the curve is noisier; a trend from frequent to rare tokens that is real "
+        "shows in both."
+    )
+
+
+def figure_coverage(runs: dict[str, RareTokens], corpus: Corpus, results: Writer) -> None:
     """Share of a corpus covered by the k most frequent items (log k), with horizontal marks; and rank-frequency on log-log axes."""
+    curves = {"whole words": vocabulary.coverage(corpus.words), **{f"{name} tokens": r.curve for name, r in runs.items()}}
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
     for (name, cov), color in zip(curves.items(), COLORS):
         k = np.arange(1, len(cov) + 1)
         left.plot(k, 100 * cov, color=color, label=name)
         freq = np.diff(np.concatenate([[0.0], cov]))
         right.loglog(k, freq, color=color, label=name)
-    for mark in marks:
+    for mark in MARKS:
         left.axhline(100 * mark, color="grey", lw=0.7, ls=":")
     left.set(xscale="log", xlabel="k most frequent items", ylabel="% of the corpus covered", title="coverage")
     right.set(xlabel="rank", ylabel="share of the corpus", title="rank-frequency (log-log)")
     left.legend(frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    results.figure(fig, "coverage", "Share of the corpus covered by the most frequent words or subword tokens.")
 
 
-def binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str):
+def figure_by_index(runs: dict[str, RareTokens], bin_size: int, results: Writer) -> None:
+    """The cosine to the reference tokens by vocabulary index (the paper's axis)."""
+    fig = _binned_cosines({n: r.by_index for n, r in runs.items()}, f"vocabulary index (bins of {bin_size})")
+    results.figure(fig, "unused_cosine_by_index", "Cosine between embeddings and the reference tokens, by vocabulary index.")
+
+
+def figure_by_frequency(runs: dict[str, RareTokens], bin_size: int, results: Writer) -> None:
+    """The cosine to the reference tokens by frequency rank in our corpus."""
+    fig = _binned_cosines({n: r.by_frequency for n, r in runs.items()}, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)")
+    results.figure(fig, "unused_cosine_by_frequency", "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.")
+
+
+def _binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str):
     """Mean cosine between the reference tokens and each bin of the vocabulary, one line per model."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for (name, t), color in zip(tables.items(), COLORS):

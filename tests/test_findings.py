@@ -1,0 +1,45 @@
+"""Each chapter's "What our run shows" comes from its experiment module's `findings`, tested here on planted runs whose
+numbers the expected text states."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lib.experiments import common_direction, rare_words
+
+
+def test_common_direction_findings_state_the_drift_and_the_appendix_identity():
+    summary = {
+        "model": "m",
+        "ratio_raw": 0.8,
+        "sigma1_over_sigma2_raw": 6.0,
+        "sigma1_over_sigma2_centered": 1.5,
+        "mean_pairwise_cosine_brute_force": 0.61234,
+        "mean_pairwise_cosine_from_mean_unit_vector": 0.61236,
+    }
+    runs = {"m": common_direction.MatrixGeometry("m", {}, np.array([]), np.array([]), np.array([]), {}, {}, summary)}
+    (line,) = common_direction.findings(runs)
+    assert line == (
+        "- **m**: the mean embedding is 0.80 times the average embedding length; σ1/σ2 is 6.00 before and 1.50 after centering; "
+        "the average pairwise cosine is 0.6123 (formula 0.6124)."
+    )
+    assert "(4.00× smaller)" in common_direction.ranked_lines(runs)[0]
+
+
+def _bins(cosines: list[float], n: int) -> pd.DataFrame:
+    return pd.DataFrame({"bin_start": range(0, n * len(cosines), n), "n_tokens": n, "mean_cosine": cosines})
+
+
+def test_rare_words_findings_compare_frequent_with_rare_tokens_and_give_the_coverage():
+    info = {"reference_tokens": "[unused] tokens"}
+    run = rare_words.RareTokens("m", np.array([]), {}, _bins([0.1, 0.5], 10), _bins([0.2, 0.3, 0.6], 10), info, np.zeros((1, 1)), np.array([]), np.array([]))
+    coverage = pd.DataFrame({"unit": ["whole words"], "items_for_30%": [12], "items_for_50%": [150], "items_for_98%": [9000]})
+    lines = rare_words.findings({"m": run}, coverage, 10)
+    assert lines[0] == (
+        "- **m** (reference: [unused] tokens): mean cosine with the reference tokens 0.20 for the 10 most frequent tokens of our corpus, "
+        "0.60 for the rarest full bin; by vocabulary index it ranges from 0.10 to 0.50."
+    )
+    assert lines[-1] == "Tokens needed for 30% / 50% / 98% of the corpus: whole words: 12 / 150 / 9,000."
+    single = rare_words.findings({"m": rare_words.RareTokens(**{**run.__dict__, "by_frequency": _bins([0.2], 10)})}, coverage, 10)
+    assert "too few to compare frequent with rare tokens" in single[0]
