@@ -53,46 +53,26 @@ device = "auto"
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import math
-
-import numpy as np
-import pandas as pd
-
 import lib.book.chapter as ch
 from lib.core import paper
-from lib.datasets.tasks import WORD_SIMILARITY, word_similarity
-from lib.encode.models import load_model
 from lib.experiments import isotropy_word_similarity
-from lib.measure import transforms, vocabulary
 
 specs, results = ch.begin("12_isotropy_word_similarity", profile, models)
-benchmarks = {name: word_similarity(name) for name in WORD_SIMILARITY}
-ch.show(pd.DataFrame([{"benchmark": WORD_SIMILARITY[n], "pairs": len(f)} for n, f in benchmarks.items()]), "Word-similarity benchmarks (pairs in the release)")
+benchmarks = isotropy_word_similarity.benchmarks()
+ch.show(isotropy_word_similarity.benchmarks_table(benchmarks), "Word-similarity benchmarks (pairs in the release)")
 parameters = ch.parameters("12_isotropy_word_similarity", globals())
 
 # %%
-iso, sim = [], []
-labelled = {WORD_SIMILARITY[name]: frame for name, frame in benchmarks.items()}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    w = vocabulary.embedding_matrix(lm)
-    matrices = isotropy_word_similarity.variants(w)
-    scores, pair_ids = isotropy_word_similarity.word_similarity(lm, matrices, labelled)  # the last model's pairs are kept (exercise ex-12-d)
-    iso.append(isotropy_word_similarity.isotropy_table(matrices, lm.name))
-    sim.append(scores)
-    results.table(iso[-1], isotropy_word_similarity.ISOTROPY, spec, parameters=parameters)
-    results.table(sim[-1], isotropy_word_similarity.WORD_SIMILARITY, spec, parameters=parameters)
-    results.table(
-        isotropy_word_similarity.paired_differences(matrices, pair_ids, lm.name), isotropy_word_similarity.WORD_DIFFERENCES, spec, parameters=parameters
-    )
-    del lm
-iso, sim = pd.concat(iso, ignore_index=True), pd.concat(sim, ignore_index=True)
+runs = ch.each_model(isotropy_word_similarity.run, specs, labelled=benchmarks, results=results, parameters=parameters, device=device, dtype=dtype)
 
 # %% [markdown]
 # ## Isotropy before and after centering
 
 # %%
-ch.show(iso, "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and norm statistics")
+ch.show(
+    isotropy_word_similarity.isotropy_of(runs),
+    "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and norm statistics",
+)
 ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper): I(W) raw, centered (Wc), post-processed (Wr), and norms")
 
 # %% [markdown]
@@ -102,38 +82,20 @@ ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper):
 # average; {numref}`fig-12-word-similarity`). Pairs kept: both words are single tokens of the model.
 
 # %%
-kept = sim[sim["variant"] == "raw"].pivot(index="benchmark", columns="model", values="pairs_kept").reset_index()
-ch.show(kept, "Pairs kept per benchmark (both words single tokens)", precision=0)
-average = sim.groupby(["model", "variant"], sort=False)[["pearson_cosine", "pearson_inner_product"]].mean().reset_index()
+ch.show(isotropy_word_similarity.kept_table(runs), "Pairs kept per benchmark (both words single tokens)", precision=0)
 ch.show(
-    average, "Ours: average Pearson × 100 over the five benchmarks (a benchmark with fewer than three kept pairs is left out of a model's average)", precision=2
+    isotropy_word_similarity.average_table(runs),
+    "Ours: average Pearson × 100 over the five benchmarks (a benchmark with fewer than three kept pairs is left out of a model's average)",
+    precision=2,
 )
-wide = sim.pivot_table(index=["model", "variant"], columns="benchmark", values="pearson_cosine", sort=False).reset_index()
-ch.show(wide, "Ours: Pearson × 100 with cosine, per benchmark", precision=2)
+ch.show(isotropy_word_similarity.cosine_table(runs), "Ours: Pearson × 100 with cosine, per benchmark", precision=2)
 ch.show(paper.table("bis2021", "word_similarity"), "Biš et al. (2021) Table 2 (paper): average Pearson × 100 (cosine, inner product)", precision=2)
 
 # %%
-fig = isotropy_word_similarity.grouped_bars(
-    average, "variant", ["pearson_cosine", "pearson_inner_product"], labels=["cosine", "inner product"], ylabel="average Pearson × 100"
-)
-results.figure(
-    fig,
-    "word_similarity",
-    "Average Pearson × 100 of the word-similarity benchmarks for each variant of the embedding matrix, with cosine and inner product.",
-)
+isotropy_word_similarity.figure_word_similarity(runs, results)
 
 # %% tags=["hide-input"]
-lines = []
-for name, part in iso.groupby("model", sort=False):
-    p = part.set_index("variant")
-    s = average[average["model"] == name].set_index("variant")
-    lines.append(
-        f"- **{name}**: I(W) {p['I1'].iloc[0]:.2f} raw → {p['I1'].iloc[1]:.2f} centered → {p['I1'].iloc[3]:.3f} post-processed; "
-        f"IsoScore {p['IsoScore'].iloc[0]:.3f} → {p['IsoScore'].iloc[1]:.3f} → {p['IsoScore'].iloc[3]:.3f}. Average word-similarity Pearson (cosine) "
-        f"{s['pearson_cosine'].iloc[0]:.1f} raw, {s['pearson_cosine'].iloc[1]:.1f} centered, {s['pearson_cosine'].iloc[2]:.1f} centered-scaled, "
-        f"{s['pearson_cosine'].iloc[3]:.1f} post-processed."
-    )
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.findings(isotropy_word_similarity.findings(runs))
 
 # %% [markdown]
 # I(W) and I2 look at the partition function along a handful of directions, IsoScore at the
@@ -158,18 +120,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::
 
 # %%
-lines = []
-for name, part in iso.groupby("model", sort=False):
-    p = part.set_index("variant")
-    lines.append(
-        f"- **{name}**: I(W) {p.loc['raw', 'I1']:.3f} raw → {p.loc['centered', 'I1']:.3f} centered; "
-        f"IsoScore {p.loc['raw', 'IsoScore']:.4f} → {p.loc['centered', 'IsoScore']:.4f}."
-    )
-ch.say(
-    "\n".join(lines) + "\n\nI(W) sums exp(cᵀw) over the rows, so a common shift of every row changes it directly. IsoScore is computed "
-    "from the covariance matrix, from which the mean has already been subtracted: centering leaves the covariance, and so IsoScore, "
-    "exactly as it was."
-)
+ch.say(isotropy_word_similarity.centering_lines(runs))
 
 # %% [markdown]
 # :::{solution-end}
@@ -181,7 +132,7 @@ ch.say(
 #
 # The post-processed variant removes the top D = ⌈d/100⌉ principal components. Biš et al.'s
 # released code uses D = 2 for its word-similarity benchmark. Predict whether D = 2 helps word
-# similarity more or less than ⌈d/100⌉ for the last model of the loop, then compute it with
+# similarity more or less than ⌈d/100⌉ for the last model, then compute it with
 # `transforms.RemoveTopPCs(2)`.
 # :::
 
@@ -191,12 +142,8 @@ ch.say(
 # :::
 
 # %%
-rows = []
-for n_components in sorted({2, math.ceil(w.shape[1] / 100)}):
-    m = {f"D={n_components}": transforms.RemoveTopPCs(n_components).fit(w).transform(w)}
-    values = pd.concat([isotropy_word_similarity.similarity_scores(m, *kept) for kept in pair_ids.values()])["pearson_cosine"].dropna()
-    rows.append({"D": n_components, "average Pearson × 100 (cosine)": values.mean() if len(values) else np.nan, "benchmarks": len(values)})
-ch.show(pd.DataFrame(rows), f"{list(iso['model'])[-1]}: word similarity after removing the top D principal components (this run)", precision=2)
+last = list(runs.values())[-1]
+ch.show(isotropy_word_similarity.top_pc_removal(last), f"{last.name}: word similarity after removing the top D principal components (this run)", precision=2)
 
 # %% [markdown]
 # Removing more components takes away more of the directions that all words share, but also

@@ -43,3 +43,19 @@ def test_rare_words_findings_compare_frequent_with_rare_tokens_and_give_the_cove
     assert lines[-1] == "Tokens needed for 30% / 50% / 98% of the corpus: whole words: 12 / 150 / 9,000."
     single = rare_words.findings({"m": rare_words.RareTokens(**{**run.__dict__, "by_frequency": _bins([0.2], 10)})}, coverage, 10)
     assert "too few to compare frequent with rare tokens" in single[0]
+
+
+def test_isotropy_word_similarity_findings_follow_the_variants_in_order():
+    from lib.experiments import isotropy_word_similarity as iws
+
+    variants = ["raw", "centered", "centered-scaled", "post-processed"]
+    iso = pd.DataFrame({"model": "m", "variant": variants, "I1": [0.1, 0.9, 0.9, 0.99], "IsoScore": [0.2, 0.2, 0.3, 0.4]})
+    sim = pd.DataFrame(
+        {"model": "m", "benchmark": "b", "variant": variants, "pearson_cosine": [10.0, 20.0, 30.0, 40.0], "pearson_inner_product": 0.0, "pairs_kept": 5}
+    )
+    runs = {"m": iws.WordRun("m", iso, sim, np.zeros((1, 1)), {})}
+    assert iws.findings(runs) == [
+        "- **m**: I(W) 0.10 raw → 0.90 centered → 0.990 post-processed; IsoScore 0.200 → 0.200 → 0.400. "
+        "Average word-similarity Pearson (cosine) 10.0 raw, 20.0 centered, 30.0 centered-scaled, 40.0 post-processed."
+    ]
+    assert "I(W) 0.100 raw → 0.900 centered; IsoScore 0.2000 → 0.2000." in iws.centering_lines(runs)

@@ -5,14 +5,16 @@ post-processed (all-but-the-top with D = ceil(d/100)); the isotropy of each (Tab
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from ..core.declaration import chapter
-from ..encode.models import LoadedModel
+from ..core.store import Writer
+from ..datasets import tasks
+from ..encode.models import LoadedModel, load_model
 from ..measure import inference, isotropy, metrics, transforms, vocabulary
 from .plotting import COLORS
 from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, from_units, unit
@@ -103,6 +105,111 @@ def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: li
         ax.legend(frameon=False)
     fig.tight_layout()
     return fig
+
+
+def benchmarks() -> dict[str, pd.DataFrame]:
+    """The word-similarity benchmarks, by their printed name, as released (pairs and gold scores)."""
+    return {tasks.WORD_SIMILARITY[name]: tasks.word_similarity(name) for name in tasks.WORD_SIMILARITY}
+
+
+def benchmarks_table(labelled: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return pd.DataFrame([{"benchmark": name, "pairs": len(frame)} for name, frame in labelled.items()])
+
+
+@dataclass(frozen=True)
+class WordRun:
+    name: str  # the model's
+    isotropy: pd.DataFrame  # the isotropy table
+    similarity: pd.DataFrame  # the word_similarity table
+    matrix: np.ndarray  # W, kept for the exercises
+    pair_ids: dict  # per benchmark, the kept pairs' token ids and gold scores
+
+
+def run(spec: str, labelled: dict[str, pd.DataFrame], *, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> WordRun:
+    """One model: its input-embedding matrix in four variants, their isotropy and word similarity (three tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    w = vocabulary.embedding_matrix(lm)
+    matrices = variants(w)
+    scores, pair_ids = word_similarity(lm, matrices, labelled)
+    iso = isotropy_table(matrices, lm.name)
+    results.table(iso, ISOTROPY, spec, parameters=parameters)
+    results.table(scores, WORD_SIMILARITY, spec, parameters=parameters)
+    results.table(paired_differences(matrices, pair_ids, lm.name), WORD_DIFFERENCES, spec, parameters=parameters)
+    return WordRun(lm.name, iso, scores, w, pair_ids)
+
+
+def isotropy_of(runs: dict[str, WordRun]) -> pd.DataFrame:
+    return pd.concat([r.isotropy for r in runs.values()], ignore_index=True)
+
+
+def similarity_of(runs: dict[str, WordRun]) -> pd.DataFrame:
+    return pd.concat([r.similarity for r in runs.values()], ignore_index=True)
+
+
+def kept_table(runs: dict[str, WordRun]) -> pd.DataFrame:
+    """Pairs kept per benchmark and model (both words single tokens)."""
+    sim = similarity_of(runs)
+    return sim[sim["variant"] == "raw"].pivot(index="benchmark", columns="model", values="pairs_kept").reset_index()
+
+
+def average_table(runs: dict[str, WordRun]) -> pd.DataFrame:
+    """Average Pearson × 100 over the benchmarks, per model and variant (the papers' Table 2 statistic)."""
+    return similarity_of(runs).groupby(["model", "variant"], sort=False)[["pearson_cosine", "pearson_inner_product"]].mean().reset_index()
+
+
+def cosine_table(runs: dict[str, WordRun]) -> pd.DataFrame:
+    """Pearson × 100 with cosine, per benchmark."""
+    return similarity_of(runs).pivot_table(index=["model", "variant"], columns="benchmark", values="pearson_cosine", sort=False).reset_index()
+
+
+def figure_word_similarity(runs: dict[str, WordRun], results: Writer) -> None:
+    fig = grouped_bars(
+        average_table(runs), "variant", ["pearson_cosine", "pearson_inner_product"], labels=["cosine", "inner product"], ylabel="average Pearson × 100"
+    )
+    caption = "Average Pearson × 100 of the word-similarity benchmarks for each variant of the embedding matrix, with cosine and inner product."
+    results.figure(fig, "word_similarity", caption)
+
+
+def findings(runs: dict[str, WordRun]) -> list[str]:
+    """What our run shows: per model, isotropy and average word similarity along the variants."""
+    average, lines = average_table(runs), []
+    for name, part in isotropy_of(runs).groupby("model", sort=False):
+        p = part.set_index("variant")
+        s = average[average["model"] == name].set_index("variant")
+        lines.append(
+            f"- **{name}**: I(W) {p['I1'].iloc[0]:.2f} raw → {p['I1'].iloc[1]:.2f} centered → {p['I1'].iloc[3]:.3f} post-processed; "
+            f"IsoScore {p['IsoScore'].iloc[0]:.3f} → {p['IsoScore'].iloc[1]:.3f} → {p['IsoScore'].iloc[3]:.3f}. Average word-similarity Pearson (cosine) "
+            f"{s['pearson_cosine'].iloc[0]:.1f} raw, {s['pearson_cosine'].iloc[1]:.1f} centered, {s['pearson_cosine'].iloc[2]:.1f} centered-scaled, "
+            f"{s['pearson_cosine'].iloc[3]:.1f} post-processed."
+        )
+    return lines
+
+
+def centering_lines(runs: dict[str, WordRun]) -> str:
+    """Exercise ex-12-read: I(W) and IsoScore before and after centering, and why only one of them moves."""
+    lines = []
+    for name, part in isotropy_of(runs).groupby("model", sort=False):
+        p = part.set_index("variant")
+        lines.append(
+            f"- **{name}**: I(W) {p.loc['raw', 'I1']:.3f} raw → {p.loc['centered', 'I1']:.3f} centered; "
+            f"IsoScore {p.loc['raw', 'IsoScore']:.4f} → {p.loc['centered', 'IsoScore']:.4f}."
+        )
+    return (
+        "\n".join(lines) + "\n\nI(W) sums exp(cᵀw) over the rows, so a common shift of every row changes it directly. IsoScore is computed "
+        "from the covariance matrix, from which the mean has already been subtracted: centering leaves the covariance, and so IsoScore, "
+        "exactly as it was."
+    )
+
+
+def top_pc_removal(run: WordRun) -> pd.DataFrame:
+    """Exercise ex-12-d: average word similarity (cosine) after removing the top D principal components, for D = 2
+    (Biš et al.'s released code) and D = ⌈d/100⌉ (the post-processed variant)."""
+    w, rows = run.matrix, []
+    for n_components in sorted({2, math.ceil(w.shape[1] / 100)}):
+        m = {f"D={n_components}": transforms.RemoveTopPCs(n_components).fit(w).transform(w)}
+        values = pd.concat([similarity_scores(m, *kept) for kept in run.pair_ids.values()])["pearson_cosine"].dropna()
+        rows.append({"D": n_components, "average Pearson × 100 (cosine)": values.mean() if len(values) else np.nan, "benchmarks": len(values)})
+    return pd.DataFrame(rows)
 
 
 ISOTROPY = CHAPTER.table("isotropy", "model variant I1 I1_sign_low I1_sign_high I2 IsoScore average_norm mean_vector_norm ratio")
