@@ -48,38 +48,17 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.core import paper
-from lib.datasets import tasks
-from lib.encode.models import load_model
-from lib.experiments import outlier_set, vector_variants, wic
+from lib.experiments import vector_variants, wic
 
 specs, results = ch.begin("07_wic", profile, models)
-train, dev = tasks.subsample(tasks.wic("train"), n_pairs, seed), tasks.wic("dev")
-thresholds = wic.THRESHOLDS
-baseline = {split: 100 * frame["same_sense"].mean() for split, frame in (("train", train), ("dev", dev))}
-print(f"WiC: {len(train):,} training pairs, {len(dev):,} development pairs; models: {', '.join(specs)}")
+data = wic.inputs(n_pairs, seed, specs)
 parameters = ch.parameters("07_wic", globals())
 
-
 # %%
-grids, best, sets = {}, [], {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
-    run = wic.run(lm, spec, train, dev=dev, outlier_set=sets[lm.name], protocol=clip)
-    if run.left_out:
-        print(f"{lm.name}: {run.left_out} pairs whose target lies beyond the model's maximum length are left out")
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
-    results.table(run.grid, wic.WIC_GRID, spec, parameters=parameters, model_info=info)
-    results.table(run.best, wic.WIC_BEST, spec, parameters=parameters, model_info=info)
-    grids[lm.name] = run.grid
-    best.append(run.best)
-    del lm
-best = pd.concat(best, ignore_index=True)
-ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".join(f"- {s.describe()}" for s in sets.values()))
+settings = dict(profile=profile, clip=clip, device=device, dtype=dtype)
+runs = ch.each_model(wic.run, specs, data=data, results=results, parameters=parameters, **settings)
+ch.say(vector_variants.clipping_note([r.clipping for r in runs.values()]))
 
 # %% [markdown]
 # ## Best layer and threshold
@@ -98,27 +77,23 @@ ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".
 
 # %%
 ch.show(
-    best[["model", "variant", "layer", "threshold", "train_accuracy", "dev_accuracy_of_that_choice", "dev_best_accuracy"]],
-    f"WiC: best layer/threshold on {len(train):,} training pairs, and its development accuracy (%); "
-    f"always-'same sense' baseline {baseline['train']:.1f}% (train), {baseline['dev']:.1f}% (dev)",
+    wic.choice_table(runs),
+    f"WiC: best layer/threshold on {len(data.train):,} training pairs, and its development accuracy (%); "
+    f"always-'same sense' baseline {data.baseline['train']:.1f}% (train), {data.baseline['dev']:.1f}% (dev)",
     precision=1,
 )
-discordant = ["right_only_here", "right_only_raw", "right_only_here_vs_clipped", "right_only_clipped"]
 ch.show(
-    best[["model", "variant", "dev_pairs", *(f"dev_{c}" for c in discordant)]],
-    "WiC: the development pairs on which each variant's choice and the raw (or clipped) vectors' choice disagree, by which is right",
+    wic.discordant_table(runs), "WiC: the development pairs on which each variant's choice and the raw (or clipped) vectors' choice disagree, by which is right"
 )
 ch.show(
-    best[["model", "variant", "cross_pairs", "cross_accuracy", *(f"cross_{c}" for c in discordant)]],
+    wic.cross_table(runs),
     f"WiC: the training pairs cross-fitted in {wic.FOLDS} folds (each decided by the layer and threshold chosen on the other folds): "
     "accuracy (%) and the pairs on which the variants disagree; the scorecard pairs these with the development pairs",
     precision=1,
 )
-paper_wic = paper.table("luo2021", "wic").rename(columns={"paper_variant": "variant"})
-paper_wic["variant"] = paper_wic["variant"].map({"raw": "raw", "clip": "clipped", "whiten": "whitened", "baseline": "baseline"})
 ch.show_beside_paper(
-    best,
-    paper_wic,
+    wic.best_of(runs),
+    wic.paper_table(),
     ["variant"],
     columns=["model", "variant", "layer", "threshold", "train_accuracy", "paper_layer", "paper_threshold", "paper_accuracy_percent"],
     caption="Ours beside the paper's value for the same model",
@@ -133,27 +108,10 @@ ch.show_beside_paper(
 # ({numref}`fig-07-accuracy-by-layer`).
 
 # %%
-by_layer = {name: g[g["split"] == "train"].groupby(["variant", "layer"], sort=False)["accuracy"].max().reset_index() for name, g in grids.items()}
-fig = vector_variants.variants_by_layer(by_layer, ["accuracy"], ["WiC accuracy, best threshold (%)"])
-results.figure(
-    fig,
-    "accuracy_by_layer",
-    "WiC accuracy at the best threshold by layer, for the raw, clipped, randomly clipped (control) and whitened vectors (training split).",
-)
+wic.figure_by_layer(runs, results)
 
 # %% tags=["hide-input"]
-lines = []
-for name, part in best.groupby("model", sort=False):
-    p = part.set_index("variant")
-    lines.append(
-        f"- **{name}**: best training accuracy {p.loc['raw', 'train_accuracy']:.1f}% raw "
-        f"(layer {p.loc['raw', 'layer']}, threshold {p.loc['raw', 'threshold']:.1f}), "
-        f"{p.loc['clipped', 'train_accuracy']:.1f}% clipped, {p.loc['whitened', 'train_accuracy']:.1f}% whitened; chosen on train and scored on dev: "
-        f"{p.loc['raw', 'dev_accuracy_of_that_choice']:.1f}% raw, {p.loc['clipped', 'dev_accuracy_of_that_choice']:.1f}% clipped, "
-        f"{p.loc['whitened', 'dev_accuracy_of_that_choice']:.1f}% whitened, {p.loc['clipped-random', 'dev_accuracy_of_that_choice']:.1f}% with as many "
-        f"random dimensions zeroed as clipping zeroes (baseline {baseline['dev']:.1f}%)."
-    )
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.findings(wic.findings(runs, data))
 
 # %% [markdown]
 # Differences of about one point on 5,428 pairs are near the noise level (the standard error of
@@ -181,15 +139,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::
 
 # %%
-ch.say(
-    "\n".join(
-        f"- **{r.model}**, {r.variant}: layer {r.layer}, threshold {r.threshold:g} → development {r.dev_accuracy_of_that_choice:.1f}, "
-        f"best development setting {r.dev_best_accuracy:.1f} ({r.dev_best_accuracy - r.dev_accuracy_of_that_choice:.1f} points more)."
-        for r in best.itertuples()
-    )
-    + "\n\nThe best development accuracy is chosen on the development pairs themselves, out of "
-    f"{len(thresholds)} thresholds × every layer, so it profits from the noise of those {len(dev):,} pairs: it is an upper bound, not a score."
-)
+ch.say(wic.optimism_lines(runs, data))
 
 # %% [markdown]
 # :::{solution-end}
@@ -211,12 +161,7 @@ ch.say(
 # :::
 
 # %%
-close = pd.concat([wic.settings_near_best(grid, 500).assign(model=name) for name, grid in grids.items()], ignore_index=True)
-ch.show(
-    close[["model", *close.columns[:-1]]],
-    "How many (layer, threshold) settings a 500-pair sample could not tell apart from the best (this run's grid)",
-    precision=2,
-)
+ch.show(wic.near_best(runs, 500), "How many (layer, threshold) settings a 500-pair sample could not tell apart from the best (this run's grid)", precision=2)
 
 # %% [markdown]
 # Where several settings lie within two standard errors, a 500-pair sample may pick any of them,

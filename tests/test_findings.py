@@ -59,3 +59,27 @@ def test_isotropy_word_similarity_findings_follow_the_variants_in_order():
         "Average word-similarity Pearson (cosine) 10.0 raw, 20.0 centered, 30.0 centered-scaled, 40.0 post-processed."
     ]
     assert "I(W) 0.100 raw → 0.900 centered; IsoScore 0.2000 → 0.2000." in iws.centering_lines(runs)
+
+
+def test_wic_findings_give_each_variant_chosen_on_train_and_scored_on_dev():
+    from lib.experiments import wic
+
+    variants = ["raw", "clipped", "whitened", "clipped-random"]
+    best = pd.DataFrame(
+        {
+            "model": "m",
+            "variant": variants,
+            "layer": [3, 4, 5, 6],
+            "threshold": [0.5, 0.6, 0.7, 0.8],
+            "train_accuracy": [60.0, 61.0, 62.0, 59.0],
+            "dev_accuracy_of_that_choice": [55.0, 56.0, 57.0, 54.0],
+            "dev_best_accuracy": [58.0, 58.0, 58.0, 58.0],
+        }
+    )
+    data = wic.WicData(pd.DataFrame(), pd.DataFrame({"x": range(638)}), {"train": 50.0, "dev": 50.0})
+    runs = {"m": wic.WicRun(pd.DataFrame(), best, 0, 0, "m")}
+    assert wic.findings(runs, data) == [
+        "- **m**: best training accuracy 60.0% raw (layer 3, threshold 0.5), 61.0% clipped, 62.0% whitened; chosen on train and scored on dev: "
+        "55.0% raw, 56.0% clipped, 57.0% whitened, 54.0% with as many random dimensions zeroed as clipping zeroes (baseline 50.0%)."
+    ]
+    assert "(3.0 points more)" in wic.optimism_lines(runs, data) and "those 638 pairs" in wic.optimism_lines(runs, data)

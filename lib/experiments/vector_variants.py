@@ -46,6 +46,11 @@ VARIANTS = {
 ALLOWED = {"clip": ", ".join(CLIP_PROTOCOLS), "variants": "comma-separated, any of: " + ", ".join(VARIANTS)}
 
 
+def clipping_note(sets: list[OutlierSet]) -> str:
+    """The clipping set of each model, as chapters 06-09 say it before their results."""
+    return "**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".join(f"- {s.describe()}" for s in sets)
+
+
 @dataclass
 class Variants:
     """Per variant, one fitted transform per layer (index = layer, 0 = embedding output)."""

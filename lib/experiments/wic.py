@@ -7,15 +7,18 @@ only it or only the raw vectors get right are counted (the discordant pairs of a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from ..core import paper
 from ..core.declaration import chapter
+from ..core.store import Writer
+from ..datasets import tasks
 from ..encode import words
 from ..encode.collectors import LayerStats
-from ..encode.models import LoadedModel
+from ..encode.models import LoadedModel, load_model
 from ..measure import geometry, inference, metrics, outliers
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
@@ -28,12 +31,28 @@ THRESHOLDS = np.round(np.arange(1, 10) / 10, 1)  # the paper's 0.1, 0.2, …, 0.
 VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
 
 
-@dataclass
+@dataclass(frozen=True)
+class WicData:
+    train: pd.DataFrame  # the training pairs the layer and threshold are chosen on
+    dev: pd.DataFrame  # the development pairs they are scored on
+    baseline: dict[str, float]  # always answering "same sense", % by split
+
+
+def inputs(n_pairs: int, seed: int, specs: list[str]) -> WicData:
+    """The WiC pairs: n_pairs training pairs (seeded) and every development pair, announced in one line."""
+    train, dev = tasks.subsample(tasks.wic("train"), n_pairs, seed), tasks.wic("dev")
+    print(f"WiC: {len(train):,} training pairs, {len(dev):,} development pairs; models: {', '.join(specs)}")
+    return WicData(train, dev, {split: 100 * frame["same_sense"].mean() for split, frame in (("train", train), ("dev", dev))})
+
+
+@dataclass(frozen=True)
 class WicRun:
     grid: pd.DataFrame  # WIC_GRID
     best: pd.DataFrame  # WIC_BEST
     fit_tokens: int
     left_out: int  # pairs whose target lies beyond the model's maximum length
+    name: str = ""  # the model's
+    clipping: OutlierSet | None = None  # the outlier set clipped (chapter 02's)
 
 
 def pair_vectors(lm: LoadedModel, frame: pd.DataFrame, collectors=(), desc: str = "") -> tuple[np.ndarray, np.ndarray]:
@@ -151,7 +170,7 @@ def settings_near_best(grid: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
     )
 
 
-def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outlier_set: OutlierSet, protocol: str = "model") -> WicRun:
+def _choose(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outlier_set: OutlierSet, protocol: str = "model") -> WicRun:
     """Encode both splits, fit the whitening on the tokens of the training sentences (no labels), score every variant."""
     stats = LayerStats(covariance=True)
     vectors = {"train": pair_vectors(lm, train, [stats], desc=f"{lm.name} train"), "dev": pair_vectors(lm, dev, desc=f"{lm.name} dev")}
@@ -165,6 +184,89 @@ def run(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, outl
     cross = cross_fitted(fitted, splits["train"], labels["train"], layers)
     best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec, cross, layers, outliers.layer_ranges(np.asarray(counted)))
     return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()))
+
+
+def run(spec: str, data: WicData, *, profile: str, clip: str, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> WicRun:
+    """One model: every variant's accuracy grid, the best setting chosen on the training pairs and scored on the
+    development pairs (both tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    clipping = outlier_set.outliers_of(lm, spec, profile)
+    found = _choose(lm, spec, data.train, data.dev, clipping, clip)
+    if found.left_out:
+        print(f"{lm.name}: {found.left_out} pairs whose target lies beyond the model's maximum length are left out")
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": found.fit_tokens, "clipping_set": clipping.describe()}
+    results.table(found.grid, WIC_GRID, spec, parameters=parameters, model_info=info)
+    results.table(found.best, WIC_BEST, spec, parameters=parameters, model_info=info)
+    return replace(found, name=lm.name, clipping=clipping)
+
+
+def best_of(runs: dict[str, WicRun]) -> pd.DataFrame:
+    """Every model's best settings (the WIC_BEST rows)."""
+    return pd.concat([r.best for r in runs.values()], ignore_index=True)
+
+
+DISCORDANT = ["right_only_here", "right_only_raw", "right_only_here_vs_clipped", "right_only_clipped"]
+
+
+def choice_table(runs: dict[str, WicRun]) -> pd.DataFrame:
+    return best_of(runs)[["model", "variant", "layer", "threshold", "train_accuracy", "dev_accuracy_of_that_choice", "dev_best_accuracy"]]
+
+
+def discordant_table(runs: dict[str, WicRun]) -> pd.DataFrame:
+    return best_of(runs)[["model", "variant", "dev_pairs", *(f"dev_{c}" for c in DISCORDANT)]]
+
+
+def cross_table(runs: dict[str, WicRun]) -> pd.DataFrame:
+    return best_of(runs)[["model", "variant", "cross_pairs", "cross_accuracy", *(f"cross_{c}" for c in DISCORDANT)]]
+
+
+def paper_table() -> pd.DataFrame:
+    """Luo et al.'s Table 1 and the thesis's Table 4.1, with the book's variant names."""
+    theirs = paper.table("luo2021", "wic").rename(columns={"paper_variant": "variant"})
+    return theirs.assign(variant=theirs["variant"].map({"raw": "raw", "clip": "clipped", "whiten": "whitened", "baseline": "baseline"}))
+
+
+def figure_by_layer(runs: dict[str, WicRun], results: Writer) -> None:
+    """For every layer, the best accuracy over the thresholds on the training pairs, one line per variant."""
+    by_layer = {name: r.grid[r.grid["split"] == "train"].groupby(["variant", "layer"], sort=False)["accuracy"].max().reset_index() for name, r in runs.items()}
+    fig = vector_variants.variants_by_layer(by_layer, ["accuracy"], ["WiC accuracy, best threshold (%)"])
+    caption = "WiC accuracy at the best threshold by layer, for the raw, clipped, randomly clipped (control) and whitened vectors (training split)."
+    results.figure(fig, "accuracy_by_layer", caption)
+
+
+def findings(runs: dict[str, WicRun], data: WicData) -> list[str]:
+    """What our run shows: per model, the best training accuracy per variant and the development accuracy of that choice."""
+    lines = []
+    for name, part in best_of(runs).groupby("model", sort=False):
+        p = part.set_index("variant")
+        lines.append(
+            f"- **{name}**: best training accuracy {p.loc['raw', 'train_accuracy']:.1f}% raw "
+            f"(layer {p.loc['raw', 'layer']}, threshold {p.loc['raw', 'threshold']:.1f}), "
+            f"{p.loc['clipped', 'train_accuracy']:.1f}% clipped, {p.loc['whitened', 'train_accuracy']:.1f}% whitened; chosen on train and scored on dev: "
+            f"{p.loc['raw', 'dev_accuracy_of_that_choice']:.1f}% raw, {p.loc['clipped', 'dev_accuracy_of_that_choice']:.1f}% clipped, "
+            f"{p.loc['whitened', 'dev_accuracy_of_that_choice']:.1f}% whitened, {p.loc['clipped-random', 'dev_accuracy_of_that_choice']:.1f}% with as many "
+            f"random dimensions zeroed as clipping zeroes (baseline {data.baseline['dev']:.1f}%)."
+        )
+    return lines
+
+
+def optimism_lines(runs: dict[str, WicRun], data: WicData) -> str:
+    """Exercise ex-07-read: what the training-chosen setting scores on dev against the best dev setting."""
+    return (
+        "\n".join(
+            f"- **{r.model}**, {r.variant}: layer {r.layer}, threshold {r.threshold:g} → development {r.dev_accuracy_of_that_choice:.1f}, "
+            f"best development setting {r.dev_best_accuracy:.1f} ({r.dev_best_accuracy - r.dev_accuracy_of_that_choice:.1f} points more)."
+            for r in best_of(runs).itertuples()
+        )
+        + "\n\nThe best development accuracy is chosen on the development pairs themselves, out of "
+        f"{len(THRESHOLDS)} thresholds × every layer, so it profits from the noise of those {len(data.dev):,} pairs: it is an upper bound, not a score."
+    )
+
+
+def near_best(runs: dict[str, WicRun], n_pairs: int) -> pd.DataFrame:
+    """Exercise ex-07-sample: per model, the settings an n_pairs sample could not tell apart from the best."""
+    close = pd.concat([settings_near_best(r.grid, n_pairs).assign(model=name) for name, r in runs.items()], ignore_index=True)
+    return close[["model", *close.columns[:-1]]]
 
 
 WIC_GRID = CHAPTER.table("accuracy_grid", "variant layer split threshold accuracy")
