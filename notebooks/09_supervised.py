@@ -80,52 +80,20 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import numpy as np
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.core import paper
-from lib.datasets.tasks import CLASSIFICATION_TASKS
-from lib.encode.models import load_model
-from lib.experiments import outlier_set, supervised, vector_variants
-from lib.train import probe
+from lib.experiments import supervised, vector_variants
 
 specs, results = ch.begin("09_supervised", profile, models)
 wanted = vector_variants.requested(variants)
 data = supervised.task_data(globals())  # the samples by task, each size checked
-names = list(data)
-ch.show(
-    pd.DataFrame(
-        [
-            {
-                "task": CLASSIFICATION_TASKS[t],
-                "classes": len(np.unique(d["train"][1])),
-                **{s: len(d[s][0]) for s in ("train", "dev", "test")},
-                "whitening fitted on": len(d["train"][0]) + len(d["fit"][0]),
-            }
-            for t, d in data.items()
-        ]
-    ),
-    "Examples used per task (samples; see the parameters)",
-)
+ch.show(supervised.samples_table(data), "Examples used per task (samples; see the parameters)")
 parameters = ch.parameters("09_supervised", globals())
 
 # %%
 # a book build with several jobs extracts each model's and task's features ahead of the chapter (`lib.edition.features`); they come from the cache here
-scores, summary, sets = {}, [], {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
-    runs = [supervised.run_task(lm, t, data[t], outlier_set=sets[lm.name], wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip) for t in names]
-    table = pd.concat([run.table for run in runs], ignore_index=True)
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": sets[lm.name].describe()}
-    results.table(table, supervised.FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)
-    summary.append(supervised.best(runs, lm.name, spec, sets[lm.name].outlier_layers(clip)))
-    results.table(summary[-1], supervised.FROZEN_BEST, spec, parameters=parameters, model_info=info)
-    scores[spec] = (lm.name, table)
-    del lm
-summary = pd.concat(summary, ignore_index=True)
-ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".join(f"- {s.describe()}" for s in sets.values()))
+settings = dict(profile=profile, wanted=wanted, bias=bias, pool_special=pool_special, clip=clip, device=device, dtype=dtype)
+runs = ch.each_model(supervised.run, specs, data=data, results=results, parameters=parameters, **settings)
+ch.say(vector_variants.clipping_note([r.clipping for r in runs.values()]))
 
 # %% [markdown]
 # ## Best accuracy per task
@@ -134,18 +102,11 @@ ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".
 # `test at best dev layer` chooses the layer on the development sample.
 
 # %%
-ch.show(summary.drop(columns="spec"), "Ours: test accuracy (%) on the samples above", precision=1)
-fits, weakest = pd.concat([table for _, table in scores.values()]), max(probe.DEFAULT_CS)
-ch.say(
-    f"{int(fits['converged'].sum())} of {len(fits)} classifiers (one per model, task, variant and layer, at the L2 strength "
-    f"chosen on the development sample) converged; the chosen strength was the weakest one tried (C = {weakest:g}) "
-    f"for {int((fits['C'] == weakest).sum())} of them."
-)
-paper_sup = paper.table("luo2021", "supervised").rename(columns={"paper_task": "task"})
-paper_sup["variant"] = paper_sup["paper_variant"].map({"raw": "raw", "clip": "clipped"})
+ch.show(supervised.summary_of(runs).drop(columns="spec"), "Ours: test accuracy (%) on the samples above", precision=1)
+ch.say(supervised.convergence_note(runs))
 ch.show_beside_paper(
-    summary,
-    paper_sup,
+    supervised.summary_of(runs),
+    supervised.paper_table(),
     ["task", "variant"],
     columns=["model", "task", "variant", "best_test", "best_test_layer", "paper_accuracy_percent", "paper_layer"],
     caption="Ours beside the paper's value for the same model",
@@ -154,18 +115,10 @@ ch.show_beside_paper(
 )
 
 # %%
-for task in [CLASSIFICATION_TASKS[t] for t in names]:
-    by_layer = {name: table[table["task"] == task] for name, table in scores.values()}
-    fig = vector_variants.variants_by_layer(by_layer, ["test_accuracy"], [f"{task} test accuracy (%)"])
-    results.figure(fig, f"accuracy_by_layer_{task}", f"{task}: test accuracy of a logistic-regression classifier on each layer's sentence vectors, by variant.")
+supervised.figures_by_layer(runs, results)
 
 # %% tags=["hide-input"]
-lines = []
-for (name, task), part in summary.groupby(["model", "task"], sort=False):
-    p = part.set_index("variant")["best_test"]
-    others = ", ".join(f"{p[v]:.1f}% {v} ({p[v] - p['raw']:+.1f})" for v in p.index if v != "raw")
-    lines.append(f"- **{name}, {task}**: best test accuracy {p['raw']:.1f}% raw, {others}.")
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.findings(supervised.findings(runs))
 
 # %% [markdown]
 # A linear classifier can give any dimension as much or as little weight as it needs, so
@@ -191,9 +144,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::
 
 # %%
-chosen = summary.pivot_table(index=["model", "task"], columns="variant", values="test_at_best_dev_layer", sort=False)
-gaps = chosen[wanted[1:]].sub(chosen["raw"], axis=0).add_suffix(" − raw").reset_index()
-ch.show(gaps, "Test accuracy of the layer chosen on dev, against the raw vectors (points, this run)", precision=2)
+ch.show(supervised.dev_choice_gaps(runs, wanted), "Test accuracy of the layer chosen on dev, against the raw vectors (points, this run)", precision=2)
 
 # %% [markdown]
 # :::{solution-end}
@@ -216,13 +167,7 @@ ch.show(gaps, "Test accuracy of the layer chosen on dev, against the raw vectors
 # :::
 
 # %%
-fits = pd.concat([table.assign(model=name) for name, table in scores.values()], ignore_index=True)
-chosen_c = fits.groupby(["model", "task", "variant"], sort=False)["C"].agg(["median", "min", "max"]).reset_index()
-ch.show(
-    chosen_c.rename(columns={"median": "median C", "min": "smallest C", "max": "largest C"}),
-    "The inverse L2 strength C chosen on the development sample, over layers",
-    precision=3,
-)
+ch.show(supervised.chosen_strengths(runs), "The inverse L2 strength C chosen on the development sample, over layers", precision=3)
 
 # %% [markdown]
 # Whitened vectors amplify the weak directions to the same scale as the strong ones, and in those

@@ -83,3 +83,11 @@ def test_wic_findings_give_each_variant_chosen_on_train_and_scored_on_dev():
         "55.0% raw, 56.0% clipped, 57.0% whitened, 54.0% with as many random dimensions zeroed as clipping zeroes (baseline 50.0%)."
     ]
     assert "(3.0 points more)" in wic.optimism_lines(runs, data) and "those 638 pairs" in wic.optimism_lines(runs, data)
+
+
+def test_supervised_findings_give_each_variant_against_the_raw_vectors():
+    from lib.experiments import supervised
+
+    summary = pd.DataFrame({"model": "m", "task": "SST-2", "variant": ["raw", "clipped", "whitened"], "best_test": [80.0, 79.5, 82.25]})
+    runs = {"m": supervised.ModelRun("m", pd.DataFrame(), summary, None)}
+    assert supervised.findings(runs) == ["- **m, SST-2**: best test accuracy 80.0% raw, 79.5% clipped (-0.5), 82.2% whitened (+2.2)."]

@@ -12,11 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core import paper
 from ..core.declaration import chapter
 from ..core.sources import names
+from ..core.store import Writer
 from ..datasets.tasks import CLASSIFICATION_TASKS, classification_splits, unlabelled_texts
 from ..encode.features import PARTS, Features, task_features
-from ..encode.models import LoadedModel
+from ..encode.models import LoadedModel, load_model
 from ..errors import require
 from ..measure import inference
 from ..train import probe
@@ -87,7 +89,7 @@ def features(
     return task_features(lm, CLASSIFICATION_TASKS[task], texts, moments=WHITENED in wanted, include_special=pool_special, parts=parts)
 
 
-def run_task(
+def _task(
     lm: LoadedModel,
     task: str,
     splits: dict[str, Split],
@@ -135,6 +137,108 @@ def best(runs: list[TaskRun], model: str, spec: str, layers: list[int]) -> pd.Da
                 row |= {"test_right_only_here": int((here & ~base).sum()), "test_right_only_raw": int((base & ~here).sum())}
             rows.append(row)
     return FROZEN_BEST.check(pd.DataFrame(rows).reindex(columns=list(FROZEN_BEST.columns)))
+
+
+def samples_table(data: dict[str, dict[str, Split]]) -> pd.DataFrame:
+    """Examples used per task: classes, the three samples and the texts whitening is fitted on."""
+    return pd.DataFrame(
+        [
+            {
+                "task": CLASSIFICATION_TASKS[t],
+                "classes": len(np.unique(d["train"][1])),
+                **{s: len(d[s][0]) for s in ("train", "dev", "test")},
+                "whitening fitted on": len(d["train"][0]) + len(d["fit"][0]),
+            }
+            for t, d in data.items()
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    name: str  # the model's
+    table: pd.DataFrame  # FROZEN_ACCURACY: every task, variant and layer
+    summary: pd.DataFrame  # FROZEN_BEST
+    clipping: OutlierSet  # chapter 02's outlier set, clipped
+
+
+def run(
+    spec: str,
+    data: dict[str, dict[str, Split]],
+    *,
+    profile: str,
+    wanted: list[str],
+    bias: bool,
+    pool_special: bool,
+    clip: str,
+    results: Writer,
+    parameters: dict,
+    device: str = "auto",
+    dtype: str = "auto",
+) -> ModelRun:
+    """One model: a classifier per task, variant and layer on its frozen sentence vectors (features a parallel build
+    extracted ahead come from the cache), and the best accuracies (both tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    clipping = outlier_set.outliers_of(lm, spec, profile)
+    tasks = [_task(lm, t, data[t], outlier_set=clipping, wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip) for t in data]
+    table = pd.concat([task.table for task in tasks], ignore_index=True)
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "clipping_set": clipping.describe()}
+    results.table(table, FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)
+    summary = best(tasks, lm.name, spec, clipping.outlier_layers(clip))
+    results.table(summary, FROZEN_BEST, spec, parameters=parameters, model_info=info)
+    return ModelRun(lm.name, table, summary, clipping)
+
+
+def summary_of(runs: dict[str, ModelRun]) -> pd.DataFrame:
+    return pd.concat([r.summary for r in runs.values()], ignore_index=True)
+
+
+def convergence_note(runs: dict[str, ModelRun]) -> str:
+    """How many classifiers converged, and how often the weakest L2 strength was chosen."""
+    fits, weakest = pd.concat([r.table for r in runs.values()]), max(probe.DEFAULT_CS)
+    return (
+        f"{int(fits['converged'].sum())} of {len(fits)} classifiers (one per model, task, variant and layer, at the L2 strength "
+        f"chosen on the development sample) converged; the chosen strength was the weakest one tried (C = {weakest:g}) "
+        f"for {int((fits['C'] == weakest).sum())} of them."
+    )
+
+
+def paper_table() -> pd.DataFrame:
+    """Luo et al.'s Table 3 with the book's task and variant names."""
+    theirs = paper.table("luo2021", "supervised").rename(columns={"paper_task": "task"})
+    return theirs.assign(variant=theirs["paper_variant"].map({"raw": "raw", "clip": "clipped"}))
+
+
+def figures_by_layer(runs: dict[str, ModelRun], results: Writer) -> None:
+    """Per task: the test accuracy of each layer's classifier, by variant and model."""
+    for task in dict.fromkeys(t for r in runs.values() for t in r.table["task"]):
+        by_layer = {name: r.table[r.table["task"] == task] for name, r in runs.items()}
+        fig = vector_variants.variants_by_layer(by_layer, ["test_accuracy"], [f"{task} test accuracy (%)"])
+        caption = f"{task}: test accuracy of a logistic-regression classifier on each layer's sentence vectors, by variant."
+        results.figure(fig, f"accuracy_by_layer_{task}", caption)
+
+
+def findings(runs: dict[str, ModelRun]) -> list[str]:
+    """What our run shows: per model and task, the best test accuracy of each variant against the raw vectors'."""
+    lines = []
+    for (name, task), part in summary_of(runs).groupby(["model", "task"], sort=False):
+        p = part.set_index("variant")["best_test"]
+        others = ", ".join(f"{p[v]:.1f}% {v} ({p[v] - p['raw']:+.1f})" for v in p.index if v != "raw")
+        lines.append(f"- **{name}, {task}**: best test accuracy {p['raw']:.1f}% raw, {others}.")
+    return lines
+
+
+def dev_choice_gaps(runs: dict[str, ModelRun], wanted: list[str]) -> pd.DataFrame:
+    """Exercise ex-09-read: each variant's test accuracy at its dev-chosen layer, minus the raw vectors'."""
+    chosen = summary_of(runs).pivot_table(index=["model", "task"], columns="variant", values="test_at_best_dev_layer", sort=False)
+    return chosen[wanted[1:]].sub(chosen["raw"], axis=0).add_suffix(" − raw").reset_index()
+
+
+def chosen_strengths(runs: dict[str, ModelRun]) -> pd.DataFrame:
+    """Exercise ex-09-regularisation: the inverse L2 strength C chosen on the development sample, over layers."""
+    fits = pd.concat([r.table.assign(model=name) for name, r in runs.items()], ignore_index=True)
+    chosen = fits.groupby(["model", "task", "variant"], sort=False)["C"].agg(["median", "min", "max"]).reset_index()
+    return chosen.rename(columns={"median": "median C", "min": "smallest C", "max": "largest C"})
 
 
 FROZEN_ACCURACY = CHAPTER.table("accuracy_by_layer", "task variant layer dev_accuracy test_accuracy C converged clipped_dims whitening_fit_texts")
