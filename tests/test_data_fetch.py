@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.datasets import fetch, imdb
+from lib.datasets import fetch, imdb, install
 from lib.datasets.pins import SOURCES, TABLE, Source, content_sha256
 from lib.errors import BookError
 from lib.settings import REPO_ROOT
@@ -225,7 +225,7 @@ def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(plant
         faulty.faults[url] = fault
     start = time.monotonic()
     with pytest.raises(BookError) as err:
-        fetch.require_data(root, sources)  # the default: two retries, then the line
+        install.require_data(root, sources)  # the default: two retries, then the line
     line = str(err.value)
     assert "\n" not in line and re.search(
         rf"of 5 data files are still missing in {root} \(.*wic \(1\)\): {faulty.base}{url} could not be downloaded \({reason}\)", line
@@ -244,7 +244,7 @@ def test_offline_is_one_line_naming_both_ways_out(planted, monkeypatch):
     monkeypatch.setenv(fetch.MIRROR, "http://127.0.0.1:9")  # the discard port: nothing listens
     monkeypatch.setattr(imdb, "OFFICIAL", "http://127.0.0.1:9/aclImdb_v1.tar.gz")
     with pytest.raises(BookError) as err:
-        fetch.require_data(root, sources)
+        install.require_data(root, sources)
     line = str(err.value)
     assert "\n" not in line and line.startswith(f"5 of 5 data files are still missing in {root}")
     assert "could not be downloaded (connection refused)" in line and "BOOK_DATA_DIR" in line and "BOOK_DATA_MIRROR" in line
@@ -340,10 +340,10 @@ def test_the_shared_data_through_a_local_mirror_fills_an_empty_folder(shared_dat
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         monkeypatch.setenv(fetch.MIRROR, f"http://127.0.0.1:{httpd.server_address[1]}")
         root = tmp_path / "data"
-        installed = fetch.require_data(root)
+        installed = install.require_data(root)
         assert len(installed) == 595 and fetch.missing(root, SOURCES) == ([], [])
         asked = len(httpd.requests)
-        assert fetch.require_data(root) == [] and len(httpd.requests) == asked == 594  # 593 files and one archive
+        assert install.require_data(root) == [] and len(httpd.requests) == asked == 594  # 593 files and one archive
         httpd.shutdown()
     assert staging_leftovers(root) == []
 
@@ -387,7 +387,7 @@ def test_when_both_imdb_sources_fail_the_line_names_the_last(planted, faulty, mo
         BookError,
         match=r"2 of 5 data files are still missing .*\(imdb \(2\)\): http://127.0.0.1:\d+/stanford/aclImdb_v1.tar.gz could not be downloaded \(HTTP 404",
     ):
-        fetch.require_data(root, sources)
+        install.require_data(root, sources)
     assert verified(root, sources) == sorted(p for p in sources if not p.startswith("imdb/"))
 
 
@@ -395,7 +395,7 @@ def test_with_a_mirror_the_imdb_line_says_what_the_mirror_answered_and_nothing_e
     root, sources = planted
     faulty.faults[f"/owner/imdb/tar.gz/{COMMIT}"] = "404"
     with pytest.raises(BookError, match=rf"\(imdb \(2\)\): {faulty.base}/owner/imdb/tar.gz/{COMMIT} could not be downloaded \(HTTP 404"):
-        fetch.require_data(root, sources)
+        install.require_data(root, sources)
     assert not any("stanford" in u for u in faulty.requests)  # no silent fall back to the internet
 
 
@@ -404,7 +404,7 @@ def test_a_mirror_that_is_not_a_url_is_one_line_before_any_request(planted, faul
     root, sources = planted
     monkeypatch.setenv(fetch.MIRROR, value)
     with pytest.raises(BookError, match=r"BOOK_DATA_MIRROR=.* is not an http:// or https:// URL with a host; write it as http://host:port/path"):
-        fetch.require_data(root, sources)
+        install.require_data(root, sources)
     assert faulty.requests == [] and held(root) == []
 
 
@@ -413,7 +413,7 @@ def test_a_data_folder_setting_that_names_a_file_is_one_line(tmp_path, monkeypat
     for value in (tmp_path / "a-file", tmp_path / "a-file" / "data"):
         monkeypatch.setenv("BOOK_DATA_DIR", str(value))
         with pytest.raises(BookError, match=r"BOOK_DATA_DIR=.*: .*a-file is a file, not a folder; point BOOK_DATA_DIR at the folder"):
-            fetch.require_data()
+            install.require_data()
 
 
 def test_the_mirror_script_on_a_busy_port_is_one_line(faulty, shared_data):

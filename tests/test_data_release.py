@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lib import settings
-from lib.datasets import cli, fetch, release
+from lib.datasets import cli, fetch, install, release
 from lib.datasets.pins import SOURCES, Source
 from lib.errors import BookError
 
@@ -251,7 +251,7 @@ def test_offline_the_build_names_the_missing_files_and_the_two_ways(tmp_path, fo
     monkeypatch.setenv("BOOK_DATA_URL", "http://127.0.0.1:9/book-data.tar.gz")  # the discard port: nothing listens
     monkeypatch.setattr(release, "RETRIES", 0)
     with pytest.raises(BookError) as err:
-        fetch.require_data(tmp_path / "data", pins)
+        install.require_data(tmp_path / "data", pins)
     line = str(err.value)
     assert "\n" not in line and line.startswith("3 of 3 data files are still missing in") and "(corpus (1), sst2 (1), wic (1))" in line
     assert "http://127.0.0.1:9/book-data.tar.gz could not be downloaded (connection refused)" in line
@@ -264,7 +264,7 @@ def test_make_data_fetches_the_pinned_release_from_a_mirror(tmp_path, folder, se
     server.files["mirror/rel.tar.gz"], digest = packed(tmp_path, src, pins)
     monkeypatch.setattr(settings, "DATA_RELEASE", settings.DataRelease("rel.tar.gz", digest))
     monkeypatch.setattr(release, "DATA_RELEASE", settings.DataRelease("rel.tar.gz", digest))
-    monkeypatch.setattr(fetch, "SOURCES", pins)
+    monkeypatch.setattr(install, "SOURCES", pins)
     monkeypatch.setenv("BOOK_DATA_URL", server.url("mirror/rel.tar.gz"))
     monkeypatch.setenv("BOOK_DATA_DIR", str(tmp_path / "data"))
     cli.main(["fetch"])

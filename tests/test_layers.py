@@ -26,20 +26,56 @@ def _layer(module: str) -> str:
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "base"
 
 
-def _imports() -> list[tuple[str, str, int]]:
-    """(importing module, imported lib module, line) for every import statement in lib."""
-    found = []
-    for path in sorted((REPO_ROOT / "lib").rglob("*.py")):
-        module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__init__")
+def _modules(root: Path = REPO_ROOT) -> dict[str, Path]:
+    """lib.measure.outliers -> its file, for every module under root/lib (a package by its __init__.py)."""
+    return {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p for p in sorted((root / "lib").rglob("*.py"))}
+
+
+def _imports(root: Path = REPO_ROOT) -> list[tuple[str, str, int]]:
+    """(importing module, imported lib module, line) for every import statement in lib, those inside functions too;
+    `from package import name` is package.name when that is a module."""
+    modules, found = _modules(root), []
+    for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
                 base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
-                found += [(module, f"{target}.{a.name}" if target in ("lib", "lib.experiments") else target, node.lineno) for a in node.names]
+                found += [(module, f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target, node.lineno) for a in node.names]
             elif isinstance(node, ast.Import):
                 found += [(module, a.name, node.lineno) for a in node.names]
     return [(m, t, line) for m, t, line in found if t == "lib" or t.startswith("lib.")]
+
+
+def _module_graph(root: Path = REPO_ROOT) -> dict[str, set[str]]:
+    """Each lib module -> the lib modules it imports, less its own packages (importing it runs their __init__ first)."""
+    modules = _modules(root)
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for m, t, _ in _imports(root):
+        if t in modules and t != m and not m.startswith(t + "."):
+            graph[m].add(t)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """The nodes of one loop in graph, in order ([] when there is none)."""
+    path: list[str] = []
+    done: set[str] = set()
+
+    def visit(node: str) -> list[str]:
+        if node in path:
+            return path[path.index(node) :]
+        if node in done:
+            return []
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if loop := visit(nxt):
+                return loop
+        path.pop()
+        done.add(node)
+        return []
+
+    return next((loop for node in sorted(graph) if (loop := visit(node))), [])
 
 
 def test_every_lib_module_belongs_to_a_layer():
@@ -58,23 +94,24 @@ def test_packages_form_no_loop_and_the_edition_is_imported_by_nothing_below_it()
     for m, t, _ in _imports():
         if _layer(m) != _layer(t):
             graph.setdefault(_layer(m), set()).add(_layer(t))
-    seen, stack = set(), set()
-
-    def visit(node: str) -> None:
-        assert node not in stack, f"import loop through {node}"
-        if node in seen:
-            return
-        stack.add(node)
-        for nxt in graph.get(node, ()):
-            visit(nxt)
-        stack.discard(node)
-        seen.add(node)
-
-    for node in list(graph):
-        visit(node)
+    assert not (loop := _cycle(graph)), f"import loop through {' -> '.join(loop)}"
     assert not [m for m, t, _ in _imports() if _layer(t) == "edition" and _layer(m) != "edition"]
     for chapter in chapters():  # chapters call the layers below the edition, never the edition itself
         assert not re.search(r"^(from|import) lib\.edition", source_file(chapter).read_text(encoding="utf-8"), re.M), chapter
+
+
+def test_no_module_imports_itself_through_others():
+    loop = _cycle(_module_graph())
+    assert not loop, f"import cycle: {' -> '.join(loop + loop[:1])}"
+
+
+def test_the_cycle_finder_reports_a_loop_planted_in_one_package(tmp_path):
+    shutil.copytree(REPO_ROOT / "lib", tmp_path / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    # one import at the top, the other inside a function, as fetch's of release was
+    for module, planted in (("glove", "from . import wikipedia\n"), ("wikipedia", "\n\ndef _planted():\n    from . import glove\n")):
+        with open(tmp_path / f"lib/datasets/{module}.py", "a", encoding="utf-8") as file:
+            file.write(planted)
+    assert sorted(_cycle(_module_graph(tmp_path))) == ["lib.datasets.glove", "lib.datasets.wikipedia"]
 
 
 @pytest.fixture(scope="module")

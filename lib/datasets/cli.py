@@ -14,7 +14,7 @@ import argparse
 
 from ..errors import cli, require
 from ..settings import data_dir
-from . import fetch, release, wikipedia
+from . import install, release, wikipedia
 from .registry import REGISTRY, dataset, verified_path
 
 
@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> None:
         dataset(name)  # an unknown name stops here, with the known ones
     if args.action == "fetch":
         chosen = None if not args.names else {f.path: f.source for name in names for f in dataset(name).files.values()}
-        installed = fetch.require_data(sources=chosen)
+        installed = install.require_data(sources=chosen)
         print(
-            f"data: installed {fetch.names(installed)} in {data_dir()}"
+            f"data: installed {install.names(installed)} in {data_dir()}"
             if installed
             else f"data: every pinned file{'' if chosen is None else ' of ' + ', '.join(names)} is in {data_dir()}"
         )
