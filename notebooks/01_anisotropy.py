@@ -54,25 +54,13 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import pandas as pd
-
 import lib.book.chapter as ch
 from lib.core import paper
-from lib.encode.collectors import SentenceTokenSampler, TokenReservoir
-from lib.encode.extraction import extract
-from lib.encode.models import layer_index, load_model
-from lib.errors import require
-from lib.experiments import anisotropy, figure_kinds, outlier_set
+from lib.experiments import anisotropy
 from lib.measure import geometry
 
 specs, results = ch.begin("01_anisotropy", profile, models)
-sentences = ch.sst2_sentences(n_sentences, seed, avoid=outlier_set.selection_sample(profile))  # not chapter 02's outlier-selection sample
-ch.positive_int("n_pairs", n_pairs)
-ch.sample_size("pca_tokens", pca_tokens, n_sentences)
-require(
-    2 * n_pairs <= len(sentences),
-    f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; the sample has {len(sentences):,} (n_sentences {n_sentences:,})",
-)
+sentences = anisotropy.inputs(profile, n_sentences, n_pairs, pca_tokens, seed)  # not chapter 02's outlier-selection sample
 parameters = ch.parameters("01_anisotropy", globals())
 
 # %% [markdown]
@@ -84,47 +72,20 @@ parameters = ch.parameters("01_anisotropy", globals())
 # the average cosine layer by layer.
 
 # %%
-tables, views, positions, specials, facts = {}, {}, {}, {}, {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    layer = layer_index(lm, pca_layer)
-    sampler = SentenceTokenSampler(seed=seed)
-    reservoir = TokenReservoir(k=pca_tokens, seed=seed, layers=[layer])
-    extract(lm, sentences, [sampler, reservoir], desc=f"{lm.name}")
-    _, _, _, vectors = sampler.result()
-    table = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed), geometry.pair_cosines(geometry.centered(vectors), n_pairs, seed))
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "pca_layer": layer}
-    results.table(table, anisotropy.ANISOTROPY, spec, parameters=parameters, model_info=info)
-    tables[lm.name] = table
-    views[lm.name] = geometry.pca_plane(reservoir.vectors[:, 0, :], seed=seed)
-    positions[lm.name], specials[lm.name] = reservoir.positions, reservoir.special
-    facts[lm.name] = info
-    del lm
+settings = dict(n_pairs=n_pairs, pca_tokens=pca_tokens, pca_layer=pca_layer, seed=seed, device=device, dtype=dtype)
+runs = ch.each_model(anisotropy.run, specs, sentences=sentences, results=results, parameters=parameters, **settings)
 
 # %%
-fig = anisotropy.anisotropy_by_layer(tables)
-results.figure(fig, "anisotropy_by_layer", "Anisotropy by layer: the average cosine between random pairs of token vectors of different sentences, per model.")
+anisotropy.figure_by_layer(runs, results)
 
 # %%
-wide = pd.concat({name: t.set_index("layer")["mean_cosine"] for name, t in tables.items()}, axis=1).reset_index()
-ch.show(wide, "Mean cosine similarity of 1 token from each of two random sentences, by layer (ours)")
+ch.show(anisotropy.by_layer_table(runs), "Mean cosine similarity of 1 token from each of two random sentences, by layer (ours)")
 ch.show(
     paper.table("luo2021", "anisotropy_claims"), "What Luo et al. (2021) report for BERT-base and RoBERTa-base (paper; their figure has no printed numbers)"
 )
 
 # %% tags=["hide-input"]
-lines = []
-for name, t in tables.items():
-    contextual = t[t["layer"] >= 1]
-    top = contextual.loc[contextual["mean_cosine"].idxmax()]
-    low = contextual.loc[contextual["mean_cosine"].idxmin()]
-    lines.append(
-        f"- **{name}** ({facts[name]['n_layers']} layers, {facts[name]['width']} dimensions): the embedding output has mean "
-        f"cosine {t['mean_cosine'].iloc[0]:.3f}; across the contextual layers it ranges from {low['mean_cosine']:.3f} "
-        f"(layer {int(low['layer'])}) to {top['mean_cosine']:.3f} (layer {int(top['layer'])}); "
-        f"{int((contextual['ci95_low'] > 0.5).sum())} of {len(contextual)} contextual layers lie clearly above 0.5."
-    )
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.findings(anisotropy.findings(runs))
 
 # %% [markdown]
 # Both models on the offline profile are sentence-transformers: they were trained further, after
@@ -141,21 +102,10 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # for a cloud centred on the origin, near 1 when every vector points the same way.
 
 # %%
-fig = figure_kinds.plane_views(views, positions, "position in sentence", special=specials)
-results.figure(
-    fig,
-    "pca_last_layer",
-    "Token vectors of the last layer projected on their first two principal components, coloured by position in the sentence; special tokens marked.",
-)
+anisotropy.figure_pca(runs, results)
 
 # %% tags=["hide-input"]
-ch.say(
-    "\n".join(
-        f"- **{name}**, layer {facts[name]['pca_layer']}: |mean| / mean |x| = {v.mean_vector_norm_ratio:.2f}; "
-        f"the first two components explain {100 * v.explained.sum():.1f}% of the variance."
-        for name, v in views.items()
-    )
-)
+ch.say(anisotropy.pca_lines(runs))
 
 # %% [markdown]
 # ## Exercises
@@ -174,19 +124,7 @@ ch.say(
 # :::
 
 # %%
-lines = []
-for name, t in tables.items():
-    ranked = t[t["layer"] >= 1].sort_values("mean_cosine", ascending=False)
-    if len(ranked) < 2:
-        continue
-    first, second = ranked.iloc[0], ranked.iloc[1]
-    apart = first["ci95_low"] > second["ci95_high"]
-    lines.append(
-        f"- **{name}**: layer {int(first['layer'])} ({first['mean_cosine']:.3f}, band {first['ci95_low']:.3f}-{first['ci95_high']:.3f}) "
-        f"leads layer {int(second['layer'])} ({second['mean_cosine']:.3f}, band {second['ci95_low']:.3f}-{second['ci95_high']:.3f}): "
-        + ("the bands do not overlap, so the order is clear." if apart else "the bands overlap, so this sample cannot order the two layers.")
-    )
-ch.say("In this edition's run:\n\n" + "\n".join(lines))
+ch.say(anisotropy.layer_order(runs))
 
 # %% [markdown]
 # :::{solution-end}
@@ -210,13 +148,7 @@ ch.say("In this edition's run:\n\n" + "\n".join(lines))
 # model. For this edition's run that means:
 
 # %%
-ch.say(
-    "\n".join(
-        f"- **{name}**: mean half-width {((t['ci95_high'] - t['ci95_low']) / 2).mean():.4f} with {int(t['n_pairs'].iloc[0])} pairs, "
-        f"so about {((t['ci95_high'] - t['ci95_low']) / 2).mean() * (int(t['n_pairs'].iloc[0]) / 250) ** 0.5:.4f} with 250."
-        for name, t in tables.items()
-    )
-)
+ch.say(anisotropy.band_widths(runs, 250))
 
 # %% [markdown]
 # Layers whose bands already touch (see the previous exercise) may swap places in the smaller
@@ -242,14 +174,14 @@ ch.say(
 #
 # Centring removes the common direction, so the mean cosine of random pairs should fall to about
 # zero in every layer (a residual of order 1/n remains, because each vector is part of the mean).
-# Computed here on the sampled tokens of the last model of the loop above:
+# Computed here on the sampled tokens of the last model:
 
 # %%
-centred = geometry.centered(vectors)
-before = geometry.anisotropy_table(geometry.pair_cosines(vectors, n_pairs, seed))
-after = geometry.anisotropy_table(geometry.pair_cosines(centred, n_pairs, seed))
+last = list(runs.values())[-1]
+before = geometry.anisotropy_table(geometry.pair_cosines(last.vectors, n_pairs, seed))
+after = geometry.anisotropy_table(geometry.pair_cosines(geometry.centered(last.vectors), n_pairs, seed))
 ch.say(
-    f"**{list(tables)[-1]}**: mean cosine over the contextual layers {before['mean_cosine'].iloc[1:].mean():.3f} raw, "
+    f"**{last.name}**: mean cosine over the contextual layers {before['mean_cosine'].iloc[1:].mean():.3f} raw, "
     f"{after['mean_cosine'].iloc[1:].mean():+.4f} after centring (largest |value| in any layer {after['mean_cosine'].abs().max():.4f})."
 )
 

@@ -91,3 +91,16 @@ def test_supervised_findings_give_each_variant_against_the_raw_vectors():
     summary = pd.DataFrame({"model": "m", "task": "SST-2", "variant": ["raw", "clipped", "whitened"], "best_test": [80.0, 79.5, 82.25]})
     runs = {"m": supervised.ModelRun("m", pd.DataFrame(), summary, None)}
     assert supervised.findings(runs) == ["- **m, SST-2**: best test accuracy 80.0% raw, 79.5% clipped (-0.5), 82.2% whitened (+2.2)."]
+
+
+def test_anisotropy_findings_give_the_range_over_the_contextual_layers():
+    from lib.experiments import anisotropy
+
+    table = pd.DataFrame({"layer": [0, 1, 2, 3], "mean_cosine": [0.2, 0.6, 0.9, 0.7], "ci95_low": [0.1, 0.55, 0.85, 0.45], "ci95_high": [0.3, 0.65, 0.95, 0.8]})
+    run = anisotropy.AnisotropyRun("m", {"n_layers": 3, "width": 8, "pca_layer": 3}, table, None, np.array([]), np.array([]), np.array([]))
+    assert anisotropy.findings({"m": run}) == [
+        "- **m** (3 layers, 8 dimensions): the embedding output has mean cosine 0.200; across the contextual layers it ranges from 0.600 "
+        "(layer 1) to 0.900 (layer 2); 2 of 3 contextual layers lie clearly above 0.5."
+    ]
+    assert "layer 2 (0.900, band 0.850-0.950) leads layer 3" in anisotropy.layer_order({"m": run})
+    assert "the bands do not overlap" in anisotropy.layer_order({"m": run})  # 0.85 above 0.80

@@ -11,7 +11,7 @@ from ..core import paper
 from ..core.checks import positive_int, positive_number, positive_numbers, sample_size, share  # noqa: F401  (`ch.positive_int`, ... in the chapters)
 from ..core.profiles import chapter_parameters, config  # noqa: F401  (config: `ch.config` in the chapters)
 from ..core.sources import comma_list, declared_parameters, names  # noqa: F401  (names: `ch.names` in the chapters)
-from ..datasets.tasks import sample_sentences
+from ..datasets.tasks import sst2_sentences  # noqa: F401  (`ch.sst2_sentences` in the chapters)
 from ..encode.models import check_available
 from ..errors import require
 from ..experiments import plotting
@@ -53,20 +53,6 @@ def begin(chapter: str, profile: str, models: str) -> tuple[list[str], Results]:
     """Check the model list and set the figure style; returns (model specs, the chapter's Results). Nothing is written yet."""
     plotting.style()
     return parse_models(models, profile), Results(chapter, profile)
-
-
-def sst2_sentences(n: int, seed: int, avoid: tuple[int, int] | None = None) -> list[str]:
-    """A seeded sample of SST-2 training sentences (the corpus of most Luo et al. measurements), announced in one line;
-    `avoid`: another sample's (n, seed) whose sentences are left out (chapter 02's, where the outliers were selected)."""
-    positive_int("n_sentences", n)
-    sentences = sample_sentences("sst2", "train", n, seed, avoid=avoid)
-    if avoid is not None:
-        require(
-            sentences,
-            f"chapter 02 selects its outliers on {avoid[0]:,} sentences, all of SST-2's training set: none is left to measure on; lower its n_sentences",
-        )
-    print(f"{len(sentences):,} SST-2 training sentences (seed {seed}){f', none of the {avoid[0]:,} chapter 02 selected its outliers on' if avoid else ''}")
-    return sentences
 
 
 def show_beside_paper(

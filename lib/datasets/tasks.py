@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..core.checks import positive_int
 from ..errors import require
 from .registry import dataset, load
 
@@ -41,6 +42,20 @@ def sample_sentences(name: str, split: str, n: int, seed: int, column: str = "se
         taken = frame[column].iloc[draw(np.random.default_rng(avoid[1]), len(frame), avoid[0])]
         rows = rows[~frame[column].isin(set(taken)).to_numpy()]
     return frame[column].iloc[rows[draw(np.random.default_rng(seed), len(rows), n)]].tolist()
+
+
+def sst2_sentences(n: int, seed: int, avoid: tuple[int, int] | None = None) -> list[str]:
+    """A seeded sample of SST-2 training sentences (the corpus of most Luo et al. measurements), announced in one line;
+    `avoid`: another sample's (n, seed) whose sentences are left out (chapter 02's, where the outliers were selected)."""
+    positive_int("n_sentences", n)
+    sentences = sample_sentences("sst2", "train", n, seed, avoid=avoid)
+    if avoid is not None:
+        require(
+            sentences,
+            f"chapter 02 selects its outliers on {avoid[0]:,} sentences, all of SST-2's training set: none is left to measure on; lower its n_sentences",
+        )
+    print(f"{len(sentences):,} SST-2 training sentences (seed {seed}){f', none of the {avoid[0]:,} chapter 02 selected its outliers on' if avoid else ''}")
+    return sentences
 
 
 STS_SETS = ["stsb", "sick", "sickall", "sts12", "sts13", "sts14", "sts15", "sts16"]
