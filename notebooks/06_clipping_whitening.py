@@ -62,65 +62,18 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import numpy as np
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.book import tables
 from lib.core import paper
-from lib.datasets.registry import load
-from lib.encode import words
-from lib.encode.models import load_model
-from lib.errors import require
-from lib.experiments import clipping_whitening, figure_kinds, outlier_set, vector_variants
+from lib.experiments import clipping_whitening
 
-for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word).items():
-    ch.positive_int(name, value)
-ch.sample_size("pca_tokens", pca_tokens, n_sentences)
 specs, results = ch.begin("06_clipping_whitening", profile, models)
-drawn = ch.sst2_sentences(n_sentences + n_fit, seed, avoid=outlier_set.selection_sample(profile))  # not chapter 02's outlier-selection sample
-measure, fit = drawn[:n_sentences], drawn[n_sentences:]
-require(2 * n_pairs <= len(measure), f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; the sample has {len(measure):,}")
-require(len(fit) > 1, f"SST-2 has {len(drawn):,} training sentences: none are left to fit the whitening on after n_sentences {n_sentences:,}; ask for fewer")
-train = load("sst2", "train")["sentence"].tolist()
-occurrences = words.word_occurrences(train, n_words, per_word, min_sentences=10, seed=seed)
-word_sentences, word_indices = [train[s] for _, s, _ in occurrences], [w for _, _, w in occurrences]
-word_groups = np.repeat(np.arange(n_words), per_word)
-print(f"measure {len(measure):,} and fit {len(fit):,} sentences; self-similarity: {n_words} words x {per_word} sentences")
+samples = clipping_whitening.inputs(profile, n_sentences, n_pairs, n_fit, n_words, per_word, pca_tokens, seed)  # not chapter 02's selection sample
 parameters = ch.parameters("06_clipping_whitening", globals())
 
 # %%
-aniso, versus, sets, views, view_positions, view_special = {}, {}, {}, {}, {}, {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
-    run = clipping_whitening.run(
-        lm,
-        measure=measure,
-        fit=fit,
-        word_sentences=word_sentences,
-        word_indices=word_indices,
-        word_groups=word_groups,
-        outlier_set=sets[lm.name],
-        n_pairs=n_pairs,
-        pca_tokens=pca_tokens,
-        seed=seed,
-        protocol=clip,
-    )
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
-    results.table(run.table, clipping_whitening.GEOMETRY_BY_VARIANT, spec, parameters=parameters, model_info=info)
-    results.table(run.versus_random, clipping_whitening.CLIPPING_VS_RANDOM, spec, parameters=parameters, model_info=info)
-    aniso[lm.name], versus[lm.name] = run.table, run.versus_random
-    for shown, new in zip((views, view_positions, view_special), clipping_whitening.plane_views(run, lm.name, seed)):
-        shown.update(new)
-    del lm
-ch.say(
-    "**What is clipped and what is whitened.** Clipping zeroes each model's outlier set"
-    + (" in every layer" if clip == "model" else ", per layer, the dimensions flagged in that layer")
-    + ":\n\n"
-    + "\n".join(f"- {s.describe()}" for s in sets.values())
-    + f"\n\nWhitening is fitted per layer on the token vectors of {n_fit:,} other SST-2 training sentences (the thesis's token-level whitening)."
-)
+settings = dict(profile=profile, clip=clip, n_pairs=n_pairs, pca_tokens=pca_tokens, seed=seed, device=device, dtype=dtype)
+runs = ch.each_model(clipping_whitening.run, specs, samples=samples, results=results, parameters=parameters, **settings)
+ch.say(clipping_whitening.transforms_note(runs, clip, n_fit))
 
 # %% [markdown]
 # ## Anisotropy and self-similarity, raw vs clipped vs whitened
@@ -128,18 +81,10 @@ ch.say(
 # {numref}`fig-06-anisotropy-self-similarity` shows both measures layer by layer for the variants.
 
 # %%
-fig = vector_variants.variants_by_layer(
-    aniso, ["mean_cosine", "self_similarity_minus_anisotropy"], ["average cosine of random token pairs", "self-similarity − anisotropy"]
+clipping_whitening.figure_variants(runs, results)
+ch.show_each(
+    clipping_whitening.variant_tables(runs), f"{{name}}: anisotropy and self-similarity by layer ({n_pairs:,} pairs; {n_words} words × {per_word} sentences)"
 )
-results.figure(
-    fig,
-    "anisotropy_self_similarity",
-    "Anisotropy and self-similarity minus anisotropy by layer, for the raw, clipped, randomly clipped (control) and whitened vectors.",
-)
-for name, table in aniso.items():
-    wide = table.pivot(index="layer", columns="variant", values=["mean_cosine", "self_similarity_minus_anisotropy"])
-    wide.columns = [f"{'cosine' if m == 'mean_cosine' else 'self-sim − aniso'}, {v}" for m, v in wide.columns]
-    ch.show(wide.reset_index(), f"{name}: anisotropy and self-similarity by layer ({n_pairs:,} pairs; {n_words} words × {per_word} sentences)", tab=name)
 ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and Luo's thesis report (paper; figures without printed numbers)")
 
 # %% [markdown]
@@ -152,19 +97,11 @@ ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and 
 # pairs, two separate samples). The scorecard tests the two claims of this chapter on this table.
 
 # %%
-for name, frame in versus.items():
-    shown = frame[["layer", "raw_mean_cosine"]].assign(
-        **{
-            "cosine drop vs random": tables.plus_minus(frame["cosine_drop"], frame["cosine_drop_ci95"], 3),
-            "self-sim − aniso gain vs random": tables.plus_minus(frame["self_similarity_gain"], frame["self_similarity_gain_ci95"], 3),
-        }
-    )
-    ch.show(
-        shown,
-        f"{name}: clipping minus zeroing as many random dims (mean of {clipping_whitening.RANDOM_DRAWS} draws), per clipped layer, with 95% intervals",
-        precision=3,
-        tab=name,
-    )
+ch.show_each(
+    clipping_whitening.versus_random_tables(runs),
+    f"{{name}}: clipping minus zeroing as many random dims (mean of {clipping_whitening.RANDOM_DRAWS} draws), per clipped layer, with 95% intervals",
+    precision=3,
+)
 
 # %% [markdown]
 # ## The last layer before and after whitening
@@ -176,23 +113,10 @@ for name, frame in versus.items():
 # variance in every direction of the fitting sample.
 
 # %%
-fig = figure_kinds.plane_views(views, view_positions, "position in sentence", special=view_special)
-results.figure(fig, "pca_before_after_whitening", "Token vectors on their first two principal components before and after whitening, coloured by position.")
+clipping_whitening.figure_whitening_planes(runs, seed, results)
 
 # %% tags=["hide-input"]
-lines = []
-for name, t in aniso.items():
-    ctx = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="mean_cosine")
-    ss = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="self_similarity_minus_anisotropy")
-    drop = ctx["raw"] - ctx["clipped"]
-    lines.append(
-        f"- **{name}**: over the contextual layers, mean random-pair cosine {ctx['raw'].mean():.3f} raw, {ctx['clipped'].mean():.3f} clipped, "
-        f"{ctx['clipped-random'].mean():.3f} with as many random dimensions zeroed, "
-        f"{ctx['whitened'].mean():.3f} whitened (largest drop from clipping {drop.max():.3f}, layer {int(drop.idxmax())}). "
-        f"Self-similarity − anisotropy is higher after clipping than raw in {int((ss['clipped'] > ss['raw']).sum())} of {len(ss)} layers "
-        f"(mean {ss['raw'].mean():.3f} raw, {ss['clipped'].mean():.3f} clipped, {ss['whitened'].mean():.3f} whitened)."
-    )
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.findings(clipping_whitening.findings(runs))
 
 # %% [markdown]
 # Clipping can only lower anisotropy as far as the outliers caused it: for the paper's
@@ -221,17 +145,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::
 
 # %%
-lines = []
-for name, t in aniso.items():
-    w = t[(t["variant"] == "whitened") & (t["layer"] >= 1)]
-    covers = ((w["mean_cosine"] - w["ci95"]) <= 0) & (0 <= (w["mean_cosine"] + w["ci95"]))
-    lines.append(
-        f"- **{name}**: the interval contains 0 in {int(covers.sum())} of {len(w)} contextual layers (largest |mean| {w['mean_cosine'].abs().max():.4f})."
-    )
-ch.say(
-    "\n".join(lines) + "\n\nThe whitening was fitted on other sentences (`n_fit`) than the ones measured, so their mean is not exactly the "
-    "fitted mean; the small remaining cosine is that sampling difference."
-)
+ch.say(clipping_whitening.whitened_covers_zero(runs))
 
 # %% [markdown]
 # :::{solution-end}
@@ -252,18 +166,13 @@ ch.say(
 # :class: dropdown
 # :::
 #
-# For the last model of the loop, chapter 02's average vectors can be read at threshold 5 without running anything
+# For the last model, chapter 02's average vectors can be read at threshold 5 without running anything
 # again (`OutlierSet.with_threshold`):
 
 # %%
-name = list(aniso)[-1]
-at = {
-    z: clipping_whitening.clipped_cosines(sets[name].with_threshold(z), run.tokens, n_pairs, seed=seed, protocol=clip)
-    for z in (sets[name].criterion.z_threshold, 5.0)
-}
-both = pd.concat({f"at {z:g}": t.set_index("layer")[["dims_zeroed", "mean_cosine"]] for z, t in at.items()}, axis=1)
-both.columns = [f"{m.replace('_', ' ')} {z}" for z, m in both.columns]
-ch.show(both.reset_index().query("layer >= 1"), f"{name}: clipping chapter 02's average vectors read at two thresholds", precision=3)
+last = list(runs.values())[-1]
+both = clipping_whitening.at_thresholds(last, (last.clipping.criterion.z_threshold, 5.0), n_pairs, seed, clip)
+ch.show(both, f"{last.name}: clipping chapter 02's average vectors read at two thresholds", precision=3)
 
 # %% [markdown]
 # Zeroing more dimensions removes more of what all vectors share, which is expected to lower the

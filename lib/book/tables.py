@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..experiments.plotting import plus_minus  # noqa: F401  (`tables.plus_minus` in the chapters)
 from . import tabs
 from .output import display
 
@@ -102,15 +103,6 @@ def annotated(values: pd.Series, notes: pd.Series, precision: int = 3, unit: str
         return "–" if pd.isna(v) else f"{cell_text(v, precision)} ({cell_text(n, 1)}{unit})"
 
     return pd.Series([one(v, n) for v, n in zip(values, notes)], index=values.index)
-
-
-def plus_minus(mean: pd.Series, std: pd.Series, precision: int = 2) -> pd.Series:
-    """Cells "mean ± std" (a narrow column breaks them before ±); "–" for a missing mean or spread."""
-
-    def one(m: float, s: float) -> str:
-        return "–" if pd.isna(m) else f"{m:.{precision}f} ± " + ("–" if pd.isna(s) else f"{s:.{precision}f}")
-
-    return pd.Series([one(m, s) for m, s in zip(mean, std)], index=mean.index)
 
 
 def numeric(series: pd.Series) -> bool:

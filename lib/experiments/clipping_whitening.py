@@ -5,19 +5,25 @@ sample of sentences."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from ..core.checks import positive_int, sample_size
 from ..core.declaration import chapter
+from ..core.store import Writer
+from ..datasets.registry import load
+from ..datasets.tasks import sst2_sentences
 from ..encode import words
 from ..encode.collectors import LayerStats, SentenceTokenSampler, TokenReservoir
 from ..encode.extraction import extract
-from ..encode.models import LoadedModel
+from ..encode.models import LoadedModel, load_model
+from ..errors import require
 from ..measure import geometry, inference
-from . import outlier_set, vector_variants
+from . import figure_kinds, outlier_set, vector_variants
 from .outlier_set import OutlierSet
+from .plotting import plus_minus
 from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, Unit, contextual, from_units, unit
 
@@ -26,7 +32,33 @@ CHAPTER = chapter("06_clipping_whitening", reads=(outlier_set.CHAPTER,), allowed
 VARIANTS = [RAW, CLIPPED, CLIPPED_RANDOM, WHITENED]
 
 
-@dataclass
+@dataclass(frozen=True)
+class Inputs:
+    measure: list[str]  # the sentences measured
+    fit: list[str]  # other sentences, the whitening is fitted on their tokens
+    word_sentences: list[str]  # per_word sentences for each of n_words words
+    word_indices: list[int]  # the word's position in each
+    word_groups: np.ndarray  # which word each sentence is for
+
+
+def inputs(profile: str, n_sentences: int, n_pairs: int, n_fit: int, n_words: int, per_word: int, pca_tokens: int, seed: int) -> Inputs:
+    """The chapter's samples (none of chapter 02's outlier-selection sample), its parameters checked first."""
+    for name, value in dict(n_pairs=n_pairs, n_fit=n_fit, n_words=n_words, per_word=per_word).items():
+        positive_int(name, value)
+    sample_size("pca_tokens", pca_tokens, n_sentences)
+    drawn = sst2_sentences(n_sentences + n_fit, seed, avoid=outlier_set.selection_sample(profile))
+    measure, fit = drawn[:n_sentences], drawn[n_sentences:]
+    require(2 * n_pairs <= len(measure), f"{n_pairs} disjoint pairs need at least {2 * n_pairs} sentences; the sample has {len(measure):,}")
+    require(
+        len(fit) > 1, f"SST-2 has {len(drawn):,} training sentences: none are left to fit the whitening on after n_sentences {n_sentences:,}; ask for fewer"
+    )
+    train = load("sst2", "train")["sentence"].tolist()
+    occurrences = words.word_occurrences(train, n_words, per_word, min_sentences=10, seed=seed)
+    print(f"measure {len(measure):,} and fit {len(fit):,} sentences; self-similarity: {n_words} words x {per_word} sentences")
+    return Inputs(measure, fit, [train[s] for _, s, _ in occurrences], [w for _, _, w in occurrences], np.repeat(np.arange(n_words), per_word))
+
+
+@dataclass(frozen=True)
 class Geometry:
     table: pd.DataFrame  # GEOMETRY_BY_VARIANT
     versus_random: pd.DataFrame  # CLIPPING_VS_RANDOM
@@ -34,6 +66,8 @@ class Geometry:
     tokens: np.ndarray  # the measured sentences' sampled tokens, (sentences, layers, width)
     last_layer: TokenReservoir  # a sample of last-layer token vectors for the PCA views
     fit_tokens: int
+    name: str = ""  # the model's
+    clipping: OutlierSet | None = None  # chapter 02's outlier set, clipped
 
 
 def layer_geometry(
@@ -133,7 +167,7 @@ def plane_views(run: Geometry, name: str, seed: int) -> tuple[dict, dict, dict]:
     )
 
 
-def run(
+def _geometry(
     lm: LoadedModel,
     measure: list[str],
     fit: list[str],
@@ -163,6 +197,137 @@ def run(
         reservoir,
         stats.count,
     )
+
+
+def run(
+    spec: str,
+    samples: Inputs,
+    *,
+    profile: str,
+    clip: str,
+    n_pairs: int,
+    pca_tokens: int,
+    seed: int,
+    results: Writer,
+    parameters: dict,
+    device: str = "auto",
+    dtype: str = "auto",
+) -> Geometry:
+    """One model: anisotropy and self-similarity of every variant and layer, and clipping against random dimensions
+    (both tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    clipping = outlier_set.outliers_of(lm, spec, profile)
+    found = _geometry(
+        lm,
+        measure=samples.measure,
+        fit=samples.fit,
+        word_sentences=samples.word_sentences,
+        word_indices=samples.word_indices,
+        word_groups=samples.word_groups,
+        outlier_set=clipping,
+        n_pairs=n_pairs,
+        pca_tokens=pca_tokens,
+        seed=seed,
+        protocol=clip,
+    )
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": found.fit_tokens, "clipping_set": clipping.describe()}
+    results.table(found.table, GEOMETRY_BY_VARIANT, spec, parameters=parameters, model_info=info)
+    results.table(found.versus_random, CLIPPING_VS_RANDOM, spec, parameters=parameters, model_info=info)
+    return replace(found, name=lm.name, clipping=clipping)
+
+
+def transforms_note(runs: dict[str, Geometry], clip: str, n_fit: int) -> str:
+    """What is clipped (each model's outlier set) and what the whitening is fitted on."""
+    return (
+        "**What is clipped and what is whitened.** Clipping zeroes each model's outlier set"
+        + (" in every layer" if clip == "model" else ", per layer, the dimensions flagged in that layer")
+        + ":\n\n"
+        + "\n".join(f"- {r.clipping.describe()}" for r in runs.values())
+        + f"\n\nWhitening is fitted per layer on the token vectors of {n_fit:,} other SST-2 training sentences (the thesis's token-level whitening)."
+    )
+
+
+def figure_variants(runs: dict[str, Geometry], results: Writer) -> None:
+    fig = vector_variants.variants_by_layer(
+        {n: r.table for n, r in runs.items()},
+        ["mean_cosine", "self_similarity_minus_anisotropy"],
+        ["average cosine of random token pairs", "self-similarity − anisotropy"],
+    )
+    caption = "Anisotropy and self-similarity minus anisotropy by layer, for the raw, clipped, randomly clipped (control) and whitened vectors."
+    results.figure(fig, "anisotropy_self_similarity", caption)
+
+
+def variant_tables(runs: dict[str, Geometry]) -> dict[str, pd.DataFrame]:
+    """Per model: anisotropy and self-similarity minus anisotropy by layer, one column per variant."""
+    out = {}
+    for name, r in runs.items():
+        wide = r.table.pivot(index="layer", columns="variant", values=["mean_cosine", "self_similarity_minus_anisotropy"])
+        wide.columns = [f"{'cosine' if m == 'mean_cosine' else 'self-sim − aniso'}, {v}" for m, v in wide.columns]
+        out[name] = wide.reset_index()
+    return out
+
+
+def versus_random_tables(runs: dict[str, Geometry]) -> dict[str, pd.DataFrame]:
+    """Per model and clipped layer: clipping minus zeroing as many random dimensions, with 95% intervals."""
+    return {
+        name: r.versus_random[["layer", "raw_mean_cosine"]].assign(
+            **{
+                "cosine drop vs random": plus_minus(r.versus_random["cosine_drop"], r.versus_random["cosine_drop_ci95"], 3),
+                "self-sim − aniso gain vs random": plus_minus(r.versus_random["self_similarity_gain"], r.versus_random["self_similarity_gain_ci95"], 3),
+            }
+        )
+        for name, r in runs.items()
+    }
+
+
+def figure_whitening_planes(runs: dict[str, Geometry], seed: int, results: Writer) -> None:
+    views, positions, special = {}, {}, {}
+    for name, r in runs.items():
+        for shown, new in zip((views, positions, special), plane_views(r, name, seed)):
+            shown.update(new)
+    fig = figure_kinds.plane_views(views, positions, "position in sentence", special=special)
+    results.figure(fig, "pca_before_after_whitening", "Token vectors on their first two principal components before and after whitening, coloured by position.")
+
+
+def findings(runs: dict[str, Geometry]) -> list[str]:
+    """What our run shows: per model, the contextual layers' cosine for each variant, and self-similarity after clipping."""
+    lines = []
+    for name, r in runs.items():
+        t = r.table
+        ctx = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="mean_cosine")
+        ss = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="self_similarity_minus_anisotropy")
+        drop = ctx["raw"] - ctx["clipped"]
+        lines.append(
+            f"- **{name}**: over the contextual layers, mean random-pair cosine {ctx['raw'].mean():.3f} raw, {ctx['clipped'].mean():.3f} clipped, "
+            f"{ctx['clipped-random'].mean():.3f} with as many random dimensions zeroed, "
+            f"{ctx['whitened'].mean():.3f} whitened (largest drop from clipping {drop.max():.3f}, layer {int(drop.idxmax())}). "
+            f"Self-similarity − anisotropy is higher after clipping than raw in {int((ss['clipped'] > ss['raw']).sum())} of {len(ss)} layers "
+            f"(mean {ss['raw'].mean():.3f} raw, {ss['clipped'].mean():.3f} clipped, {ss['whitened'].mean():.3f} whitened)."
+        )
+    return lines
+
+
+def whitened_covers_zero(runs: dict[str, Geometry]) -> str:
+    """Exercise ex-06-read: in how many contextual layers the whitened cosine's 95% interval contains zero."""
+    lines = []
+    for name, r in runs.items():
+        w = r.table[(r.table["variant"] == "whitened") & (r.table["layer"] >= 1)]
+        covers = ((w["mean_cosine"] - w["ci95"]) <= 0) & (0 <= (w["mean_cosine"] + w["ci95"]))
+        lines.append(
+            f"- **{name}**: the interval contains 0 in {int(covers.sum())} of {len(w)} contextual layers (largest |mean| {w['mean_cosine'].abs().max():.4f})."
+        )
+    return (
+        "\n".join(lines) + "\n\nThe whitening was fitted on other sentences (`n_fit`) than the ones measured, so their mean is not exactly the "
+        "fitted mean; the small remaining cosine is that sampling difference."
+    )
+
+
+def at_thresholds(run: Geometry, thresholds: tuple[float, ...], n_pairs: int, seed: int, clip: str) -> pd.DataFrame:
+    """Exercise ex-06-clip: the clipped cosine per contextual layer with chapter 02's average vectors read at each threshold."""
+    at = {z: clipped_cosines(run.clipping.with_threshold(z), run.tokens, n_pairs, seed=seed, protocol=clip) for z in thresholds}
+    both = pd.concat({f"at {z:g}": t.set_index("layer")[["dims_zeroed", "mean_cosine"]] for z, t in at.items()}, axis=1)
+    both.columns = [f"{m.replace('_', ' ')} {z}" for z, m in both.columns]
+    return both.reset_index().query("layer >= 1")
 
 
 GEOMETRY_BY_VARIANT = CHAPTER.table(
