@@ -66,31 +66,12 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import numpy as np
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.core import paper
-from lib.core.store import CHAPTER
-from lib.datasets import glove
-from lib.datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, sts_training_sentences, subsample
-from lib.encode.models import load_model
-from lib.errors import require
-from lib.experiments import outlier_set, sts, vector_variants
-from lib.measure import geometry, metrics
+from lib.experiments import sts, vector_variants
 
 specs, results = ch.begin("08_sts", profile, models)
-names = ch.names(datasets, "datasets", STS_SETS)
-wanted = vector_variants.requested(variants)
-ch.positive_int("n_fit", n_fit)
-fit_sentences = sts_training_sentences(n_fit, seed)
-require(isinstance(max_pairs, int) and max_pairs >= 0, f"max_pairs must be 0 (all) or a positive integer, got {max_pairs!r}")
-pairs = {name: sts_pairs(name) for name in names}
-pairs = {name: subsample(frame, max_pairs or len(frame), seed) for name, frame in pairs.items()}
-ch.show(
-    pd.DataFrame([{"data set": STS_LABELS[n], "pairs": len(f), "subsets": ", ".join(sorted(f["subset"].unique()))} for n, f in pairs.items()]),
-    f"Scored sentence pairs used; the transforms are fitted on {len(fit_sentences):,} sentences of the STS-B training split",
-)
+data = sts.inputs(datasets, max_pairs, n_fit, seed, variants)
+ch.show(sts.pairs_table(data), f"Scored sentence pairs used; the transforms are fitted on {len(data.fit_sentences):,} sentences of the STS-B training split")
 parameters = ch.parameters("08_sts", globals())
 
 # %% [markdown]
@@ -102,42 +83,21 @@ parameters = ch.parameters("08_sts", globals())
 # published average-GloVe baseline can be read against it.
 
 # %%
-baseline = []
-for name, frame in pairs.items():
-    row = {"dataset": STS_LABELS[name]}
-    for label, punctuation in (("", True), ("_words_only", False)):
-        a, cover_a = glove.sentence_vectors(frame["sentence1"].tolist(), punctuation)
-        b, cover_b = glove.sentence_vectors(frame["sentence2"].tolist(), punctuation)
-        row[f"spearman_x100{label}"] = metrics.spearman_x100(geometry.row_cosines(a, b), frame["score"])
-        row[f"tokens_in_vocabulary_percent{label}"] = 50 * (cover_a + cover_b)
-    baseline.append(row)
-baseline = pd.DataFrame(baseline)
+baseline = sts.glove_baseline(data, results, parameters)
 ch.show(
     baseline,
     "Average GloVe 6B 50-d (lower-cased, as the vectors are): Spearman × 100 and the share of tokens found in GloVe's vocabulary, "
     "with punctuation tokens averaged in and without them (words only)",
     precision=2,
 )
-_ = results.table(baseline, sts.GLOVE_BASELINE, CHAPTER, parameters=parameters, model_info={"name": "GloVe 6B 50-d"})
 
 # %% [markdown]
 # ## Contextual models, every layer
 
 # %%
-scores, best, sets = {}, [], {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    sets[lm.name] = outlier_set.outliers_of(lm, spec, profile)
-    run = sts.run(lm, pairs, STS_LABELS, fit_sentences=fit_sentences, outlier_set=sets[lm.name], wanted=wanted, pool_special=pool_special, protocol=clip)
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": run.fit_tokens, "clipping_set": sets[lm.name].describe()}
-    results.table(run.table, sts.STS_BY_LAYER, spec, parameters=parameters, model_info=info)
-    results.table(run.differences, sts.STS_DIFFERENCES, spec, parameters=parameters, model_info=info)
-    best.append(sts.best_layers(run.table, lm.name, spec))
-    results.table(best[-1], sts.STS_BEST, spec, parameters=parameters, model_info=info)
-    scores[spec] = (lm.name, run.table)
-    del lm
-best = pd.concat(best, ignore_index=True)
-ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".join(f"- {s.describe()}" for s in sets.values()))
+settings = dict(profile=profile, clip=clip, pool_special=pool_special, device=device, dtype=dtype)
+runs = ch.each_model(sts.run, specs, data=data, results=results, parameters=parameters, **settings)
+ch.say(vector_variants.clipping_note([r.clipping for r in runs.values()]))
 
 # %% [markdown]
 # ## Best layer per data set
@@ -148,50 +108,30 @@ ch.say("**Clipping sets** (chapter 02; the same in chapters 06-09):\n\n" + "\n".
 # whitened), not the levels.
 
 # %%
-order = [STS_LABELS[n] for n in names]
-cells = best.assign(cell=lambda t: t["spearman_x100"].map("{:.2f}".format) + " (" + t["layer"].astype(str) + ")")
-glove = baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format)
-for model, of_model in cells.groupby("model", sort=False):
-    wide = of_model.pivot_table(index="dataset", columns="variant", values="cell", aggfunc="first", sort=False).reindex(order)
-    wide.insert(0, "avg. GloVe 6B 50-d", glove.reindex(order))
-    ch.show(
-        wide.rename_axis(index="data set", columns=None).reset_index(),
-        f"Ours, {model}: best Spearman × 100 (layer) per data set and variant, over the contextual layers; first column: averaged GloVe vectors",
-        tab=model,
-    )
-layer0 = best.pivot_table(index=["model", "variant"], columns="dataset", values="embedding_output_spearman_x100", aggfunc="first", sort=False)[order]
-ch.show(layer0.reset_index(), "The embedding output (layer 0), not searched above: Spearman × 100 per data set", precision=2)
-years = best[(best["variant"] == "raw") & best["dataset"].str.startswith("STS-1")]
+ch.show_each(
+    sts.best_tables(runs, data, baseline),
+    "Ours, {name}: best Spearman × 100 (layer) per data set and variant, over the contextual layers; first column: averaged GloVe vectors",
+)
+ch.show(sts.layer0_table(runs, data), "The embedding output (layer 0), not searched above: Spearman × 100 per data set", precision=2)
+years = sts.years_table(runs)
 if len(years):
     ch.show(
-        years[["model", "dataset", "layer", "spearman_x100", "subset_mean_spearman_x100"]],
+        years,
         "STS 2012-2016, raw vectors at the best layer: Spearman × 100 over all pairs of a year pooled (as above, and as MTEB) "
         "and averaged over the year's subsets (as SentEval reports them)",
         precision=2,
     )
-paper_sts = paper.table("luo2021", "sts")
-paper_sts["cell"] = paper_sts["paper_spearman_x100"].map("{:.2f}".format) + paper_sts["paper_layer"].map(lambda v: "" if pd.isna(v) else f" ({int(v)})")
-paper_sts["column"] = paper_sts["model"].replace({"avg-glove": "avg. GloVe 300-d"}) + paper_sts["paper_variant"].map(
-    lambda v: "" if v == "baseline" else f" {v}"
-)
-paper_wide = paper_sts.pivot_table(index="paper_dataset", columns="column", values="cell", aggfunc="first", sort=False)
 ch.show(
-    paper_wide.reindex([c for c in order if c in paper_wide.index]).rename_axis(index="data set", columns=None).reset_index(),
+    sts.paper_wide(data),
     "Luo et al. (2021) Table 2 (paper): Spearman × 100 (layer) of BERT-base and RoBERTa-base, raw and clipped, and averaged GloVe 300-d; "
     "whitened: Luo's thesis, Table 4.2 (paper)",
 )
 
 # %%
-mean_by_layer = {name: table.groupby(["variant", "layer"], sort=False)["spearman_x100"].mean().reset_index() for name, table in scores.values()}
-fig = vector_variants.variants_by_layer(mean_by_layer, ["spearman_x100"], [f"Spearman × 100, mean of {len(names)} data sets"])
-results.figure(
-    fig,
-    "spearman_by_layer",
-    "Spearman correlation × 100 of cosine similarity with the gold scores, averaged over the data sets, by layer and variant.",
-)
+sts.figure_by_layer(runs, data, results)
 
 # %% tags=["hide-input"]
-ch.say("**What our run shows.**\n\n" + "\n".join(sts.findings(scores, best, baseline, paper_sts=paper_sts)))
+ch.findings(sts.findings(runs, baseline))
 
 # %% [markdown]
 # The offline models were trained, after pre-training, precisely to make the cosine of
@@ -218,23 +158,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(sts.findings(scores, best, base
 # :::
 
 # %%
-rows = []
-for name, table in scores.values():
-    raw = table[(table["variant"] == "raw") & (table["layer"] >= 1)]
-    for dataset, part in raw.groupby("dataset", sort=False):
-        top = part.loc[part["spearman_x100"].idxmax()]
-        last = part[part["layer"] == part["layer"].max()]["spearman_x100"].iloc[0]
-        rows.append(
-            {
-                "model": name,
-                "dataset": dataset,
-                "best layer": int(top["layer"]),
-                "best": top["spearman_x100"],
-                "last layer": last,
-                "lost": top["spearman_x100"] - last,
-            }
-        )
-ch.show(pd.DataFrame(rows), "Raw vectors: the best layer against the last layer (Spearman × 100, this run)", precision=2)
+ch.show(sts.best_vs_last(runs), "Raw vectors: the best layer against the last layer (Spearman × 100, this run)", precision=2)
 
 # %% [markdown]
 # :::{solution-end}
@@ -259,22 +183,7 @@ ch.show(pd.DataFrame(rows), "Raw vectors: the best layer against the last layer 
 # of about $\sqrt{1.06/(n-3)}$ (Fieller, Hartley and Pearson). Around this run's scores:
 
 # %%
-rows = []
-for name, table in scores.values():
-    last = table[(table["variant"] == "raw") & (table["layer"] == table["layer"].max())]
-    for r in last.itertuples():
-        z, half = np.arctanh(r.spearman_x100 / 100), 1.96 * np.sqrt(1.06 / (300 - 3))
-        rows.append(
-            {
-                "model": name,
-                "dataset": r.dataset,
-                "pairs now": r.n_pairs,
-                "score": r.spearman_x100,
-                "95% low at 300": 100 * np.tanh(z - half),
-                "95% high at 300": 100 * np.tanh(z + half),
-            }
-        )
-ch.show(pd.DataFrame(rows), "Expected spread of a 300-pair score around this run's raw last-layer score", precision=2)
+ch.show(sts.spread_at(runs, 300), "Expected spread of a 300-pair score around this run's raw last-layer score", precision=2)
 
 # %% [markdown]
 # Compare these widths with the differences between the variants in the tables above: a

@@ -225,7 +225,7 @@ def test_sts_protocol_runs_on_a_tiny_model():
     lm = tiny_model("bert")
     pairs = {"toy": pd.DataFrame({"subset": "a", "sentence1": SENTENCES[:6], "sentence2": SENTENCES[6:], "score": np.arange(6.0)})}
     found = outlier_set.OutlierSet(lm.name, np.zeros((lm.n_layers + 1, lm.width)), outlier_set.Criterion(10.0, 0.5, 1, 0), "planted")
-    run = sts.run(lm, pairs, {"toy": "Toy"}, SENTENCES * 4, found, ["raw", "clipped", "whitened", "whitened-sentences"])
+    run = sts._score(lm, pairs, {"toy": "Toy"}, SENTENCES * 4, found, ["raw", "clipped", "whitened", "whitened-sentences"])
     assert len(run.table) == 4 * (lm.n_layers + 1) and np.isfinite(run.table["spearman_x100"]).all()
     raw, clipped = (run.table[run.table["variant"] == v]["spearman_x100"].to_numpy() for v in ("raw", "clipped"))
     np.testing.assert_allclose(raw, clipped)  # nothing to clip: the two are the same vectors

@@ -119,3 +119,18 @@ def test_clipping_whitening_findings_compare_the_variants_over_the_contextual_la
         "0.160 whitened (largest drop from clipping 0.200, layer 1). Self-similarity − anisotropy is higher after clipping than raw in 2 of 2 layers "
         "(mean 0.100 raw, 0.200 clipped, 0.300 whitened)."
     ]
+
+
+def test_sts_findings_count_the_cells_clipping_changes_and_compare_with_glove():
+    from lib.experiments import sts
+
+    table = pd.DataFrame({"dataset": "STS-B", "layer": [1, 1, 2, 2], "variant": ["raw", "clipped"] * 2, "spearman_x100": [50.0, 52.0, 60.0, 60.0]})
+    best = pd.DataFrame({"dataset": "STS-B", "variant": ["raw", "clipped"], "spearman_x100": [60.0, 60.5]})
+    baseline = pd.DataFrame({"dataset": ["STS-B"], "spearman_x100": [55.0], "tokens_in_vocabulary_percent": [99.0], "spearman_x100_words_only": [55.5]})
+    runs = {"m": sts.StsRun(table, pd.DataFrame(), 0, 0, "m", best)}
+    lines = sts.findings(runs, baseline)
+    assert lines[0] == (
+        "- **m**: clipping changes 1 of 2 (data set, layer) cells and raises Spearman in 1 of them. Best contextual layer per data set: "
+        "clipped raises it on 1 of 1 (mean change +0.50). The raw model beats 50-d GloVe on 1 of 1 data sets."
+    )
+    assert "58.02" not in lines[1] and "3.0 to 3.0 points below it" in lines[1]  # the paper's STS-B GloVe average is 58.02

@@ -11,11 +11,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..core import store
+from ..core import paper, store
+from ..core.checks import positive_int
 from ..core.declaration import chapter
+from ..core.sources import names as listed
+from ..core.store import Writer
+from ..datasets import glove
+from ..datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, sts_training_sentences, subsample
 from ..encode.collectors import LayerStats, SentenceMeans
 from ..encode.extraction import extract
-from ..encode.models import LoadedModel
+from ..encode.models import LoadedModel, load_model
+from ..errors import require
 from ..measure import geometry, inference, metrics, outliers
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
@@ -42,12 +48,56 @@ from .verdicts import (
 CHAPTER = chapter("08_sts", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Inputs:
+    names: list[str]  # the data sets scored (keys of STS_LABELS)
+    wanted: list[str]  # the variants compared
+    fit_sentences: list[str]  # STS-B training sentences the transforms are fitted on
+    pairs: dict[str, pd.DataFrame]  # the scored pairs, by data set
+
+
+def inputs(datasets: str, max_pairs: int, n_fit: int, seed: int, variants: str) -> Inputs:
+    """The chapter's data: the scored pairs of each data set (all, or max_pairs) and the fitting sentences, every
+    parameter checked first."""
+    chosen = listed(datasets, "datasets", STS_SETS)
+    wanted = vector_variants.requested(variants)
+    positive_int("n_fit", n_fit)
+    fit_sentences = sts_training_sentences(n_fit, seed)
+    require(isinstance(max_pairs, int) and max_pairs >= 0, f"max_pairs must be 0 (all) or a positive integer, got {max_pairs!r}")
+    pairs = {name: sts_pairs(name) for name in chosen}
+    return Inputs(chosen, wanted, fit_sentences, {name: subsample(frame, max_pairs or len(frame), seed) for name, frame in pairs.items()})
+
+
+def pairs_table(data: Inputs) -> pd.DataFrame:
+    return pd.DataFrame([{"data set": STS_LABELS[n], "pairs": len(f), "subsets": ", ".join(sorted(f["subset"].unique()))} for n, f in data.pairs.items()])
+
+
+def glove_baseline(data: Inputs, results: Writer, parameters: dict) -> pd.DataFrame:
+    """Average GloVe 6B 50-d per data set (lower-cased), with and without punctuation tokens, and the share of tokens
+    in GloVe's vocabulary (written)."""
+    rows = []
+    for name, frame in data.pairs.items():
+        row = {"dataset": STS_LABELS[name]}
+        for label, punctuation in (("", True), ("_words_only", False)):
+            a, cover_a = glove.sentence_vectors(frame["sentence1"].tolist(), punctuation)
+            b, cover_b = glove.sentence_vectors(frame["sentence2"].tolist(), punctuation)
+            row[f"spearman_x100{label}"] = metrics.spearman_x100(geometry.row_cosines(a, b), frame["score"])
+            row[f"tokens_in_vocabulary_percent{label}"] = 50 * (cover_a + cover_b)
+        rows.append(row)
+    baseline = pd.DataFrame(rows)
+    results.table(baseline, GLOVE_BASELINE, store.CHAPTER, parameters=parameters, model_info={"name": "GloVe 6B 50-d"})
+    return baseline
+
+
+@dataclass(frozen=True)
 class StsRun:
     table: pd.DataFrame  # STS_BY_LAYER
     differences: pd.DataFrame  # STS_DIFFERENCES
     fit_sentences: int
     fit_tokens: int
+    name: str = ""  # the model's
+    best: pd.DataFrame | None = None  # STS_BEST
+    clipping: OutlierSet | None = None  # chapter 02's outlier set, clipped
 
 
 @dataclass
@@ -106,7 +156,7 @@ def best_layers(table: pd.DataFrame, model: str, spec: str) -> pd.DataFrame:
     return STS_BEST.check(top[list(STS_BEST.columns)].reset_index(drop=True))
 
 
-def run(
+def _score(
     lm: LoadedModel,
     pairs: dict[str, pd.DataFrame],
     labels: dict[str, str],
@@ -124,6 +174,124 @@ def run(
     table = spearman_table(fitted, encoded, labels)
     differences = paired_differences(fitted, encoded, labels, table, outlier_set.outlier_layers(protocol))
     return StsRun(table, differences, len(fit_sentences), stats.count)
+
+
+def run(
+    spec: str,
+    data: Inputs,
+    *,
+    profile: str,
+    clip: str,
+    pool_special: bool,
+    results: Writer,
+    parameters: dict,
+    device: str = "auto",
+    dtype: str = "auto",
+) -> StsRun:
+    """One model: every variant's Spearman in every layer and data set, the paired differences, the best layers (three
+    tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    clipping = outlier_set.outliers_of(lm, spec, profile)
+    found = _score(
+        lm, data.pairs, STS_LABELS, fit_sentences=data.fit_sentences, outlier_set=clipping, wanted=data.wanted, pool_special=pool_special, protocol=clip
+    )
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": found.fit_tokens, "clipping_set": clipping.describe()}
+    results.table(found.table, STS_BY_LAYER, spec, parameters=parameters, model_info=info)
+    results.table(found.differences, STS_DIFFERENCES, spec, parameters=parameters, model_info=info)
+    best = best_layers(found.table, lm.name, spec)
+    results.table(best, STS_BEST, spec, parameters=parameters, model_info=info)
+    return replace(found, name=lm.name, best=best, clipping=clipping)
+
+
+def best_of(runs: dict[str, StsRun]) -> pd.DataFrame:
+    return pd.concat([r.best for r in runs.values()], ignore_index=True)
+
+
+def best_tables(runs: dict[str, StsRun], data: Inputs, baseline: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per model: best Spearman × 100 (layer) per data set and variant, with the averaged GloVe score first."""
+    order = [STS_LABELS[n] for n in data.names]
+    cells = best_of(runs).assign(cell=lambda t: t["spearman_x100"].map("{:.2f}".format) + " (" + t["layer"].astype(str) + ")")
+    glove_cells = baseline.set_index("dataset")["spearman_x100"].map("{:.2f}".format)
+    out = {}
+    for model, of_model in cells.groupby("model", sort=False):
+        wide = of_model.pivot_table(index="dataset", columns="variant", values="cell", aggfunc="first", sort=False).reindex(order)
+        wide.insert(0, "avg. GloVe 6B 50-d", glove_cells.reindex(order))
+        out[model] = wide.rename_axis(index="data set", columns=None).reset_index()
+    return out
+
+
+def layer0_table(runs: dict[str, StsRun], data: Inputs) -> pd.DataFrame:
+    """The embedding output's Spearman × 100 per data set (layer 0, not searched by the best-layer tables)."""
+    order = [STS_LABELS[n] for n in data.names]
+    best = best_of(runs)
+    return best.pivot_table(index=["model", "variant"], columns="dataset", values="embedding_output_spearman_x100", aggfunc="first", sort=False)[
+        order
+    ].reset_index()
+
+
+def years_table(runs: dict[str, StsRun]) -> pd.DataFrame:
+    """STS 2012-2016, raw vectors at the best layer: pooled over a year's pairs and averaged over its subsets."""
+    best = best_of(runs)
+    years = best[(best["variant"] == "raw") & best["dataset"].str.startswith("STS-1")]
+    return years[["model", "dataset", "layer", "spearman_x100", "subset_mean_spearman_x100"]]
+
+
+def paper_wide(data: Inputs) -> pd.DataFrame:
+    """Luo et al.'s Table 2 (and the thesis's Table 4.2), one column per model and variant, cells "score (layer)"."""
+    order = [STS_LABELS[n] for n in data.names]
+    theirs = paper.table("luo2021", "sts")
+    cell = theirs["paper_spearman_x100"].map("{:.2f}".format) + theirs["paper_layer"].map(lambda v: "" if pd.isna(v) else f" ({int(v)})")
+    column = theirs["model"].replace({"avg-glove": "avg. GloVe 300-d"}) + theirs["paper_variant"].map(lambda v: "" if v == "baseline" else f" {v}")
+    wide = theirs.assign(cell=cell, column=column).pivot_table(index="paper_dataset", columns="column", values="cell", aggfunc="first", sort=False)
+    return wide.reindex([c for c in order if c in wide.index]).rename_axis(index="data set", columns=None).reset_index()
+
+
+def figure_by_layer(runs: dict[str, StsRun], data: Inputs, results: Writer) -> None:
+    mean_by_layer = {name: r.table.groupby(["variant", "layer"], sort=False)["spearman_x100"].mean().reset_index() for name, r in runs.items()}
+    fig = vector_variants.variants_by_layer(mean_by_layer, ["spearman_x100"], [f"Spearman × 100, mean of {len(data.names)} data sets"])
+    caption = "Spearman correlation × 100 of cosine similarity with the gold scores, averaged over the data sets, by layer and variant."
+    results.figure(fig, "spearman_by_layer", caption)
+
+
+def best_vs_last(runs: dict[str, StsRun]) -> pd.DataFrame:
+    """Exercise ex-08-layer: for the raw vectors, the best contextual layer against the last layer, per data set."""
+    rows = []
+    for name, r in runs.items():
+        raw = r.table[(r.table["variant"] == "raw") & (r.table["layer"] >= 1)]
+        for dataset, part in raw.groupby("dataset", sort=False):
+            top = part.loc[part["spearman_x100"].idxmax()]
+            last = part[part["layer"] == part["layer"].max()]["spearman_x100"].iloc[0]
+            rows.append(
+                {
+                    "model": name,
+                    "dataset": dataset,
+                    "best layer": int(top["layer"]),
+                    "best": top["spearman_x100"],
+                    "last layer": last,
+                    "lost": top["spearman_x100"] - last,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def spread_at(runs: dict[str, StsRun], n_pairs: int) -> pd.DataFrame:
+    """Exercise ex-08-pairs: the 95% interval of each raw last-layer score on n_pairs pairs (Fisher z, SE √(1.06/(n−3)))."""
+    rows = []
+    for name, r in runs.items():
+        last = r.table[(r.table["variant"] == "raw") & (r.table["layer"] == r.table["layer"].max())]
+        for row in last.itertuples():
+            z, half = np.arctanh(row.spearman_x100 / 100), 1.96 * np.sqrt(1.06 / (n_pairs - 3))
+            rows.append(
+                {
+                    "model": name,
+                    "dataset": row.dataset,
+                    "pairs now": row.n_pairs,
+                    "score": row.spearman_x100,
+                    f"95% low at {n_pairs}": 100 * np.tanh(z - half),
+                    f"95% high at {n_pairs}": 100 * np.tanh(z + half),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 COMPARISONS = ((CLIPPED, RAW), (WHITENED, RAW), (WHITENED, CLIPPED))  # (variant, baseline): the claims' comparisons
@@ -198,12 +366,12 @@ def _best_by_set(t: pd.DataFrame) -> pd.DataFrame:
     return t.groupby(["dataset", "variant"])["spearman_x100"].max().unstack("variant")
 
 
-def findings(scores: dict[str, tuple[str, pd.DataFrame]], best: pd.DataFrame, baseline: pd.DataFrame, paper_sts: pd.DataFrame) -> list[str]:
+def findings(runs: dict[str, StsRun], baseline: pd.DataFrame) -> list[str]:
     """The chapter's "what our run shows" bullets: per model what clipping and whitening change and how the raw model
     compares with GloVe, then why our GloVe average stays below the published one."""
-    lines = []
-    for spec, (name, table) in scores.items():
-        b = best[best["spec"] == spec].pivot(index="dataset", columns="variant", values="spearman_x100")
+    lines, paper_sts = [], paper.table("luo2021", "sts")
+    for name, run in runs.items():
+        table, b = run.table, run.best.pivot(index="dataset", columns="variant", values="spearman_x100")
         glove_scores = baseline.set_index("dataset")["spearman_x100"]
         per_layer = table.pivot_table(index=["dataset", "layer"], columns="variant", values="spearman_x100")
         touched = per_layer[(per_layer["clipped"] - per_layer["raw"]).abs() > 1e-9]
