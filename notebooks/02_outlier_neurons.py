@@ -53,43 +53,16 @@ device = "auto"  # "auto" uses CUDA when present
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.core import paper
-from lib.encode.collectors import SentenceExtremes
-from lib.encode.models import load_model
-from lib.experiments import figure_kinds, outlier_neurons, outlier_set
-from lib.measure import outliers
+from lib.experiments import outlier_neurons
 
-ch.positive_number("z_threshold", z_threshold)
-ch.share("min_layer_share", min_layer_share)
 specs, results = ch.begin("02_outlier_neurons", profile, models)
-sentences = ch.sst2_sentences(n_sentences, seed)
+sentences = outlier_neurons.inputs(n_sentences, seed, z_threshold, min_layer_share)
 parameters = ch.parameters("02_outlier_neurons", globals())
 
 # %%
-stats, reports, facts, last_norms = {}, {}, {}, {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    per_sentence = SentenceExtremes()
-    st = outlier_set.statistics(lm, sentences, also=[per_sentence])
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
-    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
-    report.pooled = report.pooled.assign(model=lm.name, spec=spec)
-    last_norms[lm.name] = outlier_neurons.last_layernorm(lm, report.detected)
-    for schema, frame in [
-        (outlier_neurons.EXTREMES_BY_LAYER, report.extremes),
-        (outlier_neurons.EXTREMES_POOLED, report.pooled),
-        (outlier_neurons.EXTREMES_BY_SENTENCE, outlier_neurons.by_sentence(report.pooled, per_sentence)),  # the unit the scorecard resamples
-        (outlier_neurons.EXTREMES_BY_LAYER_SENTENCE, outlier_neurons.by_layer_sentence(report.pooled, per_sentence, lm.n_layers)),
-        (outlier_neurons.OUTLIER_DIMENSIONS, report.detected),
-        (outlier_neurons.MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
-        (outlier_neurons.LAST_LAYERNORM, last_norms[lm.name]),
-    ]:
-        results.table(frame, schema, spec, parameters=parameters, model_info=info)
-    stats[lm.name], reports[lm.name], facts[lm.name] = st, report, info
-    del lm
+settings = dict(z_threshold=z_threshold, min_layer_share=min_layer_share, device=device, dtype=dtype)
+runs = ch.each_model(outlier_neurons.run, specs, sentences=sentences, results=results, parameters=parameters, **settings)
 
 # %% [markdown]
 # ## The average vector of every layer
@@ -99,23 +72,14 @@ for spec in specs:
 # layer. Compare with the paper's Figures 1-2, where one spike dominates every BERT-base layer.
 
 # %%
-for name, st in stats.items():
-    fig = figure_kinds.average_vectors(st.mean, reports[name].flags)
-    results.figure(
-        fig,
-        f"average_vectors_{name}",
-        f"{name}: the average token vector of every layer ({st.count:,} tokens); flagged dimensions (|robust z| ≥ {z_threshold:g}) marked.",
-        tab=name,
-    )
+outlier_neurons.figures_average_vectors(runs, z_threshold, results)
 
 # %%
-for name, report in reports.items():
-    ch.show(
-        report.detected,
-        f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
-        precision=1,
-        tab=name,
-    )
+ch.show_each(
+    {name: r.report.detected for name, r in runs.items()},
+    f"{{name}}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
+    precision=1,
+)
 
 # %% [markdown]
 # ## Which dimension is a vector's minimum or maximum
@@ -126,12 +90,12 @@ for name, report in reports.items():
 # ({numref}`fig-02-extreme-dimension-shares`).
 
 # %%
-fig = outlier_neurons.extreme_shares({name: report.extremes for name, report in reports.items()})
-results.figure(fig, "extreme_dimension_shares", "The share of token vectors whose minimum (maximum) lies in the most frequent dimension, by layer and model.")
+outlier_neurons.figure_extreme_shares(runs, results)
 
 # %%
-for name, report in reports.items():
-    ch.show(report.extremes, f"{name}: most frequent minimum and maximum dimension per layer (% of {facts[name]['n_tokens']:,} vectors)", precision=2, tab=name)
+ch.show_each(
+    {name: r.report.extremes for name, r in runs.items()}, "{name}: most frequent minimum and maximum dimension per layer (% of its token vectors)", precision=2
+)
 
 # %% [markdown]
 # The paper pools all contextual vectors of all layers (3.68M for BERT-base, 3.59M for
@@ -139,10 +103,9 @@ for name, report in reports.items():
 # paper's figures beside ours where the model is one the paper studied (the `paper` profile).
 
 # %%
-paper_dims = paper.table("luo2021", "outlier_dims").rename(columns={"paper_kind": "kind"})
 ch.show_beside_paper(
-    pd.concat([r.pooled for r in reports.values()], ignore_index=True),
-    paper_dims,
+    outlier_neurons.pooled_of(runs),
+    outlier_neurons.paper_dims(),
     ["kind"],
     columns=["model", "kind", "dim", "percent", "n_vectors", "paper_dim", "paper_percent"],
     caption="Most frequent minimum/maximum dimension over all contextual layers: ours, and the paper's value for the same model",
@@ -153,17 +116,7 @@ ch.show_beside_paper(
 )
 
 # %% tags=["hide-input"]
-lines = []
-for name, report in reports.items():
-    dims = ", ".join(f"{r.dim} ({r.sign}, layers {r.layers})" for r in report.model_outliers.itertuples()) or "none"
-    best = report.pooled.loc[report.pooled["percent"].idxmax()]
-    quiet = [str(layer) for layer, row in enumerate(report.flags) if not row.any()]
-    lines.append(
-        f"- **{name}**: model-level outlier dimensions: {dims}. Over all contextual layers, dimension {best['dim']} is the "
-        f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors. "
-        f"Layers in which no dimension is flagged: {', '.join(quiet) or 'none'}."
-    )
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.findings(outlier_neurons.findings(runs))
 
 # %% [markdown]
 # ## What the last LayerNorm does to the outliers
@@ -174,9 +127,12 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # the clipped dimensions are flagged (chapters 06-09).
 
 # %%
-for name, frame in last_norms.items():
-    ch.show(frame, f"{name}: the last LayerNorm's γ and β on the model-level outlier dimensions, and the median over all dimensions", precision=4, tab=name)
-ch.say("\n".join(outlier_neurons.layernorm_finding(name, frame, facts[name]["n_layers"]) for name, frame in last_norms.items()))
+ch.show_each(
+    {name: r.last_norm for name, r in runs.items()},
+    "{name}: the last LayerNorm's γ and β on the model-level outlier dimensions, and the median over all dimensions",
+    precision=4,
+)
+ch.say(outlier_neurons.layernorm_lines(runs))
 
 # %% [markdown]
 # The pattern the paper describes for BERT-base and RoBERTa-base (one or two dimensions that
@@ -203,16 +159,7 @@ ch.say("\n".join(outlier_neurons.layernorm_finding(name, frame, facts[name]["n_l
 # :::
 
 # %%
-lines = []
-for name, report in reports.items():
-    best = report.pooled.loc[report.pooled["percent"].idxmax()]
-    lines.append(
-        f"- **{name}**: dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% "
-        f"of {int(best['n_vectors']):,} contextual vectors, {96.60 - best['percent']:.1f} points below BERT-base's 96.60% (paper)."
-    )
-ch.say(
-    "\n".join(lines) + "\n\nThe paper's model runs with `-p models bert-base-uncased` (online once); the pooled table then shows its share beside the paper's."
-)
+ch.say(outlier_neurons.gap_to_paper(runs))
 
 # %% [markdown]
 # :::{solution-end}
@@ -237,13 +184,8 @@ ch.say(
 # what the run with `-p z_threshold 5` tabulates):
 
 # %%
-rows = []
-for name, st in stats.items():
-    for t in (z_threshold, 5.0):
-        flagged = outliers.detect_outliers(st.mean, t, min_layer_share)
-        rows.append({"model": name, "threshold": t, "flagged in some layer": len(flagged), "model-level outliers": int(flagged["model_outlier"].sum())})
 ch.show(
-    pd.DataFrame(rows),
+    outlier_neurons.flags_at(runs, (z_threshold, 5.0), min_layer_share),
     "Flagged dimensions at this chapter's threshold and at 5 (this run's layer means)",
 )
 
@@ -271,18 +213,9 @@ ch.show(
 # :::
 
 # %%
-rows = []
-for name, st in stats.items():
-    plain = (st.mean - st.mean.mean(axis=1, keepdims=True)) / st.mean.std(axis=1, keepdims=True)
-    rows.append(
-        {
-            "model": name,
-            "flags, robust z": int((abs(outliers.robust_z(st.mean)) >= z_threshold).sum()),
-            "flags, plain z": int((abs(plain) >= z_threshold).sum()),
-            "largest plain |z|": float(abs(plain).max()),
-        }
-    )
-ch.show(pd.DataFrame(rows), f"(layer, dimension) cells flagged at |z| ≥ {z_threshold:g}, summed over layers (this run)", precision=1)
+ch.show(
+    outlier_neurons.robust_vs_plain(runs, z_threshold), f"(layer, dimension) cells flagged at |z| ≥ {z_threshold:g}, summed over layers (this run)", precision=1
+)
 
 # %% [markdown]
 # The plain z-score uses the standard deviation, which the outliers themselves inflate: one huge

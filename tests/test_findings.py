@@ -134,3 +134,21 @@ def test_sts_findings_count_the_cells_clipping_changes_and_compare_with_glove():
         "clipped raises it on 1 of 1 (mean change +0.50). The raw model beats 50-d GloVe on 1 of 1 data sets."
     )
     assert "58.02" not in lines[1] and "3.0 to 3.0 points below it" in lines[1]  # the paper's STS-B GloVe average is 58.02
+
+
+def test_outlier_neurons_findings_name_the_outliers_the_top_share_and_the_quiet_layers():
+    from types import SimpleNamespace
+
+    from lib.experiments import outlier_neurons
+
+    report = SimpleNamespace(
+        model_outliers=pd.DataFrame({"dim": [557], "sign": ["-"], "layers": ["1-6"]}),
+        pooled=pd.DataFrame({"kind": ["argmin", "argmax"], "dim": [557, 12], "percent": [96.6, 20.0], "n_vectors": [1000, 1000]}),
+        flags=np.array([[False, False], [True, False], [False, True]]),
+    )
+    runs = {"m": outlier_neurons.OutlierRun("m", {"n_layers": 2}, None, report, pd.DataFrame())}
+    assert outlier_neurons.findings(runs) == [
+        "- **m**: model-level outlier dimensions: 557 (-, layers 1-6). Over all contextual layers, dimension 557 is the minimum of 96.6% of vectors. "
+        "Layers in which no dimension is flagged: 0."
+    ]
+    assert "0.0 points below BERT-base's 96.60%" in outlier_neurons.gap_to_paper(runs)

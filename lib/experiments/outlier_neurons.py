@@ -3,17 +3,23 @@ verdict rules. (The outlier set every chapter that clips uses, detected by the s
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core import paper
+from ..core.checks import positive_number, share
 from ..core.declaration import chapter
-from ..encode.collectors import SentenceExtremes
-from ..encode.models import LoadedModel
-from ..measure import inference, positional
+from ..core.store import Writer
+from ..datasets.tasks import sst2_sentences
+from ..encode.collectors import LayerStats, SentenceExtremes
+from ..encode.models import LoadedModel, load_model
+from ..measure import inference, outliers, positional
+from ..measure.outliers import OutlierReport
+from . import figure_kinds, outlier_set
 from .outlier_set import OUTLIER_COLUMNS, SOURCE_TABLE
 from .plotting import COLORS
 from .verdicts import HOLDS, Claim, Outcome, Tables, best_of, decide, from_units, outcome, unit
@@ -130,6 +136,132 @@ def layernorm_finding(name: str, frame: pd.DataFrame, n_layers: int, relative: f
     else:
         verdict = f"it keeps the outlier dimensions in layer {n_layers}'s output"
     return f"- **{name}**: last LayerNorm on the outlier dimensions ({values}; {median}): {verdict}."
+
+
+def inputs(n_sentences: int, seed: int, z_threshold: float, min_layer_share: float) -> list[str]:
+    """The chapter's sentences (the sample every chapter that clips reads the outliers of), its criterion checked first."""
+    positive_number("z_threshold", z_threshold)
+    share("min_layer_share", min_layer_share)
+    return sst2_sentences(n_sentences, seed)
+
+
+@dataclass(frozen=True)
+class OutlierRun:
+    name: str  # the model's
+    info: dict  # layers, width, tokens counted
+    stats: LayerStats  # per layer: the average vector and the extreme counts
+    report: OutlierReport  # the flagged dimensions, the extremes, pooled and by layer
+    last_norm: pd.DataFrame  # LAST_LAYERNORM
+
+
+def run(
+    spec: str, sentences: list[str], *, z_threshold: float, min_layer_share: float, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto"
+) -> OutlierRun:
+    """One model: every token vector of the sentences counted per layer (average vector, which dimension is each vector's
+    minimum and maximum), the outlier criterion applied, and the last LayerNorm on the outliers (seven tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    per_sentence = SentenceExtremes()
+    st = outlier_set.statistics(lm, sentences, also=[per_sentence])
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
+    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
+    report.pooled = report.pooled.assign(model=lm.name, spec=spec)
+    last_norm = last_layernorm(lm, report.detected)
+    for schema, frame in [
+        (EXTREMES_BY_LAYER, report.extremes),
+        (EXTREMES_POOLED, report.pooled),
+        (EXTREMES_BY_SENTENCE, by_sentence(report.pooled, per_sentence)),  # the unit the scorecard resamples
+        (EXTREMES_BY_LAYER_SENTENCE, by_layer_sentence(report.pooled, per_sentence, lm.n_layers)),
+        (OUTLIER_DIMENSIONS, report.detected),
+        (MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
+        (LAST_LAYERNORM, last_norm),
+    ]:
+        results.table(frame, schema, spec, parameters=parameters, model_info=info)
+    return OutlierRun(lm.name, info, st, report, last_norm)
+
+
+def figures_average_vectors(runs: dict[str, OutlierRun], z_threshold: float, results: Writer) -> None:
+    """Per model (a tab each): the average vector of every layer, flagged dimensions marked."""
+    for name, r in runs.items():
+        caption = f"{name}: the average token vector of every layer ({r.stats.count:,} tokens); flagged dimensions (|robust z| ≥ {z_threshold:g}) marked."
+        results.figure(figure_kinds.average_vectors(r.stats.mean, r.report.flags), f"average_vectors_{name}", caption, tab=name)
+
+
+def figure_extreme_shares(runs: dict[str, OutlierRun], results: Writer) -> None:
+    fig = extreme_shares({name: r.report.extremes for name, r in runs.items()})
+    results.figure(
+        fig, "extreme_dimension_shares", "The share of token vectors whose minimum (maximum) lies in the most frequent dimension, by layer and model."
+    )
+
+
+def pooled_of(runs: dict[str, OutlierRun]) -> pd.DataFrame:
+    return pd.concat([r.report.pooled for r in runs.values()], ignore_index=True)
+
+
+def paper_dims() -> pd.DataFrame:
+    """Luo et al.'s §2: the dimension that is most often the minimum (maximum) in BERT-base and RoBERTa-base."""
+    return paper.table("luo2021", "outlier_dims").rename(columns={"paper_kind": "kind"})
+
+
+def findings(runs: dict[str, OutlierRun]) -> list[str]:
+    """What our run shows: per model, its model-level outliers, the pooled extreme share and the layers with no flag."""
+    lines = []
+    for name, r in runs.items():
+        report = r.report
+        dims = ", ".join(f"{o.dim} ({o.sign}, layers {o.layers})" for o in report.model_outliers.itertuples()) or "none"
+        best = report.pooled.loc[report.pooled["percent"].idxmax()]
+        quiet = [str(layer) for layer, row in enumerate(report.flags) if not row.any()]
+        lines.append(
+            f"- **{name}**: model-level outlier dimensions: {dims}. Over all contextual layers, dimension {best['dim']} is the "
+            f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors. "
+            f"Layers in which no dimension is flagged: {', '.join(quiet) or 'none'}."
+        )
+    return lines
+
+
+def layernorm_lines(runs: dict[str, OutlierRun]) -> str:
+    return "\n".join(layernorm_finding(name, r.last_norm, r.info["n_layers"]) for name, r in runs.items())
+
+
+def gap_to_paper(runs: dict[str, OutlierRun]) -> str:
+    """Exercise ex-02-read: each model's largest pooled extreme share against BERT-base's 96.60% (paper)."""
+    lines = []
+    for name, r in runs.items():
+        best = r.report.pooled.loc[r.report.pooled["percent"].idxmax()]
+        lines.append(
+            f"- **{name}**: dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% "
+            f"of {int(best['n_vectors']):,} contextual vectors, {96.60 - best['percent']:.1f} points below BERT-base's 96.60% (paper)."
+        )
+    return (
+        "\n".join(lines)
+        + "\n\nThe paper's model runs with `-p models bert-base-uncased` (online once); the pooled table then shows its share beside the paper's."
+    )
+
+
+def flags_at(runs: dict[str, OutlierRun], thresholds: tuple[float, ...], min_layer_share: float) -> pd.DataFrame:
+    """Exercise ex-02-threshold: dimensions flagged in some layer, and model-level outliers, at each threshold."""
+    rows = []
+    for name, r in runs.items():
+        for t in thresholds:
+            flagged = outliers.detect_outliers(r.stats.mean, t, min_layer_share)
+            rows.append({"model": name, "threshold": t, "flagged in some layer": len(flagged), "model-level outliers": int(flagged["model_outlier"].sum())})
+    return pd.DataFrame(rows)
+
+
+def robust_vs_plain(runs: dict[str, OutlierRun], z_threshold: float) -> pd.DataFrame:
+    """Exercise ex-02-robust: (layer, dimension) cells flagged by the robust and by the plain z-score."""
+    rows = []
+    for name, r in runs.items():
+        mean = r.stats.mean
+        plain = (mean - mean.mean(axis=1, keepdims=True)) / mean.std(axis=1, keepdims=True)
+        rows.append(
+            {
+                "model": name,
+                "flags, robust z": int((abs(outliers.robust_z(mean)) >= z_threshold).sum()),
+                "flags, plain z": int((abs(plain) >= z_threshold).sum()),
+                "largest plain |z|": float(abs(plain).max()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 @CHAPTER.rule
