@@ -68,22 +68,13 @@
 profile = "default"  # the edition whose result tables are tested (its results folder)
 
 # %%
-from dataclasses import replace
-
-import pandas as pd
-
 import lib.book.chapter as ch
 from lib.book import scorecard_view
-from lib.book.results import Results
-from lib.core import paper
-from lib.core.store import CHAPTER
-from lib.experiments import scorecard, verdicts
+from lib.experiments import scorecard
 
-results = Results("14_scorecard", profile)
+results = ch.Results("14_scorecard", profile)
 parameters = ch.parameters("14_scorecard", globals())
-card = scorecard.scorecard(profile)
-results.table(card, scorecard.SCORECARD, CHAPTER, parameters=parameters)
-tested = card[card["on_model"]]  # claims tested on a model (a model may still lack what a claim is about: not testable)
+card = scorecard.run(profile, results, parameters)
 
 # %% [markdown]
 # ## The verdicts at a glance
@@ -92,26 +83,14 @@ tested = card[card["on_model"]]  # claims tested on a model (a model may still l
 # n/t not testable for that model, n/a not applicable to its model family, – not run. The next section gives the effect behind every mark.
 
 # %%
-marks = {
-    verdicts.HOLDS: "✓",
-    verdicts.MIXED: "◐",
-    verdicts.FAILS: "✗",
-    verdicts.INCONCLUSIVE: "?",
-    verdicts.UNTESTABLE: "n/t",
-    verdicts.NOT_APPLICABLE: "n/a",
-    verdicts.NOT_RUN: "–",
-}
 ch.say(
     scorecard_view.glance(
         card,
-        marks,
+        scorecard_view.MARKS,
         f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, n/a not applicable, – not run)",
     )
 )
-counts = (
-    card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(verdicts.VERDICTS), fill_value=0).rename(index=paper.name)
-)
-ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
+ch.show(scorecard.counts(card), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
 
 # %% [markdown]
 # ## Every verdict, with the effect behind it
@@ -126,84 +105,16 @@ ch.show(counts.reset_index(), "Verdicts per paper (one per claim and model; unte
 # as much as on the data), and the p-value after Holm's correction where the verdict rests on one.
 
 # %% tags=["hide-input"]
-import math
-
-from lib.book.tables import escape
-from lib.measure import inference
-
-
-def _p(r) -> str:
-    """The Holm-adjusted p-value; "exact" for a verdict on a quantity measured on everything there is, "–" for one that
-    rests on no test (inconclusive, not testable)."""
-    if pd.isna(r.p_holm):
-        return "exact" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
-    return scorecard_view.p_text(r.p, r.p_holm, r.p_floor, r.p_method, r.family)
-
-
-def corrected(r) -> str:
-    """What a verdict was before Holm's correction made it inconclusive."""
-    return f" ({r.before_holm} before Holm's correction over the {r.family} verdicts of its paper)" if r.corrected else ""
-
-
-def to_decide(r) -> str:
-    """For an inconclusive verdict: about how much of the sampled unit would decide it at the effect measured."""
-    if r.verdict != verdicts.INCONCLUSIVE or pd.isna(r.to_decide):
-        return ""
-    n = int(math.ceil(r.to_decide))
-    return f"; deciding it would take about {n:,} {r.to_decide_of} ({inference.POWER:.0%} power if the effect is as measured)"
-
-
-def sensitivity(r) -> str:
-    """The verdicts at a smaller and a larger margin, flagged where the margin alone decides."""
-    if r.verdict == verdicts.NOT_APPLICABLE:
-        return "–"
-    if not isinstance(r.at_smaller, str):
-        return "– (a claim about a sign)"
-    return f"{r.at_smaller} at {r.smaller_margin:g} · {r.at_larger} at {r.larger_margin:g}" + (" (**the margin decides**)" if r.margin_decides else "")
-
-
-with_p = int(card["tested"].sum())
-for claim_id, rows in tested.groupby("claim_id", sort=False):
-    first = rows.iloc[0]
-    lines = ["| model | verdict | ours | control | at a smaller · larger margin | p (Holm) |", "|:---|:---|:---|:---|:---|---:|"]
-    lines += [
-        f"| {escape(r.model)} | {marks[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{corrected(r)}{escape(to_decide(r))} | "
-        f"{escape(r.control) if isinstance(r.control, str) else '–'} | {sensitivity(r)} | {_p(r)} |"
-        for r in rows.itertuples()
-    ]
-    ch.say(
-        f"**{claim_id}** ({first.section}): {escape(first.claim)} *Effect*: {escape(first.effect)}; margin {first.margin:g}. "
-        f"*Paper*: {escape(str(first.paper_value))}. *From*: chapter {{doc}}`{first.chapter[:2]} <{first.chapter}>`, `{first.table}.csv`.\n\n"
-        f"::::{{table}} {claim_id}: the verdict on each model\n:name: {scorecard.claim_label(claim_id)}\n:class: wrap\n"
-        ":widths: 14 11 41 13 13 8\n\n" + "\n".join(lines) + "\n::::"
-    )
+ch.say("\n\n".join(scorecard_view.claim_tables(card)))
 
 # %% [markdown]
 # ## Claims the book cannot test, or has not run
 
 # %% tags=["hide-input"]
-rest = card[~card["on_model"]]
-ch.say(
-    "\n".join(f"- **{r.claim_id}** ({r.section}, {r.verdict}): {r.claim} Paper: {r.paper_value}. Why: {r.ours}." for r in rest.itertuples())
-    or "Every claim in the registry was tested."
-)
+ch.say(scorecard.untested_lines(card))
 
 # %% tags=["hide-input"]
-summary = tested.groupby("verdict").size()
-ch.say(
-    f"**In this edition**: {len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
-    + ", ".join(f"{summary.get(v, 0)} {v}" for v in (verdicts.HOLDS, verdicts.MIXED, verdicts.FAILS, verdicts.INCONCLUSIVE))
-    + f", {summary.get(verdicts.UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about, or our run cannot reach its conditions)"
-    + f" and {summary.get(verdicts.NOT_APPLICABLE, 0)} not applicable (the paper makes the claim about another model family)"
-    + f". {with_p} of them rest on a p-value and were corrected within their paper's family (Holm; "
-    + ", ".join(f"{paper.name(key)}: {n}" for key, n in card[card["tested"]].groupby("paper", sort=False).size().items())
-    + "); "
-    + f"{int(card['corrected'].sum())} became inconclusive by the correction. "
-    + f"At a smaller or a larger margin, {int(tested['margin_decides'].sum())} of the {len(tested)} verdicts would differ (the margin decides them). "
-    + f"Besides these verdicts on models, {len(rest)} claims have none "
-    + f"({int((rest['verdict'] == verdicts.NOT_RUN).sum())} because their chapter has not run in this edition, "
-    + f"{int((rest['verdict'] == verdicts.UNTESTABLE).sum())} because the book cannot test them offline at all)."
-)
+ch.findings(scorecard.findings(card), title="In this edition")
 
 # %% [markdown]
 # ## Exercises
@@ -222,15 +133,8 @@ ch.say(
 # :::
 
 # %%
-split = tested.groupby("claim_id")["verdict"].nunique()
-disagree = pd.DataFrame(
-    [
-        {"claim": rows["claim"].iloc[0], "verdicts": "; ".join(f"{m}: {v}" for m, v in zip(rows["model"], rows["verdict"]))}
-        for _, rows in tested[tested["claim_id"].isin(split[split > 1].index)].groupby("claim_id", sort=False)
-    ]
-)
 ch.show(
-    disagree if len(disagree) else pd.DataFrame({"result": ["all models agree on every tested claim"]}),
+    scorecard.disagreements(card),
     "Claims with different verdicts across models (this edition); each claim's evidence table above gives the numbers behind them",
 )
 
@@ -247,7 +151,7 @@ ch.show(
 # :::{exercise} How much does a verdict depend on its margin?
 # :label: ex-14-threshold
 #
-# Each rule compares an effect with one margin, with its reason in `lib/book/claims.yaml`.
+# Each rule compares an effect with one margin, with its reason in `lib/experiments/claims.yaml`.
 # Re-evaluate the claim `luo2021/extreme-dimension` with a margin of 40% instead of 50% and say
 # which verdicts change. Is the verdict robust if a small change of margin flips it?
 # :::
@@ -258,18 +162,7 @@ ch.show(
 # :::
 
 # %%
-claim = next(c for c in scorecard.claims() if c.id == "luo2021/extreme-dimension")
-tables = verdicts.Tables(profile)
-rows = []
-for model in tables.models(claim.chapter, claim.table):
-    for margin in (claim.margin, 40.0):
-        outcome = scorecard.rule_of(claim)(tables, model, replace(claim, margin=margin))
-        rows.append({"model": tables.name(model, claim.chapter), "margin": margin, "verdict": outcome.verdict, "ours": outcome.ours})
-ch.show(
-    pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["chapter 02 has not run in this edition"]}),
-    "luo2021/extreme-dimension at two margins",
-    precision=1,
-)
+ch.show(scorecard.at_margins(profile, "luo2021/extreme-dimension", 40.0), "luo2021/extreme-dimension at two margins", precision=1)
 
 # %% [markdown]
 # A verdict that flips between 40% and 50% rests on a share whose interval reaches across both

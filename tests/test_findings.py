@@ -152,3 +152,25 @@ def test_outlier_neurons_findings_name_the_outliers_the_top_share_and_the_quiet_
         "Layers in which no dimension is flagged: 0."
     ]
     assert "0.0 points below BERT-base's 96.60%" in outlier_neurons.gap_to_paper(runs)
+
+
+def test_scorecard_findings_count_the_verdicts_and_the_claims_without_one():
+    from lib.experiments import scorecard
+
+    card = pd.DataFrame(
+        {
+            "claim_id": ["a", "a", "b", "c"],
+            "paper": ["luo2021", "luo2021", "ding2022", "bis2021"],
+            "model": ["m1", "m2", "m1", "–"],
+            "on_model": [True, True, True, False],
+            "verdict": ["holds", "does not hold", "inconclusive", "not run"],
+            "tested": [True, True, True, False],
+            "corrected": [False, False, True, False],
+            "margin_decides": [False, True, False, False],
+        }
+    )
+    (text,) = scorecard.findings(card)
+    assert text.startswith("3 verdicts on 2 claims and 2 models — 1 holds, 0 mixed, 1 does not hold, 1 inconclusive, 0 not testable")
+    assert "3 of them rest on a p-value" in text and "Luo, Kulmizev & Mao (2021): 2, Ding et al. (2022): 1" in text
+    assert "1 became inconclusive by the correction" in text and "1 of the 3 verdicts would differ" in text
+    assert text.endswith("1 claims have none (1 because their chapter has not run in this edition, 0 because the book cannot test them offline at all).")

@@ -7,8 +7,20 @@ import math
 
 import pandas as pd
 
+from ..experiments import verdicts
 from ..experiments.scorecard import claim_label
+from ..measure import inference
 from .tables import escape
+
+MARKS = {
+    verdicts.HOLDS: "✓",
+    verdicts.MIXED: "◐",
+    verdicts.FAILS: "✗",
+    verdicts.INCONCLUSIVE: "?",
+    verdicts.UNTESTABLE: "n/t",
+    verdicts.NOT_APPLICABLE: "n/a",
+    verdicts.NOT_RUN: "–",
+}
 
 
 def p_text(p: float, p_holm: float, floor: float, method: str, family: int) -> str:
@@ -34,3 +46,54 @@ def glance(card: pd.DataFrame, marks: dict[str, str], caption: str) -> str:
         lines.append(f"| {escape(rows['claim'].iloc[0])} ({link}) | " + " | ".join(cells) + " |")
     widths = " ".join(["40"] + [str(max(1, 60 // max(1, len(models))))] * len(models))
     return f":::{{table}} {caption}\n:name: tbl-14-glance\n:widths: {widths}\n\n" + "\n".join(lines) + "\n:::"
+
+
+def _p(r) -> str:
+    """The Holm-adjusted p-value; "exact" for a verdict on a quantity measured on everything there is, "–" for one that
+    rests on no test (inconclusive, not testable)."""
+    if pd.isna(r.p_holm):
+        return "exact" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
+    return p_text(r.p, r.p_holm, r.p_floor, r.p_method, r.family)
+
+
+def _corrected(r) -> str:
+    """What a verdict was before Holm's correction made it inconclusive."""
+    return f" ({r.before_holm} before Holm's correction over the {r.family} verdicts of its paper)" if r.corrected else ""
+
+
+def _to_decide(r) -> str:
+    """For an inconclusive verdict: about how much of the sampled unit would decide it at the effect measured."""
+    if r.verdict != verdicts.INCONCLUSIVE or pd.isna(r.to_decide):
+        return ""
+    n = int(math.ceil(r.to_decide))
+    return f"; deciding it would take about {n:,} {r.to_decide_of} ({inference.POWER:.0%} power if the effect is as measured)"
+
+
+def _sensitivity(r) -> str:
+    """The verdicts at a smaller and a larger margin, flagged where the margin alone decides."""
+    if r.verdict == verdicts.NOT_APPLICABLE:
+        return "–"
+    if not isinstance(r.at_smaller, str):
+        return "– (a claim about a sign)"
+    return f"{r.at_smaller} at {r.smaller_margin:g} · {r.at_larger} at {r.larger_margin:g}" + (" (**the margin decides**)" if r.margin_decides else "")
+
+
+def claim_tables(card: pd.DataFrame) -> list[str]:
+    """Per claim tested on a model: its effect, margin, the paper's number and source, then a numbered MyST table of
+    the verdict on each model with our effect, the control, the verdicts at a smaller and a larger margin and p."""
+    out = []
+    for claim_id, rows in card[card["on_model"]].groupby("claim_id", sort=False):
+        first = rows.iloc[0]
+        lines = ["| model | verdict | ours | control | at a smaller · larger margin | p (Holm) |", "|:---|:---|:---|:---|:---|---:|"]
+        lines += [
+            f"| {escape(r.model)} | {MARKS[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{_corrected(r)}{escape(_to_decide(r))} | "
+            f"{escape(r.control) if isinstance(r.control, str) else '–'} | {_sensitivity(r)} | {_p(r)} |"
+            for r in rows.itertuples()
+        ]
+        out.append(
+            f"**{claim_id}** ({first.section}): {escape(first.claim)} *Effect*: {escape(first.effect)}; margin {first.margin:g}. "
+            f"*Paper*: {escape(str(first.paper_value))}. *From*: chapter {{doc}}`{first.chapter[:2]} <{first.chapter}>`, `{first.table}.csv`.\n\n"
+            f"::::{{table}} {claim_id}: the verdict on each model\n:name: {claim_label(claim_id)}\n:class: wrap\n"
+            ":widths: 14 11 41 13 13 8\n\n" + "\n".join(lines) + "\n::::"
+        )
+    return out

@@ -11,14 +11,30 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ..core import paper, store
 from ..core.declaration import ALL, chapter
 from ..core.sources import chapters
+from ..core.store import Writer
 from ..encode.models import FAMILIES
 from ..errors import require
 from ..measure import inference
 from ..provenance import record
 from . import rules, schema
-from .verdicts import AGGREGATES, NOT_APPLICABLE, NOT_RUN, UNTESTABLE, Claim, Rule, Tables, holm_corrected
+from .verdicts import (
+    AGGREGATES,
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    MIXED,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    UNTESTABLE,
+    VERDICTS,
+    Claim,
+    Rule,
+    Tables,
+    holm_corrected,
+)
 
 CHAPTER = chapter("14_scorecard", reads=ALL)
 SCORECARD = CHAPTER.table(  # the chapter's own table (`store.CHAPTER`'s, not a model's)
@@ -126,3 +142,65 @@ def scorecard(profile: str, root: Path | None = None, registry: Path = REGISTRY)
                 }
             )
     return holm_corrected(pd.DataFrame(rows))
+
+
+def run(profile: str, results: Writer, parameters: dict) -> pd.DataFrame:
+    """The scorecard of one edition (`scorecard`), written as the chapter's table."""
+    card = scorecard(profile)
+    results.table(card, SCORECARD, store.CHAPTER, parameters=parameters)
+    return card
+
+
+def counts(card: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts per paper: one per claim and model; untestable and not-run claims once each."""
+    table = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0).reindex(columns=list(VERDICTS), fill_value=0)
+    return table.rename(index=paper.name).reset_index()
+
+
+def untested_lines(card: pd.DataFrame) -> str:
+    """The claims with no verdict on a model: not testable offline, or their chapter has not run."""
+    rest = card[~card["on_model"]]
+    lines = [f"- **{r.claim_id}** ({r.section}, {r.verdict}): {r.claim} Paper: {r.paper_value}. Why: {r.ours}." for r in rest.itertuples()]
+    return "\n".join(lines) or "Every claim in the registry was tested."
+
+
+def findings(card: pd.DataFrame) -> list[str]:
+    """The edition's verdicts counted: by kind, how many rest on a p-value and were corrected, how many the margin
+    decides, and the claims without a verdict on a model."""
+    tested, rest = card[card["on_model"]], card[~card["on_model"]]
+    summary = tested.groupby("verdict").size()
+    families = ", ".join(f"{paper.name(key)}: {n}" for key, n in card[card["tested"]].groupby("paper", sort=False).size().items())
+    return [
+        f"{len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
+        + ", ".join(f"{summary.get(v, 0)} {v}" for v in (HOLDS, MIXED, FAILS, INCONCLUSIVE))
+        + f", {summary.get(UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about, or our run cannot reach its conditions)"
+        + f" and {summary.get(NOT_APPLICABLE, 0)} not applicable (the paper makes the claim about another model family)"
+        + f". {int(card['tested'].sum())} of them rest on a p-value and were corrected within their paper's family (Holm; {families}); "
+        + f"{int(card['corrected'].sum())} became inconclusive by the correction. "
+        + f"At a smaller or a larger margin, {int(tested['margin_decides'].sum())} of the {len(tested)} verdicts would differ (the margin decides them). "
+        + f"Besides these verdicts on models, {len(rest)} claims have none "
+        + f"({int((rest['verdict'] == NOT_RUN).sum())} because their chapter has not run in this edition, "
+        + f"{int((rest['verdict'] == UNTESTABLE).sum())} because the book cannot test them offline at all)."
+    ]
+
+
+def disagreements(card: pd.DataFrame) -> pd.DataFrame:
+    """Exercise ex-14-read: the claims whose verdict differs between models."""
+    tested = card[card["on_model"]]
+    split = tested.groupby("claim_id")["verdict"].nunique()
+    rows = [
+        {"claim": rows["claim"].iloc[0], "verdicts": "; ".join(f"{m}: {v}" for m, v in zip(rows["model"], rows["verdict"]))}
+        for _, rows in tested[tested["claim_id"].isin(split[split > 1].index)].groupby("claim_id", sort=False)
+    ]
+    return pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["all models agree on every tested claim"]})
+
+
+def at_margins(profile: str, claim_id: str, margin: float) -> pd.DataFrame:
+    """Exercise ex-14-threshold: one claim's verdict on every model at its own margin and at `margin` (uncorrected)."""
+    claim = next(c for c in claims() if c.id == claim_id)
+    tables, rows = Tables(profile), []
+    for model in tables.models(claim.chapter, claim.table):
+        for m in (claim.margin, margin):
+            outcome = rule_of(claim)(tables, model, replace(claim, margin=m))
+            rows.append({"model": tables.name(model, claim.chapter), "margin": m, "verdict": outcome.verdict, "ours": outcome.ours})
+    return pd.DataFrame(rows) if rows else pd.DataFrame({"result": [f"chapter {claim.chapter[:2]} has not run in this edition"]})
