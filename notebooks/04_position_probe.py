@@ -62,72 +62,17 @@ device = "auto"  # "auto" uses CUDA when present, for the model and the probe
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.book import tables
-from lib.core import paper
-from lib.datasets.tasks import sample_sentences
-from lib.encode.collectors import AllTokens
-from lib.encode.extraction import extract
-from lib.encode.models import load_model
-from lib.errors import require
-from lib.experiments import outlier_set, position_probe
-from lib.train import probe
+from lib.experiments import position_probe
 
-for name, value in dict(
-    n_dev=n_dev, n_test=n_test, max_positions=max_positions, epochs=epochs, batch_size=batch_size, heatmap_positions=heatmap_positions, probe_seeds=probe_seeds
-).items():
-    ch.positive_int(name, value)
-ch.positive_number("lr", lr)
-require(heatmap_positions <= max_positions, f"heatmap_positions ({heatmap_positions}) cannot exceed max_positions ({max_positions})")
 specs, results = ch.begin("04_position_probe", profile, models)
-splits = {
-    "train": ch.sst2_sentences(n_train, seed),
-    "dev": sample_sentences("sst2", "dev", n_dev, seed=seed),
-    "test": sample_sentences("sst2", "test", n_test, seed=seed),
-}
+probe_settings = dict(max_positions=max_positions, epochs=epochs, batch_size=batch_size, lr=lr, heatmap_positions=heatmap_positions, probe_seeds=probe_seeds)
+splits = position_probe.inputs(n_train, n_dev, n_test, seed, **probe_settings)
 parameters = ch.parameters("04_position_probe", globals())
 
 # %%
-accuracy, contribution, heatmaps, found = {}, {}, {}, {}
-for spec in specs:
-    lm = load_model(spec, device=device, dtype=dtype)
-    reference = outlier_set.outliers_of(lm, spec, profile)
-    print(f"outlier set of {reference.describe()}")
-    dims = reference.dims
-    tokens = {split: AllTokens() for split in splits}
-    for split, sentences in splits.items():
-        extract(lm, sentences, [tokens[split]], desc=f"{lm.name} {split}")
-    run = position_probe.run(
-        tokens,
-        dims,
-        lm.n_layers,
-        max_positions=max_positions,
-        heatmap_positions=heatmap_positions,
-        name=lm.name,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        seed=seed,
-        device=device,
-        probe_seeds=probe_seeds,
-    )
-    if run.dropped:
-        print(f"{lm.name}: {run.dropped} tokens at positions >= {max_positions} are left out (the probe has {max_positions} classes)")
-    accuracy[lm.name], contribution[lm.name], heatmaps[lm.name] = run.accuracy, run.contribution, run.heatmaps
-    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "outlier_dims": dims.tolist(), "dropped_tokens": run.dropped}
-    for name, frame in [
-        (position_probe.PROBE_ACCURACY, run.accuracy),
-        (position_probe.PROBE_SENTENCES, run.by_sentence),  # the sampled unit the scorecard resamples
-        (position_probe.PROBE_CONTRIBUTION, run.contribution),
-        (position_probe.CONTRIBUTION_ALL, run.all_neurons),
-        (position_probe.CONTRIBUTION_BY_POSITION, position_probe.by_position_table(run.heatmaps)),
-    ]:
-        results.table(frame, name, spec, parameters=parameters, model_info=info)
-    found[lm.name] = dict(spec=spec, dims=dims)
-    x, y = run.last_layer  # the last layer of the last model (exercise ex-04-target)
-    del lm, tokens
+settings = dict(profile=profile, seed=seed, device=device, dtype=dtype, **probe_settings)
+runs = ch.each_model(position_probe.run, specs, splits=splits, results=results, parameters=parameters, **settings)
 
 # %% [markdown]
 # ## How much position each layer keeps
@@ -142,11 +87,8 @@ for spec in specs:
 # testable" at this scale in the scorecard, with the parameters that would test it (`epochs`, `n_train`).
 
 # %%
-results.figure(
-    position_probe.probe_accuracy(accuracy), "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer."
-)
-for name, frame in accuracy.items():
-    ch.show(frame, f"{name}: position-prediction accuracy by layer", precision=3, tab=name)
+position_probe.figure_accuracy(runs, results)
+ch.show_each({name: r.accuracy for name, r in runs.items()}, "{name}: position-prediction accuracy by layer", precision=3)
 
 # %% [markdown]
 # ## Which neurons the probe relies on
@@ -156,22 +98,13 @@ for name, frame in accuracy.items():
 # add each outlier dimension's rank among all neurons (1 = the largest contribution).
 
 # %%
-paper_probe = {name: frame[frame["probe"] == "paper"].drop(columns="probe") for name, frame in contribution.items()}
-with_dims = {name: frame for name, frame in paper_probe.items() if len(found[name]["dims"])}
-if with_dims:
-    results.figure(
-        position_probe.contributions_by_layer(with_dims),
-        "contribution_by_layer",
-        "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer.",
-    )
-for name, frame in paper_probe.items():
-    shown = frame[["layer", "mean_all", "top_dim"]].assign(
-        **{"largest other neuron (its dimension)": tables.annotated(frame["top_other"], frame["top_other_dim"])}
-    )
-    for d in found[name]["dims"]:
-        shown[f"dim {d} (rank)"] = tables.annotated(frame[f"dim {d}"], frame[f"dim {d} rank"])
-    ch.show(shown, f"{name}: mean contribution by layer (test tokens, the paper's probe; rank among all neurons, 1 = largest)", precision=3, tab=name)
-ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appendix B.1 (paper; read off figures)")
+position_probe.figure_contributions(runs, results)
+ch.show_each(
+    position_probe.contribution_tables(runs),
+    "{name}: mean contribution by layer (test tokens, the paper's probe; rank among all neurons, 1 = largest)",
+    precision=3,
+)
+ch.show(position_probe.paper_claims(), "Luo et al. (2021), §3 and Appendix B.1 (paper; read off figures)")
 
 # %% [markdown]
 # ## Controls: is it position, or just size?
@@ -188,26 +121,11 @@ ch.show(paper.table("luo2021", "probe_claims"), "Luo et al. (2021), §3 and Appe
 # the centred probe's ranks and reports the shuffled one beside it.
 
 # %%
-for name, frame in contribution.items():
-    dims = found[name]["dims"]
-    columns = [f"dim {d} rank" for d in dims] or ["top_dim"]
-    wide = frame.pivot(index="layer", columns="probe", values=columns)
-    probes = ["centred", "paper", "shuffled"]
-    ranks = pd.DataFrame(
-        {
-            f"{c.removesuffix(' rank') + ', rank' if dims.size else 'top neuron, dimension'}: {' · '.join(probes)}": wide[c][probes].apply(
-                lambda row: " · ".join("–" if pd.isna(v) else str(int(v)) for v in row), axis=1
-            )
-            for c in columns
-        }
-    )
-    acc = accuracy[name].set_index("layer")[["test_accuracy", "centred_test_accuracy", "shuffled_test_accuracy"]]
-    ch.show(
-        acc.join(ranks).reset_index(),
-        f"{name}: test accuracy of the three probes, and the rank of each outlier dimension's mean contribution (1 = largest) under each",
-        precision=3,
-        tab=name,
-    )
+ch.show_each(
+    position_probe.control_tables(runs),
+    "{name}: test accuracy of the three probes, and the rank of each outlier dimension's mean contribution (1 = largest) under each",
+    precision=3,
+)
 
 # %% [markdown]
 # ## Contribution by position and layer
@@ -217,34 +135,10 @@ for name, frame in contribution.items():
 # largest mean contribution of any non-outlier neuron. One colour scale per model.
 
 # %%
-for name, maps in heatmaps.items():
-    fig = position_probe.contribution_heatmaps(maps)
-    results.figure(fig, f"contribution_heatmaps_{name}", f"{name}: contribution of each dimension to the prediction of each position.", tab=name)
+position_probe.figures_heatmaps(runs, results)
 
 # %% tags=["hide-input"]
-lines = []
-for name in accuracy:
-    acc, con, dims = accuracy[name], paper_probe[name], found[name]["dims"]
-    centred = contribution[name][contribution[name]["probe"] == "centred"]
-    low = acc[acc["layer"].between(1, position_probe.lowest_layers(int(acc["layer"].max())))]
-    span = f"layer{'s' if len(low) > 1 else ''} {'-'.join(str(int(v)) for v in low['layer'].iloc[[0, -1]].unique())}"
-    text = (
-        f"- **{name}**: test accuracy {100 * acc['test_accuracy'].iloc[0]:.1f}% at the embedding output, "
-        f"{100 * low['test_accuracy'].min():.1f}–{100 * low['test_accuracy'].max():.1f}% in {span} (the lowest quarter of the depth), "
-        f"{100 * acc['test_accuracy'].iloc[-1]:.1f}% in the last layer; the probe had levelled off in {int(acc['converged'].sum())} of {len(acc)} layers."
-    )
-    for d in dims:
-        top = (con[f"dim {d} rank"] == 1).sum()
-        above = (con[f"dim {d}"] > con["mean_all"]).sum()
-        text += (
-            f" Dim {d} contributes more than the average neuron in {above} of {len(con)} layers and is the top neuron in {top} "
-            f"(best rank {con[f'dim {d} rank'].min()}); with the centred probe it is the top neuron in "
-            f"{(centred[f'dim {d} rank'] == 1).sum()} (best rank {centred[f'dim {d} rank'].min()})."
-        )
-    if not len(dims):
-        text += " No model-level outlier dimension was detected."
-    lines.append(text)
-ch.say("**What our run shows.**\n\n" + "\n".join(lines))
+ch.findings(position_probe.findings(runs))
 
 # %% [markdown]
 # The paper's claims are about BERT-base and RoBERTa-base; the `paper` profile runs them where
@@ -275,19 +169,7 @@ ch.say("**What our run shows.**\n\n" + "\n".join(lines))
 # :::
 
 # %%
-lines = []
-for name, frame in accuracy.items():
-    high = frame[frame["test_accuracy"] >= 0.9]["layer"].tolist()
-    first_below = frame[frame["test_accuracy"] < 0.9]["layer"].min()
-    lines.append(
-        f"- **{name}**: test accuracy ≥ 90% in layers {', '.join(map(str, high)) or 'none'}"
-        + (
-            f"; it first falls below in layer {int(first_below)} ({frame.set_index('layer').loc[first_below, 'test_accuracy']:.1%})."
-            if pd.notna(first_below)
-            else "."
-        )
-    )
-ch.say("\n".join(lines))
+ch.say(position_probe.layers_above(runs, 0.9))
 
 # %% [markdown]
 # :::{solution-end}
@@ -309,17 +191,7 @@ ch.say("\n".join(lines))
 # :::
 
 # %%
-ch.say(
-    "\n".join(
-        f"- **{name}**: the best development epoch is the last one ({epochs}) in {int((frame['best_epoch'] == epochs).sum())} of {len(frame)} layers; "
-        f"it was still improving (half a point or more in the last epoch) in {int((~frame['converged']).sum())}."
-        for name, frame in accuracy.items()
-    )
-    + "\n\nA layer whose best epoch is the last was still improving when training stopped. With Adam each step moves a weight by "
-    "about the learning rate, so a ten times smaller rate covers about a tenth of the distance in the same epochs: expect lower "
-    "accuracy in those layers (the note at the top of this chapter reports such a measurement for MPNet), and contribution "
-    "rankings that may move because the probe has not converged."
-)
+ch.say(position_probe.convergence_lines(runs, epochs))
 
 # %% [markdown]
 # :::{solution-end}
@@ -341,26 +213,8 @@ ch.say(
 # :::
 
 # %%
-bucket = 8
-coarse = probe.train_probe(
-    x["train"],
-    y["train"] // bucket,
-    x["dev"],
-    y_dev=y["dev"] // bucket,
-    n_classes=-(-max_positions // bucket),
-    epochs=epochs,
-    batch_size=batch_size,
-    lr=lr,
-    seed=seed,
-    device=device,
-    desc="position bucket",
-)
-exact = accuracy[list(accuracy)[-1]].iloc[-1]["test_accuracy"]
-ch.say(
-    f"**{list(accuracy)[-1]}**, last layer: exact position {exact:.1%}, bucket of {bucket} positions "
-    f"{probe.accuracy(coarse.weight, x['test'], y['test'] // bucket):.1%} (test tokens). "
-    "A bucket accuracy far above the exact one means the layer still knows roughly where a token is but no longer exactly."
-)
+last = list(runs.values())[-1]
+ch.say(position_probe.bucket_accuracy(last, 8, max_positions=max_positions, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, device=device))
 
 # %% [markdown]
 # :::{solution-end}

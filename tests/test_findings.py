@@ -174,3 +174,20 @@ def test_scorecard_findings_count_the_verdicts_and_the_claims_without_one():
     assert "3 of them rest on a p-value" in text and "Luo, Kulmizev & Mao (2021): 2, Ding et al. (2022): 1" in text
     assert "1 became inconclusive by the correction" in text and "1 of the 3 verdicts would differ" in text
     assert text.endswith("1 claims have none (1 because their chapter has not run in this edition, 0 because the book cannot test them offline at all).")
+
+
+def test_position_probe_findings_give_the_accuracy_and_the_outlier_ranks():
+    from lib.experiments import position_probe
+
+    accuracy = pd.DataFrame({"layer": [0, 1, 2, 3, 4], "test_accuracy": [0.99, 0.98, 0.9, 0.6, 0.4], "converged": [True] * 4 + [False]})
+    rows = []
+    for probe_kind, ranks in (("paper", [1, 1, 2, 5, 9]), ("centred", [3, 4, 4, 6, 9])):
+        for layer, rank in enumerate(ranks):
+            rows.append({"layer": layer, "probe": probe_kind, "mean_all": 0.1, "dim 7": 0.5 if rank < 5 else 0.05, "dim 7 rank": rank})
+    run = position_probe.ProbeRun(accuracy, None, pd.DataFrame(rows), None, {}, 0, ({}, {}), "m", np.array([7]))
+    assert position_probe.findings({"m": run}) == [
+        "- **m**: test accuracy 99.0% at the embedding output, 98.0–98.0% in layer 1 (the lowest quarter of the depth), 40.0% in the last layer; "
+        "the probe had levelled off in 4 of 5 layers. Dim 7 contributes more than the average neuron in 3 of 5 layers and is the top neuron in 2 "
+        "(best rank 1); with the centred probe it is the top neuron in 0 (best rank 3)."
+    ]
+    assert "≥ 90% in layers 0, 1, 2; it first falls below in layer 3 (60.0%)." in position_probe.layers_above({"m": run}, 0.9)

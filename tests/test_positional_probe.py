@@ -323,7 +323,7 @@ def test_a_constant_dimension_without_position_information_is_not_ranked_first()
     from lib.experiments import position_probe
 
     tokens = {split: _planted_tokens(seed, n) for split, seed, n in (("train", 0, 3000), ("dev", 1, 600), ("test", 2, 1000))}
-    run = position_probe.run(tokens, np.array([63]), 0, 16, 16, "planted", epochs=8, batch_size=64, lr=1e-2, seed=0, device="cpu", probe_seeds=2)
+    run = position_probe._probe(tokens, np.array([63]), 0, 16, 16, "planted", epochs=8, batch_size=64, lr=1e-2, seed=0, device="cpu", probe_seeds=2)
     ranks = run.contribution.set_index("probe")["dim 63 rank"]
     assert ranks["paper"] == 1  # the confound the paper's measure shares
     assert ranks["centred"] > 32  # no position information, no high rank once a constant cannot act as a bias

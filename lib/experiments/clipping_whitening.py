@@ -22,8 +22,8 @@ from ..encode.models import LoadedModel, load_model
 from ..errors import require
 from ..measure import geometry, inference
 from . import figure_kinds, outlier_set, vector_variants
+from .cells import plus_minus
 from .outlier_set import OutlierSet
-from .plotting import plus_minus
 from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, Unit, contextual, from_units, unit
 

@@ -7,7 +7,6 @@ import textwrap
 
 import matplotlib
 import matplotlib.pyplot as plt
-import pandas as pd
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -98,12 +97,3 @@ def apart(labels: list) -> None:
             y += step
             label.xyann = (x, y)
         placed.append(label.get_window_extent(renderer))
-
-
-def plus_minus(mean: pd.Series, std: pd.Series, precision: int = 2) -> pd.Series:
-    """Cells "mean ± std" (a narrow column breaks them before ±); "–" for a missing mean or spread."""
-
-    def one(m: float, s: float) -> str:
-        return "–" if pd.isna(m) else f"{m:.{precision}f} ± " + ("–" if pd.isna(s) else f"{s:.{precision}f}")
-
-    return pd.Series([one(m, s) for m, s in zip(mean, std)], index=mean.index)

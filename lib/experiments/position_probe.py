@@ -11,19 +11,26 @@ still contributes most does so by its size)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core import paper
+from ..core.checks import positive_int, positive_number
 from ..core.declaration import chapter
+from ..core.store import Writer
+from ..datasets.tasks import sample_sentences, sst2_sentences
 from ..encode.collectors import AllTokens
+from ..encode.extraction import extract
+from ..encode.models import load_model
 from ..errors import require
 from ..measure import inference
 from ..train import probe
 from . import outlier_set
+from .cells import annotated
 from .plotting import COLORS
 from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, unit
 
@@ -45,7 +52,30 @@ def probe_inputs(x: dict[str, np.ndarray], y: dict[str, np.ndarray], seed: int) 
     return {"paper": (x, y["train"], None), "centred": (centred, y["train"], mean), "shuffled": (x, shuffled, None)}
 
 
-@dataclass
+def inputs(
+    n_train: int, n_dev: int, n_test: int, seed: int, *, max_positions: int, epochs: int, batch_size: int, lr: float, heatmap_positions: int, probe_seeds: int
+) -> dict[str, list[str]]:
+    """The probe's sentences by split (SST-2 training phrases, development and test sentences), every parameter checked first."""
+    for name, value in dict(
+        n_dev=n_dev,
+        n_test=n_test,
+        max_positions=max_positions,
+        epochs=epochs,
+        batch_size=batch_size,
+        heatmap_positions=heatmap_positions,
+        probe_seeds=probe_seeds,
+    ).items():
+        positive_int(name, value)
+    positive_number("lr", lr)
+    require(heatmap_positions <= max_positions, f"heatmap_positions ({heatmap_positions}) cannot exceed max_positions ({max_positions})")
+    return {
+        "train": sst2_sentences(n_train, seed),
+        "dev": sample_sentences("sst2", "dev", n_dev, seed=seed),
+        "test": sample_sentences("sst2", "test", n_test, seed=seed),
+    }
+
+
+@dataclass(frozen=True)
 class ProbeRun:
     accuracy: pd.DataFrame  # PROBE_ACCURACY
     by_sentence: pd.DataFrame  # PROBE_SENTENCES: the paper's probe, per layer, training seed and test sentence
@@ -54,6 +84,8 @@ class ProbeRun:
     heatmaps: dict[str, np.ndarray]  # label -> (positions, layers) mean contribution by position
     dropped: int  # tokens at positions beyond the probe's classes
     last_layer: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]  # the last layer's (x, y) per split
+    name: str = ""  # the model's
+    dims: np.ndarray | None = None  # its outlier dimensions (chapter 02's set)
 
 
 def by_position_table(heatmaps: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -65,7 +97,7 @@ def by_position_table(heatmaps: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def run(
+def _probe(
     tokens: dict[str, AllTokens], dims: np.ndarray, n_layers: int, max_positions: int, heatmap_positions: int, name: str, probe_seeds: int = 1, **train: object
 ) -> ProbeRun:
     """Train the paper's probe and its two controls (PROBES) per layer (0 … n_layers) on the "train" tokens, choose the
@@ -144,6 +176,195 @@ def run(
         sum(int((~k).sum()) for k in keep.values()),
         (layer_x, y),
     )
+
+
+def run(
+    spec: str,
+    splits: dict[str, list[str]],
+    *,
+    profile: str,
+    max_positions: int,
+    heatmap_positions: int,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    probe_seeds: int,
+    results: Writer,
+    parameters: dict,
+    device: str = "auto",
+    dtype: str = "auto",
+) -> ProbeRun:
+    """One model: every token of every split in every layer, the paper's probe and its two controls trained on each
+    layer, and the neurons' contributions (five tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    reference = outlier_set.outliers_of(lm, spec, profile)
+    print(f"outlier set of {reference.describe()}")
+    tokens = {split: AllTokens() for split in splits}
+    for split, sentences in splits.items():
+        extract(lm, sentences, [tokens[split]], desc=f"{lm.name} {split}")
+    train = dict(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, device=device, probe_seeds=probe_seeds)
+    found = _probe(tokens, reference.dims, lm.n_layers, max_positions=max_positions, heatmap_positions=heatmap_positions, name=lm.name, **train)
+    if found.dropped:
+        print(f"{lm.name}: {found.dropped} tokens at positions >= {max_positions} are left out (the probe has {max_positions} classes)")
+    info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "outlier_dims": reference.dims.tolist(), "dropped_tokens": found.dropped}
+    for schema, frame in [
+        (PROBE_ACCURACY, found.accuracy),
+        (PROBE_SENTENCES, found.by_sentence),  # the sampled unit the scorecard resamples
+        (PROBE_CONTRIBUTION, found.contribution),
+        (CONTRIBUTION_ALL, found.all_neurons),
+        (CONTRIBUTION_BY_POSITION, by_position_table(found.heatmaps)),
+    ]:
+        results.table(frame, schema, spec, parameters=parameters, model_info=info)
+    return replace(found, name=lm.name, dims=reference.dims)
+
+
+def _paper_probe(run: ProbeRun) -> pd.DataFrame:
+    return run.contribution[run.contribution["probe"] == "paper"].drop(columns="probe")
+
+
+def figure_accuracy(runs: dict[str, ProbeRun], results: Writer) -> None:
+    fig = probe_accuracy({name: r.accuracy for name, r in runs.items()})
+    results.figure(fig, "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer.")
+
+
+def figure_contributions(runs: dict[str, ProbeRun], results: Writer) -> None:
+    """The outlier dimensions' mean contribution against the other neurons', by layer (models with outlier dimensions)."""
+    with_dims = {name: _paper_probe(r) for name, r in runs.items() if len(r.dims)}
+    if with_dims:
+        caption = "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer."
+        results.figure(contributions_by_layer(with_dims), "contribution_by_layer", caption)
+
+
+def contribution_tables(runs: dict[str, ProbeRun]) -> dict[str, pd.DataFrame]:
+    """Per model: the mean contribution by layer of all neurons, of the largest other neuron and of each outlier
+    dimension (its rank among all neurons)."""
+    out = {}
+    for name, r in runs.items():
+        frame = _paper_probe(r)
+        shown = frame[["layer", "mean_all", "top_dim"]].assign(
+            **{"largest other neuron (its dimension)": annotated(frame["top_other"], frame["top_other_dim"])}
+        )
+        for d in r.dims:
+            shown[f"dim {d} (rank)"] = annotated(frame[f"dim {d}"], frame[f"dim {d} rank"])
+        out[name] = shown
+    return out
+
+
+def control_tables(runs: dict[str, ProbeRun]) -> dict[str, pd.DataFrame]:
+    """Per model: the three probes' test accuracy, and each outlier dimension's rank under each (1 = largest)."""
+    probes, out = ["centred", "paper", "shuffled"], {}
+    for name, r in runs.items():
+        columns = [f"dim {d} rank" for d in r.dims] or ["top_dim"]
+        wide = r.contribution.pivot(index="layer", columns="probe", values=columns)
+        ranks = pd.DataFrame(
+            {
+                f"{c.removesuffix(' rank') + ', rank' if r.dims.size else 'top neuron, dimension'}: {' · '.join(probes)}": [
+                    " · ".join("–" if pd.isna(v) else str(int(v)) for v in row) for row in wide[c][probes].itertuples(index=False)
+                ]
+                for c in columns
+            },
+            index=wide.index,
+        )
+        acc = r.accuracy.set_index("layer")[["test_accuracy", "centred_test_accuracy", "shuffled_test_accuracy"]]
+        out[name] = acc.join(ranks).reset_index()
+    return out
+
+
+def figures_heatmaps(runs: dict[str, ProbeRun], results: Writer) -> None:
+    for name, r in runs.items():
+        caption = f"{name}: contribution of each dimension to the prediction of each position."
+        results.figure(contribution_heatmaps(r.heatmaps), f"contribution_heatmaps_{name}", caption, tab=name)
+
+
+def findings(runs: dict[str, ProbeRun]) -> list[str]:
+    """What our run shows: per model, the probe's accuracy low and high in the network, and each outlier dimension's
+    contribution and rank under the paper's and the centred probe."""
+    lines = []
+    for name, r in runs.items():
+        acc, con, dims = r.accuracy, _paper_probe(r), r.dims
+        centred = r.contribution[r.contribution["probe"] == "centred"]
+        low = acc[acc["layer"].between(1, lowest_layers(int(acc["layer"].max())))]
+        span = f"layer{'s' if len(low) > 1 else ''} {'-'.join(str(int(v)) for v in low['layer'].iloc[[0, -1]].unique())}"
+        text = (
+            f"- **{name}**: test accuracy {100 * acc['test_accuracy'].iloc[0]:.1f}% at the embedding output, "
+            f"{100 * low['test_accuracy'].min():.1f}–{100 * low['test_accuracy'].max():.1f}% in {span} (the lowest quarter of the depth), "
+            f"{100 * acc['test_accuracy'].iloc[-1]:.1f}% in the last layer; the probe had levelled off in {int(acc['converged'].sum())} of {len(acc)} layers."
+        )
+        for d in dims:
+            top = (con[f"dim {d} rank"] == 1).sum()
+            above = (con[f"dim {d}"] > con["mean_all"]).sum()
+            text += (
+                f" Dim {d} contributes more than the average neuron in {above} of {len(con)} layers and is the top neuron in {top} "
+                f"(best rank {con[f'dim {d} rank'].min()}); with the centred probe it is the top neuron in "
+                f"{(centred[f'dim {d} rank'] == 1).sum()} (best rank {centred[f'dim {d} rank'].min()})."
+            )
+        if not len(dims):
+            text += " No model-level outlier dimension was detected."
+        lines.append(text)
+    return lines
+
+
+def layers_above(runs: dict[str, ProbeRun], level: float = 0.9) -> str:
+    """Exercise ex-04-read: the layers whose test accuracy reaches `level`, and where it first falls below."""
+    lines = []
+    for name, r in runs.items():
+        frame = r.accuracy
+        high = frame[frame["test_accuracy"] >= level]["layer"].tolist()
+        first_below = frame[frame["test_accuracy"] < level]["layer"].min()
+        lines.append(
+            f"- **{name}**: test accuracy ≥ {level:.0%} in layers {', '.join(map(str, high)) or 'none'}"
+            + (
+                f"; it first falls below in layer {int(first_below)} ({frame.set_index('layer').loc[first_below, 'test_accuracy']:.1%})."
+                if pd.notna(first_below)
+                else "."
+            )
+        )
+    return "\n".join(lines)
+
+
+def convergence_lines(runs: dict[str, ProbeRun], epochs: int) -> str:
+    """Exercise ex-04-lr: in how many layers the best epoch is the last, and the probe still improving."""
+    return (
+        "\n".join(
+            f"- **{name}**: the best development epoch is the last one ({epochs}) in {int((r.accuracy['best_epoch'] == epochs).sum())} "
+            f"of {len(r.accuracy)} layers; "
+            f"it was still improving (half a point or more in the last epoch) in {int((~r.accuracy['converged']).sum())}."
+            for name, r in runs.items()
+        )
+        + "\n\nA layer whose best epoch is the last was still improving when training stopped. With Adam each step moves a weight by "
+        "about the learning rate, so a ten times smaller rate covers about a tenth of the distance in the same epochs: expect lower "
+        "accuracy in those layers (the note at the top of this chapter reports such a measurement for MPNet), and contribution "
+        "rankings that may move because the probe has not converged."
+    )
+
+
+def bucket_accuracy(run: ProbeRun, bucket: int, *, max_positions: int, epochs: int, batch_size: int, lr: float, seed: int, device: str) -> str:
+    """Exercise ex-04-target: the last layer probed for the position bucket (position // bucket) against the exact position."""
+    x, y = run.last_layer
+    coarse = probe.train_probe(
+        x["train"],
+        y["train"] // bucket,
+        x["dev"],
+        y_dev=y["dev"] // bucket,
+        n_classes=-(-max_positions // bucket),
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seed=seed,
+        device=device,
+        desc="position bucket",
+    )
+    exact = run.accuracy.iloc[-1]["test_accuracy"]
+    return (
+        f"**{run.name}**, last layer: exact position {exact:.1%}, bucket of {bucket} positions "
+        f"{probe.accuracy(coarse.weight, x['test'], y['test'] // bucket):.1%} (test tokens). "
+        "A bucket accuracy far above the exact one means the layer still knows roughly where a token is but no longer exactly."
+    )
+
+
+def paper_claims() -> pd.DataFrame:
+    return paper.table("luo2021", "probe_claims")
 
 
 def probe_accuracy(tables: dict[str, pd.DataFrame]):
