@@ -191,3 +191,25 @@ def test_position_probe_findings_give_the_accuracy_and_the_outlier_ranks():
         "(best rank 1); with the centred probe it is the top neuron in 0 (best rank 3)."
     ]
     assert "≥ 90% in layers 0, 1, 2; it first falls below in layer 3 (60.0%)." in position_probe.layers_above({"m": run}, 0.9)
+
+
+def test_positional_origin_findings_follow_a_dimension_from_the_position_table_to_the_last_layer():
+    from types import SimpleNamespace
+
+    from lib.experiments import positional_origin
+    from lib.measure.positional import AFTER_FIRST
+
+    summary = pd.DataFrame(
+        {"table": [AFTER_FIRST, "token"], "rows_with_flagged_dim_percent": [2.5, 0.1], "argmax_dim": [588, 3], "argmax_percent": [99.8, 5.0]}
+    )
+    view = SimpleNamespace(summary=summary, rows=pd.DataFrame({"n_flagged": [2], "flagged_dims": ["77 588"]}))
+    ranks = pd.DataFrame(
+        {"layer": [1, 2, 2], "layernorm": "first", "param": ["beta", "beta", "gamma"], "dim": 588, "rank": [1, 2, 40], "value": [3.0, 2.0, 0.5]}
+    )
+    spread = pd.DataFrame({"dim": 588, "stage": ["input", "layer 0", "layer 1", "layer 2"], "median_z": [0.5, 1.0, 12.0, 11.0]})
+    run = positional_origin.OriginRun("m", "s", {}, 10.0, np.array([588]), ["+"], pd.DataFrame(), view, ranks, pd.DataFrame(), spread, None, [])
+    assert positional_origin.findings({"m": run}) == [
+        "- **m**: the position-0 embedding has 2 flagged dimension(s) (77 588); 2.5% of the later positions have one, and dimension 588 is the "
+        "maximum of 99.8% of them (token table: 0.1% of rows flagged). Dim 588 is in the top 5 of the first LayerNorm's β in 2 of 2 layers (1-2); "
+        "its median z over positions is +0.5 (input), +1.0 (layer 0), +12.0 (layer 1), +11.0 (layer 2)."
+    ]

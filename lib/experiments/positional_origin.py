@@ -4,17 +4,24 @@ figure and verdict rules."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core import paper
+from ..core.checks import positive_int
 from ..core.declaration import chapter
-from ..encode.collectors import INPUT_STAGE
-from ..measure import inference
+from ..core.store import Writer
+from ..datasets.tasks import sst2_sentences
+from ..encode.collectors import INPUT_STAGE, LayerStats, PositionProfile
+from ..encode.extraction import extract
+from ..encode.models import load_model
+from ..measure import inference, outliers, positional
 from ..measure.outliers import descending_ranks
 from ..measure.positional import AFTER_FIRST, LayerNormParameters
-from . import outlier_set
+from . import figure_kinds, outlier_set
 from .plotting import COLORS, PAGE_WIDTH
 from .verdicts import HOLDS, UNTESTABLE, Claim, Decision, Outcome, Tables, aggregate, best_of, decide, outcome, unit, units_text
 
@@ -172,3 +179,232 @@ def layernorm_top_rank(tables: Tables, model: str, claim: Claim) -> Outcome:
             f"dim {r.dim} {'γ' if r.param == 'gamma' else 'β'} rank {r.rank}" for r in first.sort_values("rank").drop_duplicates("dim").itertuples()
         )
     return outcome(decision, f"each layer's first LayerNorm: {units_text(units, 0, '%')}", best.estimate, control)
+
+
+def inputs(n_sentences: int, seed: int, max_positions: int) -> list[str]:
+    """The chapter's sentences, its parameters checked first."""
+    positive_int("max_positions", max_positions)
+    return sst2_sentences(n_sentences, seed)
+
+
+@dataclass(frozen=True)
+class OriginRun:
+    name: str  # the model's
+    spec: str  # how it was loaded
+    info: dict  # family, layers, width, tokens, the position-table row of position 0
+    z_threshold: float  # chapter 02's criterion
+    dims: np.ndarray  # the model-level outlier dimensions (chapter 02's set)
+    signs: list[str]  # their signs
+    detected: pd.DataFrame  # every flagged dimension (chapter 02's)
+    view: positional.PositionView  # the embedding tables
+    ranks: pd.DataFrame  # LAYERNORM_RANKS
+    criteria: pd.DataFrame  # LAYERNORM_CRITERIA
+    spread: pd.DataFrame  # PROPAGATION
+    z: np.ndarray  # robust z of every position's average vector, by stage
+    stages: list[str]  # the stages: the LayerNorm's input, its output (layer 0), the layers
+
+
+def run(
+    spec: str, sentences: list[str], *, profile: str, max_positions: int, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto"
+) -> OriginRun:
+    """One model: its embedding tables, every LayerNorm's gains and biases on the outlier dimensions, and the outliers
+    followed from the LayerNorm's input through every layer, position by position (five tables written)."""
+    lm = load_model(spec, device=device, dtype=dtype)
+    stats = LayerStats(covariance=False)
+    layers = tuple(range(lm.n_layers + 1))  # the embedding output and every layer: the paper's "every layer" is tested in all
+    with PositionProfile(lm, layers=layers, max_positions=max_positions) as profile_collector:
+        extract(lm, sentences, [stats, profile_collector], desc=lm.name)
+    reference = outlier_set.outliers_of(lm, spec, profile)
+    print(f"outlier set of {reference.describe()}")
+    z_threshold, dims, signs = reference.criterion.z_threshold, reference.dims, reference.signs
+    view = positional.position_view(lm, z_threshold)
+    norms = positional.layernorms(lm)
+    ranks = positional.parameter_ranks(norms, dims, signs)
+    criteria = layernorm_criteria(norms, dims, signs)
+    means = profile_collector.means()
+    spread = positional.propagation(means, profile_collector.stages, dims, counts=profile_collector.counts, z_threshold=z_threshold)
+    info = {
+        "name": lm.name,
+        "family": lm.family,
+        "n_layers": lm.n_layers,
+        "width": lm.width,
+        "n_tokens": stats.count,
+        "position_offset": view.tables.position_offset,
+    }
+    for schema, frame in [
+        (EMBEDDING_TABLES, view.summary),
+        (POSITION_ROWS, view.rows),
+        (LAYERNORM_RANKS, ranks),
+        (LAYERNORM_CRITERIA, criteria),
+        (PROPAGATION, spread),
+    ]:
+        results.table(frame, schema, spec, parameters=parameters, model_info=info)
+    z = np.stack([outliers.robust_z(m) for m in means])
+    return OriginRun(lm.name, spec, info, z_threshold, dims, signs, reference.detected, view, ranks, criteria, spread, z, profile_collector.stages)
+
+
+def outlier_overview(runs: dict[str, OriginRun]) -> pd.DataFrame:
+    """Each model's outlier dimensions (with their signs), tokens counted, and the table row position 0 reads."""
+    return pd.DataFrame(
+        [
+            {
+                "model": name,
+                "outlier dims (sign)": ", ".join(f"{d} ({s})" for d, s in zip(r.dims, r.signs)) or "none",
+                "tokens": r.info["n_tokens"],
+                "position offset": r.info["position_offset"],
+            }
+            for name, r in runs.items()
+        ]
+    )
+
+
+def figures_position_embeddings(runs: dict[str, OriginRun], results: Writer) -> None:
+    """Per model: a few rows of the position-embedding table, flagged dimensions marked."""
+    for name, r in runs.items():
+        chosen = r.view.example_rows()
+        matrix = r.view.matrix(chosen)
+        flags = np.abs(outliers.robust_z(matrix)) >= r.z_threshold
+        titles = [f"position {p} (row {p + r.info['position_offset']})" for p in chosen]
+        fig = figure_kinds.vector_panels(matrix, flags, titles, ylabel="value")
+        results.figure(fig, f"position_embeddings_{name}", f"{name}: learned position embeddings of a few positions; flagged dimensions marked.", tab=name)
+
+
+def embedding_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
+    return {name: embedding_tables_view(r.view.summary) for name, r in runs.items()}
+
+
+def argmax_beside_paper(runs: dict[str, OriginRun]) -> pd.DataFrame:
+    """The most frequent maximum dimension of the position embeddings after the first position, ours and the paper's."""
+    ours = pd.concat([r.view.summary.assign(model=name, spec=r.spec) for name, r in runs.items()], ignore_index=True)
+    theirs = paper.table("luo2021", "position_argmax").rename(columns={"paper_table": "table"})
+    compare = paper.beside(ours[ours["table"] == AFTER_FIRST], theirs[["model", "table", "paper_dim", "paper_percent"]], on=["table"])
+    return compare[["model", "table", "argmax_dim", "argmax_percent", "paper_dim", "paper_percent"]]
+
+
+def figure_layernorm_ranks(runs: dict[str, OriginRun], results: Writer) -> None:
+    with_dims = {name: r.ranks for name, r in runs.items() if len(r.dims)}
+    if with_dims:
+        caption = "Rank of each outlier dimension among the LayerNorm gains and biases of every layer (1 = largest)."
+        results.figure(figure_kinds.layernorm_ranks(with_dims), "layernorm_ranks", caption)
+
+
+def rank_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
+    """Per model: each outlier dimension's rank among every LayerNorm's γ and β (1 = top)."""
+    out = {}
+    for name, r in runs.items():
+        if not len(r.dims):
+            out[name] = pd.DataFrame({"note": ["no model-level outlier dimension was detected, so there is nothing to rank"]})
+            continue
+        wide = r.ranks.pivot_table(index=["layer", "layernorm"], columns=["param", "dim"], values="rank", sort=False)
+        wide.columns = [f"{'γ' if p == 'gamma' else 'β'} rank, dim {d}" for p, d in wide.columns]
+        out[name] = wide.reset_index()
+    return out
+
+
+def criteria_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
+    """Per model with outlier dimensions: each against the paper's bars in every layer's first LayerNorm."""
+    return {name: r.criteria[r.criteria["flagged"]].drop(columns="flagged") for name, r in runs.items() if r.criteria["flagged"].any()}
+
+
+def criteria_controls(runs: dict[str, OriginRun]) -> str:
+    """The control of the bars: how many never-flagged dimensions clear one of them in every layer."""
+    return "\n".join(
+        f"- **{name}**: {int(r.criteria.loc[~r.criteria['flagged'], 'meets'].sum())} of {int((~r.criteria['flagged']).sum())} never-flagged "
+        "dimensions clear one of the bars in every layer."
+        for name, r in runs.items()
+        if r.criteria["flagged"].any()
+    )
+
+
+def figures_propagation(runs: dict[str, OriginRun], results: Writer) -> None:
+    """Per model with outlier dimensions: their robust z by position at the first stages."""
+    for name, r in runs.items():
+        if len(r.dims):
+            fig = propagation(r.z[:FIGURE_STAGES], r.stages[:FIGURE_STAGES], list(r.dims), threshold=r.z_threshold)
+            caption = f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers)."
+            results.figure(fig, f"propagation_{name}", caption, tab=name)
+
+
+def propagation_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
+    return {name: propagation_view(r.spread) for name, r in runs.items() if len(r.dims)}
+
+
+def _top_layernorm(ranks: pd.DataFrame, top: int = 5) -> str:
+    """The LayerNorm parameter in which a dimension ranks in the top `top` in most layers."""
+    best = ranks[ranks["layer"] > 0].assign(top=lambda r: r["rank"] <= top).groupby(["layernorm", "param"])["top"].sum().sort_values(ascending=False)
+    (which, param), count = best.index[0], int(best.iloc[0])
+    if count == 0:
+        return f"in no layer among the top {top} of any LayerNorm's γ or β"
+    layers = ranks.query("layernorm == @which and param == @param and layer > 0 and rank <= @top")["layer"].to_numpy()
+    symbol = "γ" if param == "gamma" else "β"
+    return f"in the top {top} of the {which} LayerNorm's {symbol} in {count} of {ranks['layer'].max()} layers ({outliers.layer_ranges(layers)})"
+
+
+def _dim_sentence(r: OriginRun, d: int) -> str:
+    """Where dimension d ranks among the LayerNorm parameters, and its median z over positions at each stage."""
+    z = r.spread[r.spread["dim"] == d].set_index("stage")["median_z"]
+    z = z.iloc[[*range(min(3, len(z) - 1)), len(z) - 1]]  # the LayerNorm's input and output, layer 1 and the last layer
+    text = f" Dim {d} is {_top_layernorm(r.ranks[r.ranks['dim'] == d])}; its median z over positions is " + ", ".join(
+        f"{v:+.1f} ({stage})" for stage, v in z.items()
+    )
+    last = r.ranks.query("param == 'gamma' and dim == @d").iloc[-1]
+    if abs(last["value"]) < 1e-3:
+        text += f". The last LayerNorm's γ[{d}] is {last['value']:.1e}: the model switches this dimension off in its output"
+    return text + "."
+
+
+def findings(runs: dict[str, OriginRun]) -> list[str]:
+    """What our run shows: per model, the position table's flagged rows and top maximum, and each outlier dimension's
+    LayerNorm rank and median z from the LayerNorm's input to the last layer."""
+    lines = []
+    for name, r in runs.items():
+        summary = r.view.summary.set_index("table")
+        after = summary.loc[AFTER_FIRST]
+        first = r.view.rows.iloc[0]
+        text = (
+            f"- **{name}**: the position-0 embedding has {first['n_flagged']} flagged dimension(s)"
+            f"{' (' + first['flagged_dims'] + ')' if first['n_flagged'] else ''}; "
+            f"{after['rows_with_flagged_dim_percent']:.1f}% of the later positions have one, and dimension {int(after['argmax_dim'])} is the maximum of "
+            f"{after['argmax_percent']:.1f}% of them (token table: {summary.loc['token', 'rows_with_flagged_dim_percent']:.1f}% of rows flagged)."
+        )
+        text += "".join(_dim_sentence(r, d) for d in r.dims)
+        if not len(r.dims):
+            text += " No model-level outlier dimension was detected."
+        lines.append(text)
+    return lines
+
+
+def offset_lines(runs: dict[str, OriginRun]) -> str:
+    """Exercise ex-03-offset: the table row each model's position 0 reads, and why."""
+    return (
+        "\n".join(f"- **{name}**: position 0 reads row {r.info['position_offset']} of the table." for name, r in runs.items())
+        + "\n\nRoBERTa-style models (MPNet among them) count positions from the padding index + 1, so rows 0 and 1 are never "
+        "used by real tokens; BERT-style models start at row 0. A list of model types would be wrong for the next architecture; "
+        "a forward hook on the position-embedding module sees the ids the model actually uses."
+    )
+
+
+def margin_lines(runs: dict[str, OriginRun]) -> str:
+    """Exercise ex-03-sample: how far each model-level outlier's largest robust z lies above the threshold."""
+    lines = []
+    for name, r in runs.items():
+        level = r.detected[r.detected["model_outlier"]]
+        if level.empty:
+            lines.append(f"- **{name}**: no model-level outlier in this run, so there is nothing to lose.")
+            continue
+        lines.append(
+            f"- **{name}**: "
+            + "; ".join(f"dim {o.dim} peaks at |z| = {o.max_abs_z:.1f} ({o.max_abs_z / r.z_threshold:.1f}× the threshold)" for o in level.itertuples())
+            + "."
+        )
+    return (
+        "\n".join(lines) + "\n\nA mean over a quarter of the tokens has twice the standard error, so a dimension far above the "
+        "threshold stays flagged; one near it may drop out in some layers and, if that takes it below half of the contextual layers, "
+        "lose its model-level status."
+    )
+
+
+def top_layernorm_lines(runs: dict[str, OriginRun]) -> str:
+    """Exercise ex-03-layernorm: for each outlier dimension, the LayerNorm parameter it ranks in the top 5 of most often."""
+    lines = [f"- **{name}**, dim {d}: {_top_layernorm(r.ranks[r.ranks['dim'] == d])}." for name, r in runs.items() for d in r.dims]
+    return "\n".join(lines) or "No model-level outlier dimension was detected in this run."
