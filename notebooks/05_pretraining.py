@@ -80,46 +80,19 @@ dtype = "auto"  # analysis of the trained models: "auto" = float32 weights, bf16
 train_dtype = "float32"  # training steps: "float32" on every machine (see "Seeds and precision" below); "auto" = bf16 autocast where native
 
 # %%
-
-import numpy as np
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.book.results import Results
-from lib.core import paper
-from lib.core.store import CHAPTER
-from lib.encode.models import load_model
-from lib.errors import require
-from lib.experiments import figure_kinds, outlier_set, plotting, positional_origin, pretraining
-from lib.measure import outliers, positional
-from lib.settings import models_dir
-from lib.train import masked_lm
+from lib.experiments import pretraining
 
-require(isinstance(retrain, bool), f"retrain must be True or False, got {retrain!r}")
-ch.positive_int("track_blocks", track_blocks)
-ch.positive_int("seeds", seeds)
-pairs, configs = pretraining.pretraining_runs(globals())  # seed -> (with, without position embeddings); the first seed keeps `names`
-run_names = list(pairs[seed])
-first = pairs[seed]  # the pair the figures show and chapters 10-12 read (chapter05:pe, chapter05:nope)
-criterion = outlier_set.outlier_criterion(profile)  # chapter 02's outlier criterion, read in the trained models as in the others
-z_threshold, min_layer_share = criterion.z_threshold, criterion.min_layer_share
-plotting.style()
-results = Results("05_pretraining", profile)
+setup = pretraining.inputs(globals(), profile)  # per seed, the (with, without position embeddings) runs; the first seed keeps `names`
+results = ch.results("05_pretraining", profile)
 parameters = ch.parameters("05_pretraining", globals())
 
 # %% [markdown]
 # ## Corpus and tokenizer
 
 # %%
-tokenizer, train_blocks, valid_blocks = masked_lm.prepare_corpus(configs[run_names[0]])
-unigram = masked_lm.unigram_perplexity(train_blocks, valid_blocks, tokenizer)
-corpus_sizes = pd.DataFrame(
-    {"split": ["train", "validation"], "blocks": [len(train_blocks), len(valid_blocks)], "tokens": [train_blocks.numel(), valid_blocks.numel()]}
-)
-ch.show(corpus_sizes, f"The corpus in blocks of {seq_len} tokens (byte-level BPE, {len(tokenizer):,} tokens in the vocabulary)")
-sample = "The position of a word in a sentence matters."
-print("tokenized:", tokenizer.convert_ids_to_tokens(tokenizer(sample)["input_ids"]))
-print(f"unigram perplexity of the validation tokens (training-set token frequencies, no context): {unigram:.1f}")
+corpus = pretraining.corpus(setup)
+ch.show(pretraining.corpus_table(corpus), f"The corpus in blocks of {seq_len} tokens (byte-level BPE, {len(corpus.tokenizer):,} tokens in the vocabulary)")
 
 # %% [markdown]
 # ## Training
@@ -149,37 +122,21 @@ print(f"unigram perplexity of the validation tokens (training-set token frequenc
 # finds them saved.
 
 # %% tags=["hide-output"]
-runs = pretraining.train_unless_saved(configs, (tokenizer, train_blocks, valid_blocks), track_blocks=track_blocks, device=device, retrain=retrain)
-histories, tracks = {name: run[0] for name, run in runs.items()}, {name: run[1] for name, run in runs.items()}
-for name, cfg in configs.items():
-    results.table(histories[name], pretraining.TRAINING_HISTORY, f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
-    results.table(tracks[name], pretraining.OUTLIER_TRACK, f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
+trained = pretraining.train(setup, corpus, track_blocks=track_blocks, device=device, retrain=retrain, results=results, parameters=parameters)
 
 # %%
-sizes, drift = {}, []
-counts = pretraining.token_counts(train_blocks, len(tokenizer))
-for name, cfg in configs.items():
-    lm = load_model(f"trained:{name}", device=device, dtype=dtype)
-    trainable = sum(p.numel() for n, p in lm.model.named_parameters() if cfg.position_embeddings or "position_embeddings" not in n)
-    sizes[name] = dict(parameters_millions=trainable / 1e6, n_layers=lm.n_layers, width=lm.width)
-    stages = {"initial": masked_lm.build_model(cfg, tokenizer).get_input_embeddings().weight.detach().numpy()}  # the seeded start
-    stages["trained"] = lm.model.get_input_embeddings().weight.detach().float().cpu().numpy()
-    drift.append(pretraining.embedding_drift(name, cfg.seed, cfg.position_embeddings, stages, counts, tokenizer.all_special_ids))
-    del lm
-drift = pd.concat(drift, ignore_index=True)
-_ = results.table(drift, pretraining.EMBEDDING_DRIFT, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
+sentences = ch.sst2_sentences(n_sentences, seed)  # for chapter 02's outlier analysis of every trained model (below)
+settings = dict(setup=setup, corpus=corpus, trained=trained, sentences=sentences, device=device, dtype=dtype)
+runs = ch.each_model(pretraining.run, list(setup.configs), results=results, parameters=parameters, **settings)
+drift = pretraining.drift_table(runs, setup, results, parameters)
 ch.show(
-    paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]],
+    pretraining.paper_runs(),
     "Luo et al. (2021), §3 (paper): RoBERTa-base pre-trained on Wikipedia, 200k steps × 256 sequences of up to 512 tokens",
     precision=2,
 )
 
 # %%
-results.figure(
-    pretraining.training_curves(histories, reference=("unigram (no context)", unigram)),
-    "training_curves",
-    f"Training loss and validation perplexity of the {len(histories)} runs ({seeds} seeds per condition); dashed: the perplexity of token frequencies alone.",
-)
+pretraining.figure_training_curves(runs, corpus, seeds, results)
 
 # %% [markdown]
 # ## How large is the gap, and how sure are we?
@@ -192,15 +149,12 @@ results.figure(
 # rests on it (a t-interval of the log ratio over seeds).
 
 # %%
-gap = pretraining.PRETRAIN_GAP.frame(
-    pretraining.perplexity_gap(models_dir(), pair, configs, tokenizer=tokenizer, blocks=valid_blocks, device=device) for pair in pairs.values()
-)
+gap = pretraining.gap(setup, corpus, results, parameters, device)
 ch.show(
     gap,
     "Per seed: validation perplexity of the two final models on the same masked tokens, and their ratio with a 95% paired bootstrap interval over blocks",
     precision=2,
 )
-_ = results.table(gap, pretraining.PRETRAIN_GAP, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
 
 # %% [markdown]
 # ## Is an outlier forming? The largest mean dimension across checkpoints
@@ -217,22 +171,12 @@ _ = results.table(gap, pretraining.PRETRAIN_GAP, CHAPTER, parameters=parameters,
 # most extreme dimension of its mean row ({doc}`chapter 03 <03_positional_origin>` found BERT's outliers already there).
 
 # %%
-results.figure(
-    pretraining.outlier_track({n: tracks[n] for n in first}, z_threshold, {n: histories[n] for n in first}),
-    "outlier_track",
-    "The outlier track: per checkpoint and layer, how far the largest-mean dimension stands out (left) and the share of vectors whose "
-    "maximum lies in the most frequent dimension (right).",
+pretraining.figure_outlier_track(runs, setup, results)
+ch.show_each(
+    pretraining.last_checkpoint_tables(runs, setup),
+    "{name}, last checkpoint: per layer, the largest-|mean| dimension and the most frequent maximum/minimum",
+    precision=2,
 )
-for name in first:
-    t = tracks[name]
-    last = t[t["step"] == t["step"].max()]
-    ch.show(
-        last[["layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]],
-        f"{name}, last checkpoint (step {int(last['step'].iloc[0]):,}): per layer, the largest-|mean| dimension and the most frequent maximum/minimum",
-        precision=2,
-        tab=name,
-    )
-
 
 # %% [markdown]
 # ## The outlier analysis of chapter 02 on the trained models
@@ -242,67 +186,31 @@ for name in first:
 # in training; the test is whether the geometry of the representations has a dominant dimension.
 
 # %%
-sentences = ch.sst2_sentences(n_sentences, seed)
-stats, reports = {}, {}
-for name, cfg in configs.items():
-    lm = load_model(f"trained:{name}", device=device, dtype=dtype)
-    st = outlier_set.statistics(lm, sentences)
-    info = {"name": name, "seed": cfg.seed, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
-    report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
-    report.pooled = report.pooled.assign(model=name)
-    results.table(report.detected, pretraining.PRETRAIN_OUTLIERS, f"trained:{name}", parameters=parameters, model_info=info)
-    results.table(report.pooled, pretraining.PRETRAIN_EXTREMES, f"trained:{name}", parameters=parameters, model_info=info)
-    stats[name], reports[name] = st, report
-    del lm
-summary = pretraining.PRETRAIN_SUMMARY.frame(
-    pretraining.run_summary(name, cfg, histories[name], size=sizes[name], report=reports[name], unigram=unigram) for name, cfg in configs.items()
-)
-results.table(summary, pretraining.PRETRAIN_SUMMARY, CHAPTER, parameters=parameters, model_info={"name": f"{run_names[0]} vs {run_names[1]}"})
+summary = pretraining.summary(runs, setup, corpus, results, parameters)
 ch.show(
-    summary[
-        [
-            "model",
-            "seed",
-            "position_embeddings",
-            "parameters_millions",
-            "n_layers",
-            "width",
-            "steps",
-            "tokens_seen_millions",
-            "training_minutes",
-            "training_precision",
-            "valid_perplexity",
-        ]
-    ].rename(columns={"n_layers": "layers", "training_precision": "precision"}),
+    pretraining.training_view(summary),
     f"Every run: trained parameters (without the frozen zero position table), tokens seen, wall-clock training time on this machine "
     f"and the precision of its training steps, "
-    f"final validation perplexity (unigram: {unigram:.1f})",
+    f"final validation perplexity (unigram: {corpus.unigram:.1f})",
     precision=2,
 )
 ch.show(
-    summary[["model", "top_extreme_kind", "top_extreme_dim", "top_extreme_percent", "model_outliers"]],
+    pretraining.extremes_view(summary),
     "Every run on SST-2: the most frequent extreme dimension's share of all vectors (the paper's statistic) and the number of "
     "model-level outliers (chapter 02's robust z)",
     precision=2,
 )
 
 # %%
-for name in first:
-    st = stats[name]
-    results.figure(
-        figure_kinds.average_vectors(st.mean, reports[name].flags),
-        f"average_vectors_{name}",
-        f"{name}: the average token vector of every layer on {st.count:,} SST-2 tokens; flagged dimensions marked.",
-        tab=name,
-    )
-    ch.show(
-        reports[name].detected,
-        f"{name}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
-        precision=1,
-        tab=name,
-    )
+pretraining.figures_average_vectors(runs, setup, results)
+ch.show_each(
+    pretraining.detected_tables(runs, setup),
+    f"{{name}}: dimensions flagged in any layer (|robust z| ≥ {setup.criterion.z_threshold:g}); "
+    f"model_outlier = flagged in ≥ {setup.criterion.min_layer_share:.0%} of contextual layers",
+    precision=1,
+)
 ch.show(
-    pd.concat([reports[n].pooled for n in first], ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]],
+    pretraining.pooled_view(runs, setup),
     "Most frequent minimum/maximum dimension over all contextual layers (paper, RoBERTa-base w/ PE: dim 81 is the maximum of 82.56%)",
     precision=2,
 )
@@ -332,48 +240,11 @@ ch.show(
 # all-zero table, so there is nothing to show for it.)
 
 # %%
-pe_name = run_names[0]
-lm = load_model(f"trained:{pe_name}", device=device, dtype=dtype)
-view = positional.position_view(lm, z_threshold)
-model_dims = reports[pe_name].model_outliers
-ranks = positional.parameter_ranks(positional.layernorms(lm), model_dims["dim"].to_numpy(), model_dims["sign"].tolist())
-del lm
-results.table(view.summary, pretraining.PRETRAIN_EMBEDDING_TABLES, f"trained:{pe_name}", parameters=parameters)
-ch.show(
-    positional_origin.embedding_tables_view(view.summary),
-    f"{pe_name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension",
-)
-chosen = view.example_rows()
-matrix = view.matrix(chosen)
-results.figure(
-    figure_kinds.vector_panels(matrix, np.abs(outliers.robust_z(matrix)) >= z_threshold, [f"position {p}" for p in chosen], ylabel="value"),
-    f"position_embeddings_{pe_name}",
-    f"{pe_name}: the learned position embeddings of a few positions; flagged dimensions marked.",
-)
-if len(model_dims):
-    results.figure(
-        figure_kinds.layernorm_ranks({pe_name: ranks}),
-        "layernorm_ranks",
-        f"{pe_name}: rank of each outlier dimension among the LayerNorm gains and biases.",
-    )
+table = pretraining.position_table(runs, setup, results, parameters, device=device, dtype=dtype)
+ch.show(pretraining.position_tables_view(table), f"{table.name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension")
 
 # %% tags=["hide-input"]
-ch.say(
-    "**What our run shows.**\n\n"
-    + "\n".join(
-        pretraining.findings(
-            first,
-            configs,
-            histories=histories,
-            tracks=tracks,
-            reports=reports,
-            position_summary=view.summary,
-            gap=gap,
-            unigram=unigram,
-            z_threshold=z_threshold,
-        )
-    )
-)
+ch.findings(pretraining.findings(runs, setup, corpus, table, gap))
 
 # %% [markdown]
 # **Reading the result.** Two things separate this run from the paper's: scale (our parameters and
@@ -422,13 +293,7 @@ ch.say(
 # :::
 
 # %%
-lines = []
-for name in first:
-    h = histories[name]
-    below = h[h["valid_perplexity"] < unigram]
-    onset = f"step {int(below['step'].iloc[0])}" if len(below) else "never"
-    lines.append(f"- **{name}**: below the unigram perplexity ({unigram:.0f}) from {onset}; final validation perplexity {h['valid_perplexity'].iloc[-1]:.1f}.")
-ch.say("\n".join(lines))
+ch.say(pretraining.onset_lines(runs, setup, corpus))
 
 # %% [markdown]
 # :::{solution-end}
@@ -450,19 +315,13 @@ ch.say("\n".join(lines))
 # :::
 
 # %%
-with_pe, without_pe = (histories[n].set_index("step")["valid_perplexity"] for n in first)
-ratio = (without_pe / with_pe).dropna()
+ratio = pretraining.ratio_table(runs, setup)
 ch.show(
-    ratio.rename("perplexity without PE / with PE").reset_index().tail(4),
+    ratio.reset_index().tail(4),
     "The ratio of the two models' validation perplexities at the last evaluations of this run (> 1: position embeddings help)",
     precision=3,
 )
-ch.say(
-    f"The ratio moved from {ratio.iloc[max(0, len(ratio) - 4)]:.3f} to {ratio.iloc[-1]:.3f} over the last evaluations. "
-    "In the paper's runs the model with position embeddings ends far ahead (354.0 / 4.3 ≈ 82); a ratio that rises towards the end "
-    "suggests the gap opens with more training, one that stays near 1 that both models are still learning word frequencies "
-    "rather than word order."
-)
+ch.say(pretraining.ratio_note(ratio))
 
 # %% [markdown]
 # :::{solution-end}

@@ -213,3 +213,30 @@ def test_positional_origin_findings_follow_a_dimension_from_the_position_table_t
         "maximum of 99.8% of them (token table: 0.1% of rows flagged). Dim 588 is in the top 5 of the first LayerNorm's β in 2 of 2 layers (1-2); "
         "its median z over positions is +0.5 (input), +1.0 (layer 0), +12.0 (layer 1), +11.0 (layer 2)."
     ]
+
+
+def test_pretraining_findings_give_each_run_the_position_table_and_the_ratio_over_seeds():
+    from types import SimpleNamespace
+
+    from lib.experiments import pretraining
+    from lib.measure.positional import AFTER_FIRST
+
+    history = pd.DataFrame({"step": [100, 200], "valid_perplexity": [300.0, 90.0], "tokens_seen": [1e6, 2e6], "seconds": [30.0, 30.0], "pe_top_z": [4.0, 6.0]})
+    track = pd.DataFrame({"layer": [1, 1], "step": [100, 200], "top_dim": [5, 5], "top_z": [3.0, 7.5]})
+    report = SimpleNamespace(
+        model_outliers=pd.DataFrame(columns=["dim", "sign", "layers"]), pooled=pd.DataFrame({"kind": ["argmax"], "dim": [5], "percent": [40.0]})
+    )
+    runs = {n: pretraining.TrainedRun(n, history, track, {}, None, None, report) for n in ("pe", "nope")}
+    configs = {"pe": SimpleNamespace(position_embeddings=True), "nope": SimpleNamespace(position_embeddings=False)}
+    setup = pretraining.Setup({10: ("pe", "nope")}, configs, SimpleNamespace(z_threshold=10.0))
+    summary = pd.DataFrame({"table": [AFTER_FIRST], "rows_with_flagged_dim_percent": [12.5], "argmax_dim": [7], "argmax_percent": [30.0]})
+    table = pretraining.PositionTable("pe", SimpleNamespace(summary=summary), pd.DataFrame())
+    gap = pd.DataFrame({"ratio_without_over_with": [2.0, 8.0], "ratio_low_95": [1.5, 6.0], "ratio_high_95": [2.5, 9.0]})
+    lines = pretraining.findings(runs, setup, SimpleNamespace(unigram=400.0), table, gap)
+    assert lines[0].startswith("- **pe** (with position embeddings): validation perplexity 300.0 at step 100 → 90.0 at step 200 (2.0 M tokens, 1.0 min).")
+    assert "dimension 5 has the largest |mean| (robust z +7.5) and held that place for the last 2 of 2 checkpoints" in lines[0]
+    assert (
+        lines[2] == "- The PE model's position table: 12.5% of positions after the first have a flagged dimension; dimension 7 is the maximum of 30.0% of them."
+    )
+    assert "geometric mean over the 2 seeds 4.00× (paper: 354.0 / 4.3 = 82×). Token frequencies alone give 400.0." in lines[3]
+    assert "below the unigram perplexity (400) from step 100" in pretraining.onset_lines(runs, setup, SimpleNamespace(unigram=400.0))

@@ -49,10 +49,16 @@ def parse_models(models: str, profile: str = "default") -> list[str]:
     return specs
 
 
+def results(chapter: str, profile: str) -> Results:
+    """The chapter's Results, with the book's figure style set. Nothing is written yet."""
+    plotting.style()
+    return Results(chapter, profile)
+
+
 def begin(chapter: str, profile: str, models: str) -> tuple[list[str], Results]:
     """Check the model list and set the figure style; returns (model specs, the chapter's Results). Nothing is written yet."""
-    plotting.style()
-    return parse_models(models, profile), Results(chapter, profile)
+    specs = parse_models(models, profile)
+    return specs, results(chapter, profile)
 
 
 def show_beside_paper(

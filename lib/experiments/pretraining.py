@@ -5,7 +5,7 @@ perplexity, the paper's extreme-dimension share and chapter 02's model-level out
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib
@@ -14,19 +14,25 @@ import numpy as np
 import pandas as pd
 from transformers import PreTrainedTokenizerFast
 
+from ..core import paper, store
+from ..core.checks import positive_int
 from ..core.declaration import chapter
 from ..core.profiles import config
 from ..core.sources import comma_list
+from ..core.store import Writer
+from ..encode.collectors import LayerStats
+from ..encode.models import load_model
 from ..errors import require
-from ..measure import inference, metrics
+from ..measure import inference, metrics, outliers, positional
 from ..measure.outliers import OutlierReport
 from ..measure.positional import AFTER_FIRST
 from ..provenance import record
 from ..settings import DTYPES, autocast_precision, cache_dir, models_dir, pick_device
 from ..train import masked_lm
-from . import outlier_set
-from .outlier_set import OUTLIER_COLUMNS
+from . import figure_kinds, outlier_set
+from .outlier_set import OUTLIER_COLUMNS, Criterion
 from .plotting import COLORS
+from .positional_origin import embedding_tables_view
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome
 
 CHAPTER = chapter(
@@ -237,7 +243,7 @@ def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
     return int(dims[-1]), held
 
 
-def findings(
+def _findings(
     first: tuple[str, str],
     configs: Mapping[str, masked_lm.PretrainConfig],
     histories: Mapping[str, pd.DataFrame],
@@ -430,3 +436,279 @@ def drift_strongest_for_rare(tables: Tables, model: str, claim: Claim) -> Outcom
     control = f"at initialisation the same gap is {float((initial[rarest] - initial[commonest]).mean()):+.3f} on average"
     text = f"mean cosine with the mean row, rarest fifth minus most frequent fifth of the tokens, trained: {estimate.text(3)}"
     return outcome(decide(estimate, claim.margin), text, estimate, control)
+
+
+@dataclass(frozen=True)
+class Setup:
+    pairs: dict[int, tuple[str, str]]  # per seed: the (with, without position embeddings) model names
+    configs: dict[str, masked_lm.PretrainConfig]  # every run's configuration
+    criterion: Criterion  # chapter 02's outlier criterion, read in the trained models as in the others
+
+    @property
+    def first(self) -> tuple[str, str]:
+        """The first seed's pair: the one the figures show and chapters 10-12 read (chapter05:pe, chapter05:nope)."""
+        return next(iter(self.pairs.values()))
+
+
+def inputs(parameters: Mapping[str, object], profile: str) -> Setup:
+    """The chapter's runs from its parameters (the cell's namespace), every value checked first."""
+    require(isinstance(parameters["retrain"], bool), f"retrain must be True or False, got {parameters['retrain']!r}")
+    positive_int("track_blocks", parameters["track_blocks"])
+    positive_int("seeds", parameters["seeds"])
+    pairs, configs = pretraining_runs(parameters)
+    return Setup(pairs, configs, outlier_set.outlier_criterion(profile))
+
+
+@dataclass(frozen=True)
+class Corpus:
+    tokenizer: PreTrainedTokenizerFast  # byte-level BPE trained on the training split
+    train: masked_lm.shards.Blocks
+    valid: masked_lm.shards.Blocks
+    unigram: float  # the validation tokens' perplexity under the training token frequencies (no context)
+
+
+def corpus(setup: Setup) -> Corpus:
+    """The pre-training corpus in blocks and its tokenizer, shared by every run; one example tokenized, and the unigram
+    perplexity, printed."""
+    tokenizer, train, valid = masked_lm.prepare_corpus(next(iter(setup.configs.values())))
+    unigram = masked_lm.unigram_perplexity(train, valid, tokenizer)
+    print("tokenized:", tokenizer.convert_ids_to_tokens(tokenizer("The position of a word in a sentence matters.")["input_ids"]))
+    print(f"unigram perplexity of the validation tokens (training-set token frequencies, no context): {unigram:.1f}")
+    return Corpus(tokenizer, train, valid, unigram)
+
+
+def corpus_table(corpus: Corpus) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"split": ["train", "validation"], "blocks": [len(corpus.train), len(corpus.valid)], "tokens": [corpus.train.numel(), corpus.valid.numel()]}
+    )
+
+
+def train(
+    setup: Setup, corpus: Corpus, *, track_blocks: int, device: str, retrain: bool, results: Writer, parameters: dict
+) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every run trained (or reused where it was saved with the same settings and code): its training history and
+    outlier track, both written."""
+    trained = train_unless_saved(setup.configs, (corpus.tokenizer, corpus.train, corpus.valid), track_blocks=track_blocks, device=device, retrain=retrain)
+    for name, cfg in setup.configs.items():
+        history, track = trained[name]
+        results.table(history, TRAINING_HISTORY, f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
+        results.table(track, OUTLIER_TRACK, f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})
+    return trained
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    name: str  # the run's model name
+    history: pd.DataFrame  # TRAINING_HISTORY
+    track: pd.DataFrame  # OUTLIER_TRACK
+    size: dict  # trained parameters, layers, width
+    drift: pd.DataFrame  # its rows of EMBEDDING_DRIFT
+    stats: LayerStats  # chapter 02's statistics on the SST-2 sentences
+    report: OutlierReport  # chapter 02's outlier analysis of them
+
+
+def run(
+    name: str,
+    setup: Setup,
+    corpus: Corpus,
+    trained: dict[str, tuple[pd.DataFrame, pd.DataFrame]],
+    sentences: list[str],
+    *,
+    results: Writer,
+    parameters: dict,
+    device: str = "auto",
+    dtype: str = "auto",
+) -> TrainedRun:
+    """One trained model, loaded from the models folder as any chapter loads it: how its input embeddings drifted from
+    their seeded start, and chapter 02's outlier analysis on SST-2 sentences (two tables written)."""
+    cfg, criterion = setup.configs[name], setup.criterion
+    lm = load_model(f"trained:{name}", device=device, dtype=dtype)
+    trainable = sum(p.numel() for n, p in lm.model.named_parameters() if cfg.position_embeddings or "position_embeddings" not in n)
+    size = dict(parameters_millions=trainable / 1e6, n_layers=lm.n_layers, width=lm.width)
+    stages = {"initial": masked_lm.build_model(cfg, corpus.tokenizer).get_input_embeddings().weight.detach().numpy()}  # the seeded start
+    stages["trained"] = lm.model.get_input_embeddings().weight.detach().float().cpu().numpy()
+    drift = embedding_drift(
+        name, cfg.seed, cfg.position_embeddings, stages, token_counts(corpus.train, len(corpus.tokenizer)), corpus.tokenizer.all_special_ids
+    )
+    st = outlier_set.statistics(lm, sentences)
+    info = {"name": name, "seed": cfg.seed, "n_layers": lm.n_layers, "width": lm.width, "n_tokens": st.count}
+    report = outliers.analyse(
+        st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=criterion.z_threshold, min_layer_share=criterion.min_layer_share
+    )
+    report.pooled = report.pooled.assign(model=name)
+    results.table(report.detected, PRETRAIN_OUTLIERS, f"trained:{name}", parameters=parameters, model_info=info)
+    results.table(report.pooled, PRETRAIN_EXTREMES, f"trained:{name}", parameters=parameters, model_info=info)
+    return TrainedRun(name, *trained[name], size, drift, st, report)
+
+
+def _pair_info(setup: Setup) -> dict:
+    first = setup.first
+    return {"name": f"{first[0]} vs {first[1]}"}
+
+
+def drift_table(runs: dict[str, TrainedRun], setup: Setup, results: Writer, parameters: dict) -> pd.DataFrame:
+    """Every run's embedding drift, written as the chapter's table."""
+    drift = pd.concat([r.drift for r in runs.values()], ignore_index=True)
+    results.table(drift, EMBEDDING_DRIFT, store.CHAPTER, parameters=parameters, model_info=_pair_info(setup))
+    return drift
+
+
+def paper_runs() -> pd.DataFrame:
+    return paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]]
+
+
+def figure_training_curves(runs: dict[str, TrainedRun], corpus: Corpus, seeds: int, results: Writer) -> None:
+    fig = training_curves({n: r.history for n, r in runs.items()}, reference=("unigram (no context)", corpus.unigram))
+    caption = (
+        f"Training loss and validation perplexity of the {len(runs)} runs ({seeds} seeds per condition); dashed: the perplexity of token frequencies alone."
+    )
+    results.figure(fig, "training_curves", caption)
+
+
+def gap(setup: Setup, corpus: Corpus, results: Writer, parameters: dict, device: str) -> pd.DataFrame:
+    """Per seed, both final models' validation perplexity on the same masked tokens and their ratio (written)."""
+    frame = PRETRAIN_GAP.frame(
+        perplexity_gap(models_dir(), pair, setup.configs, tokenizer=corpus.tokenizer, blocks=corpus.valid, device=device) for pair in setup.pairs.values()
+    )
+    results.table(frame, PRETRAIN_GAP, store.CHAPTER, parameters=parameters, model_info=_pair_info(setup))
+    return frame
+
+
+def figure_outlier_track(runs: dict[str, TrainedRun], setup: Setup, results: Writer) -> None:
+    first = setup.first
+    fig = outlier_track({n: runs[n].track for n in first}, setup.criterion.z_threshold, {n: runs[n].history for n in first})
+    caption = (
+        "The outlier track: per checkpoint and layer, how far the largest-mean dimension stands out (left) and the share of vectors whose "
+        "maximum lies in the most frequent dimension (right)."
+    )
+    results.figure(fig, "outlier_track", caption)
+
+
+def last_checkpoint_tables(runs: dict[str, TrainedRun], setup: Setup) -> dict[str, pd.DataFrame]:
+    """The first pair's last checkpoint: per layer, the largest-|mean| dimension and the most frequent maximum/minimum."""
+    out = {}
+    for name in setup.first:
+        t = runs[name].track
+        last = t[t["step"] == t["step"].max()]
+        out[name] = last[["step", "layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]]
+    return out
+
+
+def summary(runs: dict[str, TrainedRun], setup: Setup, corpus: Corpus, results: Writer, parameters: dict) -> pd.DataFrame:
+    """Every run's row: size, training, final perplexity, extreme share and model-level outliers (written)."""
+    frame = PRETRAIN_SUMMARY.frame(
+        run_summary(name, setup.configs[name], r.history, size=r.size, report=r.report, unigram=corpus.unigram) for name, r in runs.items()
+    )
+    results.table(frame, PRETRAIN_SUMMARY, store.CHAPTER, parameters=parameters, model_info=_pair_info(setup))
+    return frame
+
+
+def training_view(summary_frame: pd.DataFrame) -> pd.DataFrame:
+    columns = [
+        "model",
+        "seed",
+        "position_embeddings",
+        "parameters_millions",
+        "n_layers",
+        "width",
+        "steps",
+        "tokens_seen_millions",
+        "training_minutes",
+        "training_precision",
+        "valid_perplexity",
+    ]
+    return summary_frame[columns].rename(columns={"n_layers": "layers", "training_precision": "precision"})
+
+
+def extremes_view(summary_frame: pd.DataFrame) -> pd.DataFrame:
+    return summary_frame[["model", "top_extreme_kind", "top_extreme_dim", "top_extreme_percent", "model_outliers"]]
+
+
+def figures_average_vectors(runs: dict[str, TrainedRun], setup: Setup, results: Writer) -> None:
+    for name in setup.first:
+        st = runs[name].stats
+        caption = f"{name}: the average token vector of every layer on {st.count:,} SST-2 tokens; flagged dimensions marked."
+        results.figure(figure_kinds.average_vectors(st.mean, runs[name].report.flags), f"average_vectors_{name}", caption, tab=name)
+
+
+def detected_tables(runs: dict[str, TrainedRun], setup: Setup) -> dict[str, pd.DataFrame]:
+    return {name: runs[name].report.detected for name in setup.first}
+
+
+def pooled_view(runs: dict[str, TrainedRun], setup: Setup) -> pd.DataFrame:
+    return pd.concat([runs[n].report.pooled for n in setup.first], ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]]
+
+
+@dataclass(frozen=True)
+class PositionTable:
+    name: str  # the model with position embeddings
+    view: positional.PositionView  # its embedding tables
+    ranks: pd.DataFrame  # its outlier dimensions' ranks among the LayerNorm parameters
+
+
+def position_table(runs: dict[str, TrainedRun], setup: Setup, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> PositionTable:
+    """The first model with position embeddings seen as chapter 03 sees a model: its embedding tables (written) and
+    its outlier dimensions' LayerNorm ranks; two figures drawn."""
+    name, z_threshold = setup.first[0], setup.criterion.z_threshold
+    lm = load_model(f"trained:{name}", device=device, dtype=dtype)
+    view = positional.position_view(lm, z_threshold)
+    model_dims = runs[name].report.model_outliers
+    ranks = positional.parameter_ranks(positional.layernorms(lm), model_dims["dim"].to_numpy(), model_dims["sign"].tolist())
+    results.table(view.summary, PRETRAIN_EMBEDDING_TABLES, f"trained:{name}", parameters=parameters)
+    chosen = view.example_rows()
+    matrix = view.matrix(chosen)
+    flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
+    fig = figure_kinds.vector_panels(matrix, flags, [f"position {p}" for p in chosen], ylabel="value")
+    results.figure(fig, f"position_embeddings_{name}", f"{name}: the learned position embeddings of a few positions; flagged dimensions marked.")
+    if len(model_dims):
+        caption = f"{name}: rank of each outlier dimension among the LayerNorm gains and biases."
+        results.figure(figure_kinds.layernorm_ranks({name: ranks}), "layernorm_ranks", caption)
+    return PositionTable(name, view, ranks)
+
+
+def position_tables_view(table: PositionTable) -> pd.DataFrame:
+    return embedding_tables_view(table.view.summary)
+
+
+def findings(runs: dict[str, TrainedRun], setup: Setup, corpus: Corpus, table: PositionTable, gap_frame: pd.DataFrame) -> list[str]:
+    """What our run shows: each of the first seed's runs, the position table, the perplexity ratio over seeds and the
+    outlier track's peak."""
+    return _findings(
+        setup.first,
+        setup.configs,
+        histories={n: r.history for n, r in runs.items()},
+        tracks={n: r.track for n, r in runs.items()},
+        reports={n: r.report for n, r in runs.items()},
+        position_summary=table.view.summary,
+        gap=gap_frame,
+        unigram=corpus.unigram,
+        z_threshold=setup.criterion.z_threshold,
+    )
+
+
+def onset_lines(runs: dict[str, TrainedRun], setup: Setup, corpus: Corpus) -> str:
+    """Exercise ex-05-curves: when each of the first pair first beats the unigram perplexity, and its final perplexity."""
+    lines = []
+    for name in setup.first:
+        h = runs[name].history
+        below = h[h["valid_perplexity"] < corpus.unigram]
+        onset = f"step {int(below['step'].iloc[0])}" if len(below) else "never"
+        lines.append(
+            f"- **{name}**: below the unigram perplexity ({corpus.unigram:.0f}) from {onset}; final validation perplexity {h['valid_perplexity'].iloc[-1]:.1f}."
+        )
+    return "\n".join(lines)
+
+
+def ratio_table(runs: dict[str, TrainedRun], setup: Setup) -> pd.Series:
+    """Exercise ex-05-longer: the first pair's perplexity ratio (without / with position embeddings) at each evaluation."""
+    with_pe, without_pe = (runs[n].history.set_index("step")["valid_perplexity"] for n in setup.first)
+    return (without_pe / with_pe).dropna().rename("perplexity without PE / with PE")
+
+
+def ratio_note(ratio: pd.Series) -> str:
+    return (
+        f"The ratio moved from {ratio.iloc[max(0, len(ratio) - 4)]:.3f} to {ratio.iloc[-1]:.3f} over the last evaluations. "
+        "In the paper's runs the model with position embeddings ends far ahead (354.0 / 4.3 ≈ 82); a ratio that rises towards the end "
+        "suggests the gap opens with more training, one that stays near 1 that both models are still learning word frequencies "
+        "rather than word order."
+    )
