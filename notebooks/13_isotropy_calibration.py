@@ -88,49 +88,20 @@ workers = "cores"  # "cores": side by side on the free CPU cores (with CUDA: pro
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32
 
 # %%
-from dataclasses import replace
-
-import pandas as pd
-
 import lib.book.chapter as ch
-from lib.book import tables
-from lib.core import paper
-from lib.datasets.tasks import GLUE_TASKS, glue_samples
-from lib.encode.models import load_model
 from lib.experiments import isotropy_calibration
-from lib.measure import isotropy
-from lib.measure.metrics import welch_p
-from lib.train import calibration, finetune
-from lib.train.workers import pool
 
 specs, results = ch.begin("13_isotropy_calibration", profile, models)
-scales = ch.positive_numbers("spectrum_scales", spectrum_scales)
-sweep_task = ch.names(scale_task, "scale_task", GLUE_TASKS)[0]
-grid = isotropy_calibration.grid(specs, globals())  # the runs: models × tasks × methods × seeds, each checked
-task_list, method_list, base, splits, epochs_by_task = list(grid.splits), grid.methods, grid.base, grid.splits, grid.epochs
+setup = isotropy_calibration.inputs(specs, globals())  # the runs: models × tasks × methods × seeds, each checked
 parameters = ch.parameters("13_isotropy_calibration", globals())
-
-
 ch.show(
-    pd.DataFrame(
-        [
-            {"task": GLUE_TASKS[t][0], "metric": GLUE_TASKS[t][1], "train": len(tr), "dev": len(dv), "epochs": epochs_by_task[t]}
-            for t, (tr, dv) in splits.items()
-        ]
-    ),
+    isotropy_calibration.samples_table(setup),
     "Training and development samples (MRPC is scored on the MSR test file; GLUE's MRPC dev ids are part of the MSR training file)",
 )
 
 # %% tags=["hide-output"]
 # a book build with several jobs trains each task's runs ahead of the chapter (`lib.edition.finetuning`); they come from the cache here
-with pool(workers) as client:  # "cores" (the default): one process per free CPU core
-    runs = isotropy_calibration.run_grid(
-        specs, splits, methods=method_list, seeds=grid.seeds, base=base, epochs=epochs_by_task, device=device, dtype=dtype, client=client
-    )
-for spec in specs:
-    results.table(
-        runs[runs["spec"] == spec], isotropy_calibration.RUNS, spec, parameters=parameters, model_info={"name": runs.loc[runs["spec"] == spec, "model"].iloc[0]}
-    )
+runs = isotropy_calibration.run(setup, workers_spec=workers, results=results, parameters=parameters, device=device, dtype=dtype)
 
 # %% [markdown]
 # ## Scores, isotropy and time, by method
@@ -144,24 +115,15 @@ for spec in specs:
 
 
 # %%
-summary = isotropy_calibration.summarise(runs)
-for spec, of_model in runs.groupby("spec", sort=False):
-    results.table(isotropy_calibration.summarise(of_model), isotropy_calibration.CALIBRATION_SUMMARY, spec, parameters=parameters)
-for model, frame in summary.groupby("model", sort=False):
-    scores = frame.assign(score=tables.plus_minus(frame["score_mean"], frame["score_std"]))
-    ch.show(
-        scores[["task", "metric", "method", "runs", "scored_runs", "score", "difference", "p", "p_student", "significant"]],
-        f"{model}: GLUE dev score × 100 (mean ± std over seeds) and its difference from no calibration",
-        precision=3,
-        tab=model,
-    )
-    of_w = frame.assign(I1_of_W=tables.plus_minus(frame["I1_mean"], frame["I1_std"], 3), I2_of_W=tables.plus_minus(frame["I2_mean"], frame["I2_std"], 3))
-    ch.show(
-        of_w[["task", "method", "I1_of_W", "I2_of_W", "I1_context_mean", "I2_context_mean", "time_ratio"]],
-        f"{model}: isotropy of W (mean ± std) and of the output embeddings after fine-tuning, time per epoch relative to no calibration",
-        precision=3,
-        tab=model,
-    )
+summary = isotropy_calibration.summary(runs, results, parameters)
+ch.show_each(
+    isotropy_calibration.score_tables(summary), "{name}: GLUE dev score × 100 (mean ± std over seeds) and its difference from no calibration", precision=3
+)
+ch.show_each(
+    isotropy_calibration.isotropy_tables(summary),
+    "{name}: isotropy of W (mean ± std) and of the output embeddings after fine-tuning, time per epoch relative to no calibration",
+    precision=3,
+)
 
 # %% [markdown]
 # Epoch times measured while other runs (and, in a parallel build, other chapters) share the machine vary from run to
@@ -170,38 +132,19 @@ for model, frame in summary.groupby("model", sort=False):
 # whatever else the machine does slows them alike. The flow-cost claim is decided on these step times.
 
 # %%
-step_times = {}
-for spec in specs:
-    step_times[spec] = isotropy_calibration.time_steps(spec, task_list[0], splits[task_list[0]][0], method_list, base, device, dtype)
-    results.table(step_times[spec], isotropy_calibration.STEP_TIMES, spec, parameters=parameters)
-    ch.show(
-        isotropy_calibration.step_summary(step_times[spec]),
-        f"{spec}: seconds per optimiser step (median of {step_times[spec]['round'].nunique()} interleaved rounds on one "
-        f"{GLUE_TASKS[task_list[0]][0]} batch of {batch_size}), and as a multiple of the uncalibrated step",
-        precision=3,
-    )
+step_times = isotropy_calibration.measure_step_times(setup, results, parameters, device=device, dtype=dtype)
+ch.show_each(
+    isotropy_calibration.step_tables(step_times),
+    f"{{name}}: seconds per optimiser step (median of interleaved rounds on one batch of {batch_size} of the first task), "
+    "and as a multiple of the uncalibrated step",
+    precision=3,
+)
 
 # %% tags=["hide-input"]
-tested = summary.dropna(subset=["p"])
-if len(tested):
-    bonferroni = 0.05 / len(tested)
-    ch.say(
-        f"**Many tests at once.** The table holds {len(tested)} t-tests; {int((tested['p'] < 0.05).sum())} have Welch's p < 0.05 "
-        f"({int((tested['p_student'] < 0.05).sum())} with Student's). If no method changed anything, about {0.05 * len(tested):.1f} of "
-        f"{len(tested)} would fall below 0.05 by chance alone. Holding the family of tests to 5% (Bonferroni: p < 0.05 / {len(tested)} "
-        f"= {bonferroni:.4f}) leaves {int((tested['p'] < bonferroni).sum())} (Welch) and {int((tested['p_student'] < bonferroni).sum())} "
-        f"(Student). With {seeds} seeds per cell a t-test has little power, so a change that is not significant is not shown to be absent."
-    )
+ch.say(isotropy_calibration.multiple_tests_note(summary, seeds))
 
 # %%
-for model, frame in summary.groupby("model", sort=False):
-    fig = isotropy_calibration.calibration_summary(frame, method_list)
-    results.figure(
-        fig,
-        f"calibration_{model}",
-        f"{model}: score change against the uncalibrated runs, I1 of W after fine-tuning, and time per epoch, by method.",
-        tab=model,
-    )
+isotropy_calibration.figures_summary(summary, setup, results)
 
 # %% [markdown]
 # ## The paper's numbers
@@ -211,25 +154,8 @@ for model, frame in summary.groupby("model", sort=False):
 # significant improvement over the uncalibrated model.
 
 # %%
-glue_paper = paper.table("ding2022", "glue")
-wide = glue_paper.assign(
-    cell=lambda f: (
-        f["paper_value"].map(lambda v: "NaN" if pd.isna(v) else f"{v:.2f}")
-        + " ± "
-        + f["paper_std"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
-        + f["paper_significant"].map(lambda s: " *" if s else "")
-    )
-)
-ch.show(
-    wide.pivot_table(index=["model", "paper_method"], columns="paper_task", values="cell", aggfunc="first", sort=False).reset_index(),
-    "Ding et al. (2022), Table 1 (paper): GLUE dev scores, mean ± std over 3 runs",
-)
-iso_paper = paper.table("ding2022", "glue_isotropy")
-ch.show(
-    iso_paper.pivot_table(index=["model", "paper_method"], columns="paper_task", values="paper_I1", aggfunc="first", sort=False).reset_index(),
-    "Ding et al. (2022), Table 4 (paper): I1 of the embedding space after fine-tuning",
-    precision=3,
-)
+ch.show(isotropy_calibration.paper_glue_table(), "Ding et al. (2022), Table 1 (paper): GLUE dev scores, mean ± std over 3 runs")
+ch.show(isotropy_calibration.paper_isotropy_table(), "Ding et al. (2022), Table 4 (paper): I1 of the embedding space after fine-tuning", precision=3)
 
 # %% [markdown]
 # ### Which space did the paper measure?
@@ -245,21 +171,7 @@ ch.show(
 # of the largest, their standard deviation over their mean cannot exceed $(1 - I_1)/(1 + I_1)$.
 
 # %% tags=["hide-input"]
-lowest = iso_paper["paper_I1"] - 0.005  # the smallest value that prints as the paper's two decimals
-bound = (1 - lowest) / (1 + lowest)
-impossible = iso_paper[iso_paper["paper_I2"] > bound]
-spaces = summary.groupby("method")[["I1_mean", "I1_context_mean"]].mean()
-ch.say(
-    f"- In Ding et al.'s Table 4, {len(impossible)} of {len(iso_paper)} (I1, I2) pairs have I2 above that bound, even allowing for the "
-    "rounding of the printed I1 (for I1 = 0.91 the "
-    f"largest possible I2 is {(1 - 0.91) / (1 + 0.91):.3f}; beside I1 = 0.91 the table prints I2 from "
-    f"{iso_paper.loc[iso_paper['paper_I1'] == 0.91, 'paper_I2'].min():.2f} to {iso_paper.loc[iso_paper['paper_I1'] == 0.91, 'paper_I2'].max():.2f}), "
-    "so at least one of the two columns is not what Appendix A defines.\n"
-    + "\n".join(
-        f"- Ours, {method}: I1 of the token-embedding matrix {r.I1_mean:.3f}, of the development embeddings {r.I1_context_mean:.3f}."
-        for method, r in spaces.iterrows()
-    )
-)
+ch.say(isotropy_calibration.measured_space_note(summary))
 
 # %% [markdown]
 # ## Ours next to the paper, method by method
@@ -274,29 +186,21 @@ ch.say(
 # rows with source `ours` were computed above.
 
 # %%
-ours = isotropy_calibration.method_overview(summary)
-theirs = isotropy_calibration.method_overview(isotropy_calibration.paper_summary())
-overview = pd.concat([ours.assign(source="ours"), theirs.assign(source="paper")], ignore_index=True)
-overview = overview[["source"] + [c for c in overview.columns if c != "source"]]
-for spec in specs:
-    results.table(overview, isotropy_calibration.OVERVIEW, spec, parameters=parameters)
-keys = ["source", "model", "method", "tasks"]
+overview = isotropy_calibration.overview(summary, setup, results, parameters)
 ch.show(
-    overview[keys + ["mean_difference", "undefined_scores", "significantly_better", "significantly_worse"]],
+    isotropy_calibration.scores_overview(overview),
     "Calibration methods averaged over tasks, scores: ours (computed here) and the paper's (Ding et al. 2022, Table 1)",
     precision=3,
 )
 ch.show(
-    overview[keys + ["I1_output", "I1_output_uncalibrated", "I1_W", "time_ratio"]],
+    isotropy_calibration.isotropy_overview(overview),
     "Calibration methods averaged over tasks, isotropy and time: ours (computed here) and the paper's (Ding et al. 2022, Tables 1 and 4)",
     precision=3,
 )
 
 # %% tags=["hide-input"]
-ch.say(
-    "**What our run shows, next to the paper.**\n\n"
-    + "\n".join(isotropy_calibration.findings(ours, theirs, runs, lr=lr, flow_layers=flow_layers, flow_hidden=flow_hidden))
-)
+lines = isotropy_calibration.findings(overview.ours, overview.theirs, runs, lr=lr, flow_layers=flow_layers, flow_hidden=flow_hidden)
+ch.findings(lines, title="What our run shows, next to the paper")
 
 # %% [markdown]
 # ## Where the spectrum priors pull W
@@ -314,33 +218,7 @@ ch.say(
 # parameters change the shape here, c1 is always σ1).
 
 # %%
-spectrum_methods = [m for m in method_list if m.startswith("spectrum")]
-curves, lines = {}, []
-for spec in specs if spectrum_methods else []:
-    lm = load_model(spec, device=device, dtype=dtype)
-    w = lm.model.get_input_embeddings().weight.detach().double().cpu()
-    sigma = calibration.singular_values(w)
-    curves[lm.name] = {"W (pre-trained)": sigma.numpy()}
-    alignment = isotropy.top_direction_alignment(w.numpy())
-    of_model = summary[summary["model"] == lm.name].groupby("method")["I1_mean"].mean()
-    for method in spectrum_methods:
-        prior = finetune.spectrum_target(w, replace(base, method=method))
-        curves[lm.name][f"{method} prior"] = prior.numpy()
-        lines.append(
-            f"- {lm.name}, **{method}**: prior at relative distance {float((sigma - prior).norm() / sigma.norm()):.2f} from W's singular "
-            f"values; σ1/σ_d {float(prior[0] / prior[-1]):.1f} for the prior against {float(sigma[0] / sigma[-1]):.1f} for W "
-            f"(top singular direction vs mean row: |cos| {alignment:.2f}); "
-            f"I1 after fine-tuning {of_model.get(method, float('nan')):.3f} (uncalibrated {of_model.get('none', float('nan')):.3f})."
-        )
-if curves:
-    results.figure(
-        isotropy_calibration.spectrum_targets(curves),
-        "spectrum_priors",
-        "Singular values of the pre-trained W beside the two spectrum priors with this chapter's constants.",
-    )
-    ch.say("\n".join(lines))
-else:
-    ch.say(f"This edition runs no spectrum control (`methods = {methods!r}`), so there is no figure here; the gpu edition shows it.")
+ch.say(isotropy_calibration.spectrum_priors(setup, summary, results, device=device, dtype=dtype))
 
 # %% [markdown]
 # ## How small the prior must be for I1 → 1, and what that does to the score
@@ -360,66 +238,23 @@ else:
 # regime the paper reports, reached by construction rather than by thousands of steps.
 
 # %%
-if scales:
-    sweep_split = {sweep_task: splits[sweep_task] if sweep_task in splits else glue_samples(sweep_task, n_train, n_dev, seed=seed)}
-    targets, sweeps = [], []
-    for spec in specs:
-        lm = load_model(spec, device=device, dtype=dtype)
-        w = lm.model.get_input_embeddings().weight.detach().double().cpu()
-        norm = float(w.norm())
-        for scale in scales:
-            cfg = replace(base, method="spectrum-exp", spectrum_scale=scale)
-            prior = finetune.spectrum_target(w, cfg)
-            targets.append({"model": lm.name, "c1 / σ1": scale, **finetune.prior_measures(w, cfg), "‖prior‖ / ‖W‖": float(prior.norm()) / norm})
-        targets.append({"model": lm.name, "c1 / σ1": float("nan"), **isotropy.partition_measures(w.numpy()), "‖prior‖ / ‖W‖": 1.0})
-    ch.show(pd.DataFrame(targets), "I1 and I2 of W moved onto the exponential prior at each scale (last row per model: W itself)", precision=3)
+ch.show(
+    isotropy_calibration.prior_targets(setup, device=device, dtype=dtype),
+    "I1 and I2 of W moved onto the exponential prior at each scale (last row per model: W itself)",
+    precision=3,
+)
 
 # %% tags=["hide-output"]
-if scales:
-    seed_list = list(range(seed, seed + seeds))
-    at_prior = [replace(base, spectrum_scale=s, start_at_prior=True) for s in scales]
-    with pool(workers) as client:
-        sweep = pd.concat(
-            [
-                isotropy_calibration.run_grid(
-                    specs, sweep_split, ["spectrum-exp"], seeds=seed_list, base=c, epochs=epochs_by_task, device=device, dtype=dtype, client=client
-                ).assign(c1_scale=c.spectrum_scale)
-                for c in at_prior
-            ]
-            + [
-                isotropy_calibration.run_grid(
-                    specs, sweep_split, ["none"], seeds=seed_list, base=base, epochs=epochs_by_task, device=device, dtype=dtype, client=client
-                ).assign(c1_scale=float("nan"))
-            ]
-        )
-    for spec in specs:
-        results.table(
-            sweep[sweep["spec"] == spec],
-            isotropy_calibration.PRIOR_SCALE_RUNS,
-            spec,
-            parameters=parameters,
-            model_info={"name": sweep.loc[sweep["spec"] == spec, "model"].iloc[0]},
-        )
+settings = dict(n_train=n_train, n_dev=n_dev, seed=seed, workers_spec=workers, device=device, dtype=dtype)
+sweep = isotropy_calibration.prior_scale_sweep(setup, results=results, parameters=parameters, **settings)
 
 # %%
-if scales:
-    swept = (
-        sweep.groupby(["model", "c1_scale"], dropna=False)
-        .agg(runs=("score", "size"), score_mean=("score", "mean"), score_std=("score", "std"), I1_W=("I1", "mean"), I1_output=("I1_context", "mean"))
-        .reset_index()
-    )
-    name = GLUE_TASKS[sweep_task][0]
-    ch.show(swept, f"{name} fine-tuned from W at the prior of each scale c1/σ1 (last row per model: uncalibrated, from the pre-trained W)", precision=3)
-    for model, rows in swept.groupby("model", sort=False):
-        reference, smallest = rows[rows["c1_scale"].isna()].iloc[0], rows.loc[rows["c1_scale"].idxmin()]
-        of_model = sweep[sweep["model"] == model]
-        p = welch_p(of_model.loc[of_model["c1_scale"] == smallest["c1_scale"], "score"], of_model.loc[of_model["c1_scale"].isna(), "score"])
-        ch.say(
-            f"{model}, {name}: I1 of W after fine-tuning is {smallest['I1_W']:.3f} at c1/σ1 = {smallest['c1_scale']:g} against "
-            f"{reference['I1_W']:.3f} uncalibrated, and the {GLUE_TASKS[sweep_task][1]} is {smallest['score_mean']:.1f} ± {smallest['score_std']:.1f} "
-            f"against {reference['score_mean']:.1f} ± {reference['score_std']:.1f} (mean ± sd over {int(reference['runs'])} seeds; "
-            + (f"Welch p = {p:.3f})." if p == p else "no Welch test: it needs two seeds per side with some spread).")
-        )
+ch.show(
+    isotropy_calibration.sweep_table(sweep),
+    "The scale task fine-tuned from W at the prior of each scale c1/σ1 (last row per model: uncalibrated, from the pre-trained W)",
+    precision=3,
+)
+ch.say(isotropy_calibration.sweep_lines(sweep, setup.sweep_task))
 
 # %% [markdown]
 # ## On a GPU: the paper's setting, and sequence-to-sequence models
@@ -463,17 +298,8 @@ if scales:
 # :::
 
 # %%
-cells = tested[(tested["p"] < 0.05) | (tested["p_student"] < 0.05)]
-ch.show(
-    cells[["model", "task", "method", "difference", "p", "p_student"]] if len(cells) else pd.DataFrame({"result": ["no cell has p < 0.05 under either test"]}),
-    "Cells with p < 0.05 under Welch's or Student's test (this run)",
-    precision=4,
-)
-ch.say(
-    f"{len(tested)} tests at the 5% level would give about {0.05 * len(tested):.1f} such cells by chance alone. The two tests differ "
-    "only in whether the two groups' variances are pooled; with equal group sizes their t statistics are equal and only the degrees "
-    "of freedom differ, so they disagree only near the threshold."
-)
+ch.show(isotropy_calibration.significant_cells(summary), "Cells with p < 0.05 under Welch's or Student's test (this run)", precision=4)
+ch.say(isotropy_calibration.chance_note(summary))
 
 # %% [markdown]
 # :::{solution-end}
@@ -494,17 +320,7 @@ ch.say(
 # :::
 
 # %%
-steps_max = int(runs["steps"].max())
-i1 = summary.groupby("method")["I1_mean"].mean()
-ch.say(
-    f"In this run I1 of W is {i1.get('none', float('nan')):.3f} uncalibrated and "
-    + ", ".join(f"{i1[m]:.3f} with {m}" for m in i1.index if m.startswith("spectrum"))
-    + f". Adam divides each gradient by its running scale, so a weight moves by about the learning rate ({lr:g}) per step however "
-    f"large the penalty's weight: after {steps_max} steps no entry of W has moved by more than about {lr * steps_max:.1e}. A stronger "
-    "penalty changes the direction of the updates (more of each step goes to the spectrum), not their size, so I1 can move only as far "
-    "as those steps allow. The prior-scale section above shows what the paper's I1 ≈ 1 takes: W shrunk to a small fraction of its norm, "
-    "which at this rate needs far more steps than a few dozen."
-)
+ch.say(isotropy_calibration.adam_bound_note(runs, summary, lr))
 
 # %% [markdown]
 # :::{solution-end}

@@ -240,3 +240,21 @@ def test_pretraining_findings_give_each_run_the_position_table_and_the_ratio_ove
     )
     assert "geometric mean over the 2 seeds 4.00× (paper: 354.0 / 4.3 = 82×). Token frequencies alone give 400.0." in lines[3]
     assert "below the unigram perplexity (400) from step 100" in pretraining.onset_lines(runs, setup, SimpleNamespace(unigram=400.0))
+
+
+def test_isotropy_calibration_findings_put_each_method_beside_the_paper_and_bound_the_steps():
+    from lib.experiments import isotropy_calibration
+
+    row = dict(tasks=2, significantly_better=1, significantly_worse=0, undefined_scores=0, I1_output_uncalibrated=0.5, I1_output=0.6, I1_W=0.9)
+    ours = pd.DataFrame([{"model": "m", "method": "flow", "mean_difference": 0.5, "time_ratio": 3.0, **row}])
+    theirs = pd.DataFrame(
+        [{"model": "bert-base-uncased", "method": "flow", "mean_difference": -1.0, "I1_output_uncalibrated": 0.91, "I1_output": 0.92, "time_ratio": 4.2}]
+    )
+    runs = pd.DataFrame({"task": ["sst2", "rte"], "steps": [40, 60]})
+    lines = isotropy_calibration.findings(ours, theirs, runs, lr=1e-3, flow_layers=2, flow_hidden=64)
+    assert lines[0] == (
+        "- **flow** (m): score change +0.50 points on average over 2 tasks (1 significantly better, 0 significantly worse, 0 undefined); "
+        "I1 of the output embeddings 0.500 → 0.600 (of W: 0.900); 3.00× the time per epoch. Paper: bert-base-uncased -1.00, I1 of the output 0.91 → 0.92."
+    )
+    assert lines[1].startswith("- The flow costs 3.00× the uncalibrated time per epoch here (paper, BERT: 4.2×)")
+    assert "took 40-60 optimiser steps" in lines[2] and "~6.0e-02 here" in lines[2]

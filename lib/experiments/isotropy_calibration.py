@@ -14,19 +14,22 @@ import pandas as pd
 from tqdm import tqdm
 
 from ..core import paper
+from ..core.checks import positive_numbers
 from ..core.declaration import chapter
 from ..core.profiles import config
 from ..core.sources import names
+from ..core.store import Writer
 from ..datasets.tasks import GLUE_TASKS, glue_samples
 from ..encode.models import load_model
 from ..errors import require
-from ..measure import inference
+from ..measure import inference, isotropy
 from ..measure.inference import Estimate
 from ..measure.metrics import student_p, welch_p
 from ..provenance import record
 from ..settings import autocast_precision, pick_device
-from ..train import workers
+from ..train import calibration, finetune, workers
 from ..train.finetune import METHODS, FinetuneConfig, cached_run, step_times
+from .cells import plus_minus
 from .plotting import COLORS, PAGE_WIDTH
 from .verdicts import FAILS, MIXED, NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
 
@@ -485,4 +488,304 @@ def paper_summary() -> pd.DataFrame:
             "I2_context_mean": frame["paper_I2"],
             "time_ratio": time_ratio,
         }
+    )
+
+
+@dataclass(frozen=True)
+class Setup:
+    grid: Grid  # the fine-tuning runs: models × tasks × methods × seeds
+    scales: list[float]  # c1/σ1 of the prior-scale runs (none: the section is skipped)
+    sweep_task: str  # the task they fine-tune
+
+
+def inputs(specs: list[str], parameters: Mapping[str, Any]) -> Setup:
+    """The chapter's runs from its parameters (the cell's namespace), every value checked first."""
+    scales = positive_numbers("spectrum_scales", parameters["spectrum_scales"])
+    sweep_task = names(parameters["scale_task"], "scale_task", GLUE_TASKS)[0]
+    return Setup(grid(specs, parameters), scales, sweep_task)
+
+
+def samples_table(setup: Setup) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"task": GLUE_TASKS[t][0], "metric": GLUE_TASKS[t][1], "train": len(tr), "dev": len(dv), "epochs": setup.grid.epochs[t]}
+            for t, (tr, dv) in setup.grid.splits.items()
+        ]
+    )
+
+
+def run(setup: Setup, *, workers_spec: str, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> pd.DataFrame:
+    """Every fine-tuning run of the grid, side by side in one pool of workers (runs a parallel build trained ahead come
+    from the cache), and each model's runs written. One call for all models, unlike other chapters' per-model `run`:
+    a pool per model would leave its processes idle while the last runs of a model finish."""
+    g = setup.grid
+    with workers.pool(workers_spec) as client:  # "cores" (the default): one process per free CPU core
+        runs = run_grid(g.specs, g.splits, methods=g.methods, seeds=g.seeds, base=g.base, epochs=g.epochs, device=device, dtype=dtype, client=client)
+    for spec in g.specs:
+        of_model = runs[runs["spec"] == spec]
+        results.table(of_model, RUNS, spec, parameters=parameters, model_info={"name": of_model["model"].iloc[0]})
+    return runs
+
+
+def summary(runs: pd.DataFrame, results: Writer, parameters: dict) -> pd.DataFrame:
+    """Per model, task and method over seeds (`summarise`), each model's written."""
+    for spec, of_model in runs.groupby("spec", sort=False):
+        results.table(summarise(of_model), CALIBRATION_SUMMARY, spec, parameters=parameters)
+    return summarise(runs)
+
+
+def score_tables(summary_frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per model: the dev score (mean ± std over seeds), its difference from no calibration and the tests."""
+    return {
+        model: frame.assign(score=plus_minus(frame["score_mean"], frame["score_std"]))[
+            ["task", "metric", "method", "runs", "scored_runs", "score", "difference", "p", "p_student", "significant"]
+        ]
+        for model, frame in summary_frame.groupby("model", sort=False)
+    }
+
+
+def isotropy_tables(summary_frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per model: I1 and I2 of W (mean ± std), of the output embeddings, and the time per epoch against no calibration."""
+    return {
+        model: frame.assign(I1_of_W=plus_minus(frame["I1_mean"], frame["I1_std"], 3), I2_of_W=plus_minus(frame["I2_mean"], frame["I2_std"], 3))[
+            ["task", "method", "I1_of_W", "I2_of_W", "I1_context_mean", "I2_context_mean", "time_ratio"]
+        ]
+        for model, frame in summary_frame.groupby("model", sort=False)
+    }
+
+
+def measure_step_times(setup: Setup, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> dict[str, pd.DataFrame]:
+    """Per model: every method's optimiser step timed on one batch of the first task, warm, in interleaved rounds (written)."""
+    g, out = setup.grid, {}
+    task = list(g.splits)[0]
+    for spec in g.specs:
+        out[spec] = time_steps(spec, task, g.splits[task][0], g.methods, g.base, device, dtype)
+        results.table(out[spec], STEP_TIMES, spec, parameters=parameters)
+    return out
+
+
+def step_tables(times: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    return {spec: step_summary(t) for spec, t in times.items()}
+
+
+def multiple_tests_note(summary_frame: pd.DataFrame, seeds: int) -> str:
+    """How many of the summary's t-tests fall below 0.05, how many chance alone would put there, and after Bonferroni."""
+    tested = summary_frame.dropna(subset=["p"])
+    if not len(tested):
+        return "**Many tests at once.** No cell has a t-test in this run (it needs two seeds per side with some spread)."
+    bonferroni = 0.05 / len(tested)
+    return (
+        f"**Many tests at once.** The table holds {len(tested)} t-tests; {int((tested['p'] < 0.05).sum())} have Welch's p < 0.05 "
+        f"({int((tested['p_student'] < 0.05).sum())} with Student's). If no method changed anything, about {0.05 * len(tested):.1f} of "
+        f"{len(tested)} would fall below 0.05 by chance alone. Holding the family of tests to 5% (Bonferroni: p < 0.05 / {len(tested)} "
+        f"= {bonferroni:.4f}) leaves {int((tested['p'] < bonferroni).sum())} (Welch) and {int((tested['p_student'] < bonferroni).sum())} "
+        f"(Student). With {seeds} seeds per cell a t-test has little power, so a change that is not significant is not shown to be absent."
+    )
+
+
+def figures_summary(summary_frame: pd.DataFrame, setup: Setup, results: Writer) -> None:
+    for model, frame in summary_frame.groupby("model", sort=False):
+        caption = f"{model}: score change against the uncalibrated runs, I1 of W after fine-tuning, and time per epoch, by method."
+        results.figure(calibration_summary(frame, setup.grid.methods), f"calibration_{model}", caption, tab=model)
+
+
+def _cell(value: float, std: float, significant: bool) -> str:
+    return ("NaN" if pd.isna(value) else f"{value:.2f}") + " ± " + ("–" if pd.isna(std) else f"{std:.2f}") + (" *" if significant else "")
+
+
+def paper_glue_table() -> pd.DataFrame:
+    """Ding et al.'s Table 1: GLUE dev scores (mean ± std over 3 runs, * where significant), one column per task."""
+    glue = paper.table("ding2022", "glue")
+    cells = [_cell(v, s, m) for v, s, m in zip(glue["paper_value"], glue["paper_std"], glue["paper_significant"])]
+    return glue.assign(cell=cells).pivot_table(index=["model", "paper_method"], columns="paper_task", values="cell", aggfunc="first", sort=False).reset_index()
+
+
+def paper_isotropy_table() -> pd.DataFrame:
+    """Ding et al.'s Table 4: I1 after fine-tuning, one column per task."""
+    iso = paper.table("ding2022", "glue_isotropy")
+    return iso.pivot_table(index=["model", "paper_method"], columns="paper_task", values="paper_I1", aggfunc="first", sort=False).reset_index()
+
+
+def measured_space_note(summary_frame: pd.DataFrame) -> str:
+    """How many of the paper's (I1, I2) pairs are impossible together, and our I1 of W and of the output embeddings."""
+    iso = paper.table("ding2022", "glue_isotropy")
+    lowest = iso["paper_I1"] - 0.005  # the smallest value that prints as the paper's two decimals
+    impossible = iso[iso["paper_I2"] > (1 - lowest) / (1 + lowest)]
+    spaces = summary_frame.groupby("method")[["I1_mean", "I1_context_mean"]].mean()
+    at = iso.loc[iso["paper_I1"] == 0.91, "paper_I2"]
+    return (
+        f"- In Ding et al.'s Table 4, {len(impossible)} of {len(iso)} (I1, I2) pairs have I2 above that bound, even allowing for the "
+        "rounding of the printed I1 (for I1 = 0.91 the "
+        f"largest possible I2 is {(1 - 0.91) / (1 + 0.91):.3f}; beside I1 = 0.91 the table prints I2 from {at.min():.2f} to {at.max():.2f}), "
+        "so at least one of the two columns is not what Appendix A defines.\n"
+        + "\n".join(
+            f"- Ours, {method}: I1 of the token-embedding matrix {r.I1_mean:.3f}, of the development embeddings {r.I1_context_mean:.3f}."
+            for method, r in spaces.iterrows()
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Overview:
+    ours: pd.DataFrame  # each method averaged over the tasks (`method_overview` of our summary)
+    theirs: pd.DataFrame  # the same of the paper's Tables 1 and 4
+    table: pd.DataFrame  # both, with their source: the OVERVIEW table
+
+
+def overview(summary_frame: pd.DataFrame, setup: Setup, results: Writer, parameters: dict) -> Overview:
+    """Every method averaged over the tasks, ours beside the paper's (written for each model)."""
+    ours, theirs = method_overview(summary_frame), method_overview(paper_summary())
+    both = pd.concat([ours.assign(source="ours"), theirs.assign(source="paper")], ignore_index=True)
+    both = both[["source"] + [c for c in both.columns if c != "source"]]
+    for spec in setup.grid.specs:
+        results.table(both, OVERVIEW, spec, parameters=parameters)
+    return Overview(ours, theirs, both)
+
+
+OVERVIEW_KEYS = ["source", "model", "method", "tasks"]
+
+
+def scores_overview(ov: Overview) -> pd.DataFrame:
+    return ov.table[OVERVIEW_KEYS + ["mean_difference", "undefined_scores", "significantly_better", "significantly_worse"]]
+
+
+def isotropy_overview(ov: Overview) -> pd.DataFrame:
+    return ov.table[OVERVIEW_KEYS + ["I1_output", "I1_output_uncalibrated", "I1_W", "time_ratio"]]
+
+
+def _w(spec: str, device: str, dtype: str):
+    lm = load_model(spec, device=device, dtype=dtype)
+    return lm.name, lm.model.get_input_embeddings().weight.detach().double().cpu()
+
+
+def spectrum_priors(setup: Setup, summary_frame: pd.DataFrame, results: Writer, device: str = "auto", dtype: str = "auto") -> str:
+    """The singular values of each pre-trained W beside the spectrum priors (a figure), and per model and method how far
+    the prior lies from W, how steeply each falls, and how I1 moved in this run; a note when no spectrum method runs."""
+    methods = [m for m in setup.grid.methods if m.startswith("spectrum")]
+    if not methods:
+        return f"This edition runs no spectrum control (`methods = {','.join(setup.grid.methods)!r}`), so there is no figure here; the gpu edition shows it."
+    curves, lines = {}, []
+    for spec in setup.grid.specs:
+        name, w = _w(spec, device, dtype)
+        sigma = calibration.singular_values(w)
+        curves[name] = {"W (pre-trained)": sigma.numpy()}
+        alignment = isotropy.top_direction_alignment(w.numpy())
+        of_model = summary_frame[summary_frame["model"] == name].groupby("method")["I1_mean"].mean()
+        for method in methods:
+            prior = finetune.spectrum_target(w, replace(setup.grid.base, method=method))
+            curves[name][f"{method} prior"] = prior.numpy()
+            lines.append(
+                f"- {name}, **{method}**: prior at relative distance {float((sigma - prior).norm() / sigma.norm()):.2f} from W's singular "
+                f"values; σ1/σ_d {float(prior[0] / prior[-1]):.1f} for the prior against {float(sigma[0] / sigma[-1]):.1f} for W "
+                f"(top singular direction vs mean row: |cos| {alignment:.2f}); "
+                f"I1 after fine-tuning {of_model.get(method, float('nan')):.3f} (uncalibrated {of_model.get('none', float('nan')):.3f})."
+            )
+    caption = "Singular values of the pre-trained W beside the two spectrum priors with this chapter's constants."
+    results.figure(spectrum_targets(curves), "spectrum_priors", caption)
+    return "\n".join(lines)
+
+
+def prior_targets(setup: Setup, device: str = "auto", dtype: str = "auto") -> pd.DataFrame:
+    """W moved onto the exponential prior at each scale c1/σ1, without training: its I1, I2 and norm against W's."""
+    rows = []
+    for spec in setup.grid.specs if setup.scales else []:
+        name, w = _w(spec, device, dtype)
+        norm = float(w.norm())
+        for scale in setup.scales:
+            cfg = replace(setup.grid.base, method="spectrum-exp", spectrum_scale=scale)
+            prior = finetune.spectrum_target(w, cfg)
+            rows.append({"model": name, "c1 / σ1": scale, **finetune.prior_measures(w, cfg), "‖prior‖ / ‖W‖": float(prior.norm()) / norm})
+        rows.append({"model": name, "c1 / σ1": float("nan"), **isotropy.partition_measures(w.numpy()), "‖prior‖ / ‖W‖": 1.0})
+    return pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["no spectrum_scales in this edition"]})
+
+
+def prior_scale_sweep(
+    setup: Setup, *, n_train: int, n_dev: int, seed: int, workers_spec: str, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto"
+) -> pd.DataFrame:
+    """The sweep task fine-tuned from W set to the prior at each scale (spectrum control holding it there), and from the
+    pre-trained W without calibration, with the grid's seeds (written for each model); empty without scales."""
+    g = setup.grid
+    if not setup.scales:
+        return pd.DataFrame()
+    task = setup.sweep_task
+    split = {task: g.splits[task] if task in g.splits else glue_samples(task, n_train, n_dev, seed=seed)}
+    at_prior = [replace(g.base, spectrum_scale=s, start_at_prior=True) for s in setup.scales]
+    with workers.pool(workers_spec) as client:
+        sweep = pd.concat(
+            [
+                run_grid(g.specs, split, ["spectrum-exp"], seeds=g.seeds, base=c, epochs=g.epochs, device=device, dtype=dtype, client=client).assign(
+                    c1_scale=c.spectrum_scale
+                )
+                for c in at_prior
+            ]
+            + [
+                run_grid(g.specs, split, ["none"], seeds=g.seeds, base=g.base, epochs=g.epochs, device=device, dtype=dtype, client=client).assign(
+                    c1_scale=float("nan")
+                )
+            ]
+        )
+    for spec in g.specs:
+        of_model = sweep[sweep["spec"] == spec]
+        results.table(of_model, PRIOR_SCALE_RUNS, spec, parameters=parameters, model_info={"name": of_model["model"].iloc[0]})
+    return sweep
+
+
+def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Per model and scale: runs, score (mean, std), I1 of W and of the output embeddings after fine-tuning."""
+    if sweep.empty:
+        return pd.DataFrame({"result": ["no spectrum_scales in this edition"]})
+    agg = dict(runs=("score", "size"), score_mean=("score", "mean"), score_std=("score", "std"), I1_W=("I1", "mean"), I1_output=("I1_context", "mean"))
+    return sweep.groupby(["model", "c1_scale"], dropna=False).agg(**agg).reset_index()
+
+
+def sweep_lines(sweep: pd.DataFrame, task: str) -> str:
+    """Per model: I1 of W and the score at the smallest scale against uncalibrated, with Welch's test over seeds."""
+    if sweep.empty:
+        return ""
+    name, lines = GLUE_TASKS[task][0], []
+    for model, rows in sweep_table(sweep).groupby("model", sort=False):
+        reference, smallest = rows[rows["c1_scale"].isna()].iloc[0], rows.loc[rows["c1_scale"].idxmin()]
+        of_model = sweep[sweep["model"] == model]
+        p = welch_p(of_model.loc[of_model["c1_scale"] == smallest["c1_scale"], "score"], of_model.loc[of_model["c1_scale"].isna(), "score"])
+        lines.append(
+            f"{model}, {name}: I1 of W after fine-tuning is {smallest['I1_W']:.3f} at c1/σ1 = {smallest['c1_scale']:g} against "
+            f"{reference['I1_W']:.3f} uncalibrated, and the {GLUE_TASKS[task][1]} is {smallest['score_mean']:.1f} ± {smallest['score_std']:.1f} "
+            f"against {reference['score_mean']:.1f} ± {reference['score_std']:.1f} (mean ± sd over {int(reference['runs'])} seeds; "
+            + (f"Welch p = {p:.3f})." if p == p else "no Welch test: it needs two seeds per side with some spread).")
+        )
+    return "\n\n".join(lines)
+
+
+def significant_cells(summary_frame: pd.DataFrame) -> pd.DataFrame:
+    """Exercise ex-13-read: the cells with p < 0.05 under Welch's or Student's test."""
+    tested = summary_frame.dropna(subset=["p"])
+    cells = tested[(tested["p"] < 0.05) | (tested["p_student"] < 0.05)]
+    return (
+        cells[["model", "task", "method", "difference", "p", "p_student"]]
+        if len(cells)
+        else pd.DataFrame({"result": ["no cell has p < 0.05 under either test"]})
+    )
+
+
+def chance_note(summary_frame: pd.DataFrame) -> str:
+    tested = summary_frame.dropna(subset=["p"])
+    return (
+        f"{len(tested)} tests at the 5% level would give about {0.05 * len(tested):.1f} such cells by chance alone. The two tests differ "
+        "only in whether the two groups' variances are pooled; with equal group sizes their t statistics are equal and only the degrees "
+        "of freedom differ, so they disagree only near the threshold."
+    )
+
+
+def adam_bound_note(runs: pd.DataFrame, summary_frame: pd.DataFrame, lr: float) -> str:
+    """Exercise ex-13-strength: how far Adam lets W move in this run's steps, against I1 with and without spectrum control."""
+    steps_max = int(runs["steps"].max())
+    i1 = summary_frame.groupby("method")["I1_mean"].mean()
+    return (
+        f"In this run I1 of W is {i1.get('none', float('nan')):.3f} uncalibrated and "
+        + ", ".join(f"{i1[m]:.3f} with {m}" for m in i1.index if m.startswith("spectrum"))
+        + f". Adam divides each gradient by its running scale, so a weight moves by about the learning rate ({lr:g}) per step however "
+        f"large the penalty's weight: after {steps_max} steps no entry of W has moved by more than about {lr * steps_max:.1e}. A stronger "
+        "penalty changes the direction of the updates (more of each step goes to the spectrum), not their size, so I1 can move only as far "
+        "as those steps allow. The prior-scale section above shows what the paper's I1 ≈ 1 takes: W shrunk to a small fraction of its norm, "
+        "which at this rate needs far more steps than a few dozen."
     )
