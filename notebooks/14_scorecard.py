@@ -21,7 +21,7 @@
 # The papers make claims; the chapters before this one measure the quantities the claims are
 # about. This chapter puts the two together. Each claim of {cite:t}`luo2021positional`, Luo's thesis {cite:p}`luo2021thesis`,
 # {cite:t}`bis2021too` and {cite:t}`ding2022isotropy` that the book can check is listed in
-# `lib/book/claims.yaml` with the result table it is tested on, the **effect** the claim is about
+# `lib/experiments/claims.yaml` with the result table it is tested on, the **effect** the claim is about
 # (a difference, a share, a ratio), a **margin** (the size of effect that would matter, and why)
 # and, where a claim is about particular dimensions or could be produced by the measurement
 # itself, a **control** (random dimensions zeroed instead of the outliers, a probe trained on

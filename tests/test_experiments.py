@@ -250,7 +250,7 @@ def test_chapter_11_and_12_tables_have_their_declared_columns():
     from lib.measure import vocabulary
 
     lm = tiny_model("bert")
-    found = rare_words.measure(lm, SENTENCES * 3, bin_size=500, own_corpus=False)
+    found = rare_words._bins(lm, SENTENCES * 3, bin_size=500, own_corpus=False)
     rare_words.COVERAGE.frame([rare_words.coverage_row("whole words", np.array([5, 3, 1])), found.coverage])
     rare_words.RARE_COSINE.check(found.by_frequency)
     assert len(found.by_frequency_bins(250)) > len(found.by_frequency)
