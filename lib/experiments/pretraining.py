@@ -590,7 +590,7 @@ def last_checkpoint_tables(runs: dict[str, TrainedRun], setup: Setup) -> dict[st
     for name in setup.first:
         t = runs[name].track
         last = t[t["step"] == t["step"].max()]
-        out[name] = last[["step", "layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]]
+        out[name] = last[["layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]]
     return out
 
 
