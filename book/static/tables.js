@@ -1,16 +1,29 @@
-// A short cell ("STS-12", "bert-base") stays on one line; tables that are still wider than the text column get a
-// visible cue (book.css: a shadow and a "scroll" line), and every figure opens at full size when tapped, so a
-// multi-panel figure can be read on a phone.
+// A short cell ("STS-12", "bert-base") stays on one line; a table still wider than the text column is stacked on a
+// phone (each row a block, each cell under its column's name: book.css) and scrolls with a visible cue on a wider
+// screen (a shadow and a "scroll" line); every figure opens at full size when tapped, so a multi-panel figure can be
+// read on a phone.
 function keepShortCellsWhole() {
   "use strict";
   document.querySelectorAll("table.table td, table.table th").forEach((cell) => {
     if (cell.textContent.trim().length <= 10) cell.style.whiteSpace = "nowrap";
   });
 }
+const PHONE = 700; // px: below this window width a table too wide for the column is stacked, not scrolled
+function labelCells() {
+  "use strict";
+  document.querySelectorAll("table.table").forEach((table) => {
+    const heads = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+    table.querySelectorAll("tbody tr").forEach((row) => {
+      [...row.children].forEach((cell, i) => { if (heads[i]) cell.dataset.label = heads[i]; });
+    });
+  });
+}
 function markWideTables() {
   "use strict";
   document.querySelectorAll(".pst-scrollable-table-container").forEach((box) => {
-    box.classList.toggle("book-scrolls", box.scrollWidth - box.clientWidth > 2);
+    box.classList.remove("book-stacked", "book-scrolls");
+    if (box.scrollWidth - box.clientWidth <= 2) return;
+    box.classList.add(window.innerWidth < PHONE ? "book-stacked" : "book-scrolls");
   });
 }
 function zoomableFigures() {
@@ -27,6 +40,7 @@ function zoomableFigures() {
 }
 document.addEventListener("DOMContentLoaded", () => {
   keepShortCellsWhole();
+  labelCells();
   markWideTables();
   zoomableFigures();
 });

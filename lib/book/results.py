@@ -86,8 +86,11 @@ class Results:
         (MyST) and label (`figure_labels.label`), which the edition turns into a numbered figure (in `tab`'s tab, given a
         model's name: `tabs`); the figure is closed."""
         plotting.readable(fig)
+        dpi = 150
+        smallest = plotting.smallest_text_px(fig, dpi)  # recorded in the PNG for the browser test
+        entries = {"pdf": None, "png": {plotting.SMALLEST_TEXT: f"{smallest:.1f}"} if smallest else None}
         for ext in ("pdf", "png"):
-            path = write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=150, bbox_inches="tight"))
+            path = write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=dpi, bbox_inches="tight", metadata=entries[e]))
             record("output", path, f"{self.profile}/figures/{self.chapter}/{path.name}")
         plt.close(fig)
         png = base64.b64encode(self.figure_path(name, "png").read_bytes()).decode("ascii")

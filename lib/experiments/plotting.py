@@ -31,6 +31,7 @@ def style() -> None:
     )
 
 
+SMALLEST_TEXT = "Smallest text (px)"  # a PNG text entry: the smallest text's font size in the image's pixels (`smallest_text_px`)
 PAGE_WIDTH = 7.5  # inches: a figure this wide is shown at about the text column's width, so its fonts print at their size
 
 
@@ -50,6 +51,12 @@ def readable(fig) -> None:
             _layout(fig)
     for ax in fig.axes:
         apart([t for t in ax.texts if isinstance(t, matplotlib.text.Annotation) and t.anncoords == "offset points"])
+
+
+def smallest_text_px(fig, dpi: float) -> float | None:
+    """The font size of the figure's smallest visible text, in pixels of an image saved at `dpi`; None without text."""
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * dpi / 72 if sizes else None
 
 
 def _layout(fig) -> None:
