@@ -19,7 +19,86 @@
 # :::
 #
 # The papers make claims; the chapters before this one measure the quantities the claims are
-# about. This chapter puts the two together. Each claim of {cite:t}`luo2021positional`, Luo's thesis {cite:p}`luo2021thesis`,
+# about. This chapter puts the two together: each claim that the book can check is tested on the
+# result tables this edition's chapters wrote, model by model, with a 95% interval over what was
+# sampled and a margin fixed before the data. The verdicts come first; the claims follow, grouped by
+# paper, each with the evidence behind its verdicts; how a verdict is reached is explained last.
+
+# %% tags=["parameters"]
+profile = "default"  # the edition whose result tables are tested (its results folder)
+
+# %%
+import lib.book.chapter as ch
+from lib.book import scorecard_view
+from lib.experiments import scorecard
+
+results = ch.Results("14_scorecard", profile)
+parameters = ch.parameters("14_scorecard", globals())
+card = scorecard.run(profile, results, parameters)
+
+# %% [markdown]
+# ## The verdicts at a glance
+#
+# One row per claim, one column per model: ✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive,
+# n/t not testable for that model, n/a not applicable to its model family, – not run. Each claim
+# links to its evidence table below, and each evidence table links back here.
+
+# %%
+ch.say(
+    scorecard_view.glance(
+        card,
+        scorecard_view.MARKS,
+        f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, n/a not applicable, – not run)",
+    )
+)
+ch.show(scorecard.counts(card), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
+
+# %% tags=["hide-input"]
+ch.findings(scorecard.findings(card), title="In this edition")
+
+# %% [markdown]
+# ## The claims, paper by paper
+#
+# Per claim: its words, the effect it is about and the margin it is compared with, the paper's own
+# number and the table it comes from (in `results/<profile>/<model>/<chapter>/`); then per model the
+# verdict, our effect with its 95% interval in every layer, data set or task it was tested in, what
+# the control showed, the verdicts the same rule gives at a smaller and a larger margin ("the margin
+# decides" where they differ), and the p-value after Holm's correction where the verdict rests on one.
+
+# %% [markdown]
+# ### Luo, Kulmizev & Mao (2021): positional artefacts
+
+# %% tags=["hide-input"]
+ch.say("\n\n".join(scorecard_view.claim_tables(card, "luo2021")))
+
+# %% [markdown]
+# ### Luo (2021): the thesis on anisotropy
+
+# %% tags=["hide-input"]
+ch.say("\n\n".join(scorecard_view.claim_tables(card, "luo2021_thesis")))
+
+# %% [markdown]
+# ### Biš, Podkorytov & Liu (2021): too much in common
+
+# %% tags=["hide-input"]
+ch.say("\n\n".join(scorecard_view.claim_tables(card, "bis2021")))
+
+# %% [markdown]
+# ### Ding et al. (2022): isotropy calibration
+
+# %% tags=["hide-input"]
+ch.say("\n\n".join(scorecard_view.claim_tables(card, "ding2022")))
+
+# %% [markdown]
+# ## Claims the book cannot test, or has not run
+
+# %% tags=["hide-input"]
+ch.say(scorecard.untested_lines(card))
+
+# %% [markdown]
+# ## How a verdict is reached
+#
+# Each claim of {cite:t}`luo2021positional`, Luo's thesis {cite:p}`luo2021thesis`,
 # {cite:t}`bis2021too` and {cite:t}`ding2022isotropy` that the book can check is listed in
 # `lib/experiments/claims.yaml` with the result table it is tested on, the **effect** the claim is about
 # (a difference, a share, a ratio), a **margin** (the size of effect that would matter, and why)
@@ -29,7 +108,7 @@
 # computed over the unit that was actually sampled: paired over the same sentence pairs or test
 # examples, resampled by sentence where a sentence's tokens go together, over seeds for training runs; a claim about
 # several data sets gets a verdict per data set, each from a bootstrap over that set's pairs. The
-# verdicts below are computed from the tables this edition's chapters wrote, nothing else:
+# verdicts above are computed from the tables this edition's chapters wrote, nothing else:
 #
 # - **holds**: the interval clears the margin in the claimed direction;
 # - **does not hold**: the interval lies on the other side of the margin, or shows the opposite;
@@ -63,58 +142,6 @@
 # download them). A claim that does not hold for a sentence-transformer is not refuted for
 # BERT-base; it says the pattern is not universal. The paper's own number sits beside each
 # verdict, in the column labelled "paper"; the verdict is about the pattern on our models.
-
-# %% tags=["parameters"]
-profile = "default"  # the edition whose result tables are tested (its results folder)
-
-# %%
-import lib.book.chapter as ch
-from lib.book import scorecard_view
-from lib.experiments import scorecard
-
-results = ch.Results("14_scorecard", profile)
-parameters = ch.parameters("14_scorecard", globals())
-card = scorecard.run(profile, results, parameters)
-
-# %% [markdown]
-# ## The verdicts at a glance
-#
-# One row per claim, one column per model: ✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive,
-# n/t not testable for that model, n/a not applicable to its model family, – not run. The next section gives the effect behind every mark.
-
-# %%
-ch.say(
-    scorecard_view.glance(
-        card,
-        scorecard_view.MARKS,
-        f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, n/a not applicable, – not run)",
-    )
-)
-ch.show(scorecard.counts(card), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
-
-# %% [markdown]
-# ## Every verdict, with the effect behind it
-#
-# Per claim: the effect it is about and the margin it is compared with, the paper's own number, and
-# the table it comes from (in the results folder of this edition,
-# `results/<profile>/<model>/<chapter>/`); then per model the verdict, the effect with its 95%
-# interval in every layer, data set or task it was tested in, what the control showed, the
-# verdicts the same rule gives at a smaller and a larger margin (half the margin's distance from
-# "no effect", and twice it, or at most halfway to the bound of a share; before Holm's correction; "the
-# margin decides" where they differ from the verdict, so that it rests on where the margin was put
-# as much as on the data), and the p-value after Holm's correction where the verdict rests on one.
-
-# %% tags=["hide-input"]
-ch.say("\n\n".join(scorecard_view.claim_tables(card)))
-
-# %% [markdown]
-# ## Claims the book cannot test, or has not run
-
-# %% tags=["hide-input"]
-ch.say(scorecard.untested_lines(card))
-
-# %% tags=["hide-input"]
-ch.findings(scorecard.findings(card), title="In this edition")
 
 # %% [markdown]
 # ## Exercises

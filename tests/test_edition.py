@@ -268,9 +268,11 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     ed = Edition("quick")
     source = staging.stage(ed)
     page = nbformat.read(source / "book" / "chapters" / "01_tiny.ipynb", as_version=4)
-    first = page.cells[0].source
-    assert first.startswith("# Tiny chapter 1\n\n::::{admonition} How this page was made")
-    assert "**Quick edition**" in first and "{ref}`build report <build-01_tiny>`" in first and "Prose of chapter 1." in first
+    assert page.cells[0].source.startswith("# Tiny chapter 1\n\nProse of chapter 1.")  # the page opens with its text
+    closing = next(c.source for c in page.cells if c.get("id") == "page-summary")  # the summary, then how the page was made
+    assert closing.startswith("(summary-01)=\n## Summary\n\n**Measured**: ") and "This run: `n` = 3." in closing
+    first = closing[closing.index("::::{admonition} How this page was made") :]
+    assert "**Quick edition**" in first and "{ref}`build report <build-01_tiny>`" in first
     assert "`n = 3`" not in first  # not changed from the cell's default
     assert ":::{dropdown} Parameters of this chapter\n" in first and "`n`\n: a number the chapter writes (default `3`)" in first
     assert first.count("{admonition}") == 1  # one box: provenance and parameters together

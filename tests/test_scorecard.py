@@ -276,10 +276,15 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
         and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in glance
         and REGISTRY[0]["id"] not in glance.replace(scorecard.claim_label(REGISTRY[0]["id"]), "")
     )
-    box = front_page.findings_box(REGISTRY[0]["chapter"], front_page.scorecard_card(entry))  # the box under a chapter's title
+    chapter, verified = REGISTRY[0]["chapter"], front_page.scorecard_card(entry)
     verdict = card.loc[card["claim_id"] == REGISTRY[0]["id"], "verdict"].iloc[0]
-    assert REGISTRY[0]["claim"] in box and f"**{verdict}**" in box and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in box
-    assert front_page.findings_box("14_scorecard", front_page.scorecard_card(entry)) == "" and front_page.findings_box(REGISTRY[0]["chapter"], None) == ""
+    box = front_page.findings_box(chapter, verified)  # the line under a chapter's title: verdicts counted, with marks
+    assert f"{scorecard_view.MARKS[verdict]} 1 {verdict}" in box and f"<summary-{chapter[:2]}>" in box
+    end = front_page.summary(chapter, verified, "Measures a thing.", "This run: `n` = 3.", "")  # the chapter's summary: each claim
+    assert REGISTRY[0]["claim"] in end and f"**{verdict}**" in end and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in end
+    assert end.startswith(f"(summary-{chapter[:2]})=\n## Summary\n\n**Measured**: Measures a thing. This run: `n` = 3.")
+    assert front_page.findings_box("14_scorecard", verified) == "" and front_page.findings_box(chapter, None) == ""
+    assert "**Found**: 3 verdicts" in front_page.summary("14_scorecard", verified, "", "", "**In this edition.**\n\n3 verdicts")
     path.write_text(path.read_text().replace("holds", "does not hold"))  # a table its run did not write: no summary
     assert front_page.scorecard_card(entry) is None and front_page.scorecard_summary(None) == ""
 

@@ -15,7 +15,7 @@ from ..datasets.tasks import sst2_sentences  # noqa: F401  (`ch.sst2_sentences` 
 from ..encode.models import check_available
 from ..errors import require
 from ..experiments import plotting
-from .output import Markdown, display
+from .output import FINDINGS, Markdown, display
 from .results import Results
 from .tables import show
 
@@ -109,4 +109,4 @@ def show_each(frames: Mapping[str, pd.DataFrame], caption: str, precision: int =
 
 def findings(lines: Sequence[str], title: str = "What our run shows") -> None:
     """The chapter's findings, computed from its results (its module's `findings`), as a bold-titled list."""
-    say(f"**{title}.**\n\n" + "\n".join(lines))
+    display(Markdown(f"**{title}.**\n\n" + "\n".join(lines)), metadata={FINDINGS: True})

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+FINDINGS = "book_findings"  # output metadata of a chapter's findings (`chapter.findings`), which its summary repeats
+
 try:
     from IPython.display import Markdown, display
 except ModuleNotFoundError:  # headless: every display has a text form (tables their "text/plain", figures their files)

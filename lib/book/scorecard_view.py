@@ -49,10 +49,10 @@ def glance(card: pd.DataFrame, marks: dict[str, str], caption: str) -> str:
 
 
 def _p(r) -> str:
-    """The Holm-adjusted p-value; "exact" for a verdict on a quantity measured on everything there is, "–" for one that
-    rests on no test (inconclusive, not testable)."""
+    """The Holm-adjusted p-value; for a verdict on a quantity measured on everything there is (no sample, so no test)
+    "none: measured on all", "–" for one that rests on no test (inconclusive, not testable)."""
     if pd.isna(r.p_holm):
-        return "exact" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
+        return "none: measured on all" if r.verdict in (verdicts.HOLDS, verdicts.FAILS, verdicts.MIXED) else "–"
     return p_text(r.p, r.p_holm, r.p_floor, r.p_method, r.family)
 
 
@@ -78,11 +78,13 @@ def _sensitivity(r) -> str:
     return f"{r.at_smaller} at {r.smaller_margin:g} · {r.at_larger} at {r.larger_margin:g}" + (" (**the margin decides**)" if r.margin_decides else "")
 
 
-def claim_tables(card: pd.DataFrame) -> list[str]:
-    """Per claim tested on a model: its effect, margin, the paper's number and source, then a numbered MyST table of
-    the verdict on each model with our effect, the control, the verdicts at a smaller and a larger margin and p."""
+def claim_tables(card: pd.DataFrame, paper_key: str | None = None) -> list[str]:
+    """Per claim tested on a model (of one paper, given its key): the claim's words as its heading, its effect, margin,
+    the paper's number and source, a numbered MyST table of the verdict on each model with our effect, the control, the
+    verdicts at a smaller and a larger margin and p, and a link back to the verdicts at a glance."""
     out = []
-    for claim_id, rows in card[card["on_model"]].groupby("claim_id", sort=False):
+    tested = card[card["on_model"] & ((card["paper"] == paper_key) if paper_key else True)]
+    for claim_id, rows in tested.groupby("claim_id", sort=False):
         first = rows.iloc[0]
         lines = ["| model | verdict | ours | control | at a smaller · larger margin | p (Holm) |", "|:---|:---|:---|:---|:---|---:|"]
         lines += [
@@ -91,9 +93,9 @@ def claim_tables(card: pd.DataFrame) -> list[str]:
             for r in rows.itertuples()
         ]
         out.append(
-            f"**{claim_id}** ({first.section}): {escape(first.claim)} *Effect*: {escape(first.effect)}; margin {first.margin:g}. "
+            f"**{escape(first.claim)}** ({first.section}; claim `{claim_id}`)\n\n*Effect*: {escape(first.effect)}; margin {first.margin:g}. "
             f"*Paper*: {escape(str(first.paper_value))}. *From*: chapter {{doc}}`{first.chapter[:2]} <{first.chapter}>`, `{first.table}.csv`.\n\n"
-            f"::::{{table}} {claim_id}: the verdict on each model\n:name: {claim_label(claim_id)}\n:class: wrap\n"
-            ":widths: 14 11 41 13 13 8\n\n" + "\n".join(lines) + "\n::::"
+            f"::::{{table}} {escape(first.claim)} The verdict on each model.\n:name: {claim_label(claim_id)}\n:class: wrap\n"
+            ":widths: 14 11 41 13 13 8\n\n" + "\n".join(lines) + "\n::::\n\n{ref}`↑ The verdicts at a glance <tbl-14-glance>`"
         )
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..book.scorecard_view import MARKS
 from ..core import paper, store
 from ..core.profiles import description
 from ..experiments import scorecard
@@ -58,20 +59,46 @@ def scorecard_summary(card: pd.DataFrame | None) -> str:
     )
 
 
-def findings_box(chapter: str, card: pd.DataFrame | None) -> str:
-    """The box under a chapter's title: what the scorecard of this edition concluded for each claim the chapter tests
-    (the claim, the verdict per model, a link to its evidence in chapter 14); empty when the chapter tests none or
-    the scorecard has not run."""
+def _claim_lines(chapter: str, card: pd.DataFrame | None) -> list[str]:
+    """Per claim the chapter tests: the claim, its verdict on each model and a link to its evidence in chapter 14."""
     rows = card[card["chapter"] == chapter] if card is not None else None
     if rows is None or rows.empty:
-        return ""
+        return []
     lines = []
     for claim_id, part in rows.groupby("claim_id", sort=False):
         first = part.iloc[0]
         verdicts = "; ".join(f"{r.model}: **{r.verdict}**" if r.on_model else f"**{r.verdict}**" for r in part.itertuples())
         where = f" ({{numref}}`Table %s <{scorecard.claim_label(claim_id)}>`)" if bool(part["on_model"].any()) else ""
         lines.append(f"- {first.claim} → {verdicts}{where}")
+    return lines
+
+
+def findings_box(chapter: str, card: pd.DataFrame | None) -> str:
+    """The verdicts of this edition's scorecard on the claims the chapter tests, in one line under its title (counted
+    by verdict, with their marks; each claim's verdicts are in the chapter's summary); empty when the chapter tests
+    none or the scorecard has not run."""
+    rows = card[card["chapter"] == chapter] if card is not None else None
+    if rows is None or rows.empty:
+        return ""
+    counts = rows["verdict"].value_counts()
+    told = " · ".join(f"{MARKS.get(v, '')} {counts[v]} {v}".strip() for v in VERDICTS if v in counts)
     return (
-        ":::{admonition} What this chapter's claims came to\n:class: tip\n"
-        f"The verdicts of this edition's {{doc}}`scorecard <{SCORECARD}>` on the claims this chapter tests:\n\n" + "\n".join(lines) + "\n:::\n"
+        f"**Verdicts in this edition**: {told} (on {rows['claim_id'].nunique()} claims; each claim's verdict per model is in the "
+        f"{{ref}}`summary <{summary_label(chapter)}>` at the end of this page).\n\n"
     )
+
+
+def summary_label(chapter: str) -> str:
+    return f"summary-{chapter[:2]}"
+
+
+def summary(chapter: str, card: pd.DataFrame | None, overview: str, measured: str, findings: str) -> str:
+    """The section that ends a chapter: what it measured (its overview, the models and sizes of this run) and what it
+    found (the scorecard's verdict on each claim it tests, per model; for a chapter that tests none, its findings)."""
+    lines = _claim_lines(chapter, card)
+    found = (
+        "**Found**: the verdicts of this edition's {doc}`scorecard <14_scorecard>` on the claims this chapter tests:\n\n" + "\n".join(lines)
+        if lines
+        else f"**Found**: {findings.partition(chr(10))[2].strip() or 'no finding was computed (the chapter has not shown its findings)'}"
+    )
+    return f"({summary_label(chapter)})=\n## Summary\n\n**Measured**: {overview} {measured}\n\n{found}\n"

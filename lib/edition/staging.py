@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pandas as pd
 import yaml
 
 from ..book import figure_labels, tables, tabs
-from ..core.sources import chapters
+from ..book.output import FINDINGS
+from ..core.sources import chapters, declared_parameters
 from ..errors import BookError
 from ..io import write_bytes_if_changed, write_if_changed
 from ..settings import REPO_ROOT
@@ -25,7 +27,7 @@ from .chapter_notes import all_references, chapter_note, hide_paths, title
 from .costs import chapter_costs, edition_time
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
 from .folders import Edition
-from .front_page import SCORECARD, edition_note, findings_box, scorecard_card, scorecard_summary
+from .front_page import SCORECARD, edition_note, findings_box, scorecard_card, scorecard_summary, summary
 from .report import REPORT, build_report
 from .vouching import unvouched, verified_entries
 
@@ -58,6 +60,7 @@ def _staged_notebook(
     downloads: list[str] | None = None,
     vector: bool = False,
     findings: str = "",
+    card: pd.DataFrame | None = None,
 ) -> str:
     """The executed notebook with the note and the parameter reference after its title, its figures numbered, its result
     tables linked at the end (without the exercises' solutions in the student edition)."""
@@ -79,14 +82,32 @@ def _staged_notebook(
     if downloads:
         nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(downloads), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
     note = chapter_note(chapter, entry, profile, folded_reference=not vector, student=student)
+    overview = ""
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
-            cell.source = f"{title}\n\n{findings}{note}\n{rest.lstrip()}"
+            cell.source = f"{title}\n\n{findings}{rest.lstrip()}"
+            found = re.search(r"\*\*Overview\.\*\*\s+(.*?)(?:\n\s*\n|\n:::)", rest, re.S)
+            overview = " ".join(found.group(1).split()) if found else ""
             break
     else:
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(findings + note, id="page-note"))
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(findings, id="page-findings"))
+    shown = [o["data"]["text/markdown"] for c in nb.cells for o in c.get("outputs", []) if o.get("metadata", {}).get(FINDINGS)]
+    values = declared_parameters(chapter) | entry.parts.get("parameters", {})
+    closing = summary(chapter, card, overview, measured_text(values), shown[-1] if shown else "") + "\n" + note
+    exercises_at = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("## Exercises")), len(nb.cells))
+    if downloads and exercises_at == len(nb.cells):
+        exercises_at -= 1  # before the result tables' links
+    nb.cells.insert(exercises_at, nbformat.v4.new_markdown_cell(closing, id="page-summary"))  # a fixed id: unchanged pages stay unchanged
     return hide_paths(nbformat.writes(nb))
+
+
+def measured_text(parameters: dict[str, Any]) -> str:
+    """This run's models and numeric settings in one sentence (the chapter's parameter reference says what each means)."""
+    models = f"models `{parameters['models']}`" if "models" in parameters else ""
+    sizes = ", ".join(f"`{k}` = {v:,}" for k, v in parameters.items() if isinstance(v, int | float) and not isinstance(v, bool) and k != "seed")
+    said = "; ".join(part for part in (models, sizes) if part)
+    return f"This run: {said}." if said else ""
 
 
 def _literal(value: Any) -> str:
@@ -186,7 +207,8 @@ def _stage_chapters(edition: Edition, source: Path) -> dict[str, Entry]:
         if entry is not None:
             downloads = stage_tables(source, entry, edition.profile)
             notebook = edition.notebook(chapter)
-            page = _staged_notebook(chapter, notebook, entry, edition.profile, source, edition.student, downloads, edition.pdf, findings_box(chapter, card))
+            box = findings_box(chapter, card)
+            page = _staged_notebook(chapter, notebook, entry, edition.profile, source, edition.student, downloads, edition.pdf, box, card)
             write_if_changed(staged, page)
             placeholder.unlink(missing_ok=True)
         else:

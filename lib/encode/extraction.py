@@ -23,6 +23,7 @@ from ..settings import autocast
 from .models import LoadedModel
 
 TRIM_EVERY = 32  # batches between returning freed heap memory to the OS
+TRUNCATED: dict[tuple[str, int], list[int]] = {}  # (model, token limit) -> [inputs truncated, inputs encoded] in this process
 
 
 def _malloc_trim():
@@ -137,6 +138,13 @@ def batches(lengths: np.ndarray, max_tokens: int, max_sentences: int) -> list[np
     return groups
 
 
+def truncation_note() -> str | None:
+    """One sentence on the inputs this process cut at their model's token limit (`TRUNCATED`), or None if none was:
+    said once for a chapter, not once per pass over the data."""
+    cut = [f"{name}: {n:,} of {total:,} at {limit} tokens" for (name, limit), (n, total) in TRUNCATED.items() if n]
+    return f"Inputs longer than the model's limit were truncated ({'; '.join(cut)}; counted over every pass over the data)." if cut else None
+
+
 def pad_batch(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad token id lists into (ids, attention mask) tensors."""
     width = max(len(r) for r in rows)
@@ -158,8 +166,9 @@ def iterate(
 ) -> Iterable[TokenBatch]:
     """Yield TokenBatch objects for the sentences, longest-last, padding removed (batch limits: `batch_limits`)."""
     enc = encode(lm, sentences)
-    if enc.truncated:
-        print(f"{enc.truncated} of {len(sentences)} inputs were truncated to {lm.max_length} tokens, the model's limit")
+    tally = TRUNCATED.setdefault((lm.name, lm.max_length), [0, 0])
+    tally[0] += enc.truncated
+    tally[1] += len(sentences)
     lengths = enc.lengths
     tokens, rows = batch_limits(lm.device)
     groups = batches(lengths, max_tokens or tokens, max_sentences or rows)

@@ -20,7 +20,7 @@ from ..encode.models import LoadedModel, load_model
 from ..errors import require
 from ..measure import geometry, inference, isotropy, vocabulary
 from ..measure.transforms import Center
-from . import figure_kinds
+from . import figure_kinds, plotting
 from .plotting import COLORS
 from .verdicts import Claim, Outcome, Tables, decide, outcome
 
@@ -196,18 +196,18 @@ def figure_spectra(runs: dict[str, MatrixGeometry], results: Writer) -> None:
     """Per model: singular values (normalised by the largest, log scale) and the density of vector norms, raw vs centered."""
     from scipy.stats import gaussian_kde
 
-    fig, axes = plt.subplots(len(runs), 2, figsize=(11, 3.8 * len(runs)), squeeze=False)
-    for (name, found), row in zip(runs.items(), axes):
+    fig, axes = plotting.grid(2 * len(runs), columns=2, panel_height=3.0)
+    for (name, found), row in zip(runs.items(), zip(axes[::2], axes[1::2])):
         for (variant, s), style in zip(found.spectra.items(), ["-", "--"]):
             row[0].plot(np.arange(1, len(s) + 1), s / s[0], style, label=variant)
             values = found.norms[variant]
             grid = np.linspace(values.min(), values.max(), 300)
             row[1].plot(grid, gaussian_kde(values)(grid), style, label=variant)
-        row[0].set(yscale="log", xlabel="singular value index", ylabel="σ_k / σ_1", title=f"{name}: singular values")
-        row[1].set(xlabel="L2 norm of an embedding", ylabel="density", title=f"{name}: norms (kernel density)")
-        row[0].legend(frameon=False)
-        row[1].legend(frameon=False)
-    fig.tight_layout()
+        row[0].set(yscale="log", xlabel="singular value index k", ylabel=r"$\sigma_k / \sigma_1$", title=f"{name}: singular values")
+        row[1].set(xlabel="L2 norm of an embedding", ylabel="density", title=f"{name}: norms")
+        row[0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5, integer=True))
+        row[1].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5))
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=2, frameon=False)
     results.figure(fig, "spectra_and_norms", "Singular values of the raw and centered embedding matrices, and the distribution of embedding norms.")
 
 

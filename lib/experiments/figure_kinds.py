@@ -8,30 +8,31 @@ import numpy as np
 import pandas as pd
 
 from ..measure.geometry import PlaneView
+from . import plotting
 from .plotting import COLORS
 
 
 def plane_views(
     views: dict[str, PlaneView], colour_by: dict[str, np.ndarray], colour_label: str, special: dict[str, np.ndarray], ring_label: str = "special tokens"
 ):
-    """2-D PCA scatter plots, one row per model, coloured by a per-point value; special tokens ringed,
-    the origin marked."""
-    fig, axes = plt.subplots(len(views), 1, figsize=(7.5, 4.8 * len(views)), squeeze=False)
-    for ax, (name, view) in zip(axes[:, 0], views.items()):
-        sc = ax.scatter(view.coords[:, 0], view.coords[:, 1], c=colour_by[name], s=7, cmap="viridis", alpha=0.7, linewidths=0)
+    """2-D PCA scatter plots, two panels to a row, coloured by a per-point value; special tokens ringed (thin rings, so
+    the cloud shows through), the origin marked."""
+    fig, axes = plotting.grid(len(views), columns=2, panel_height=3.3)
+    for ax, (name, view) in zip(axes, views.items()):
+        sc = ax.scatter(view.coords[:, 0], view.coords[:, 1], c=colour_by[name], s=5, cmap="viridis", alpha=0.7, linewidths=0)
         ring = special[name]
-        ax.scatter(
-            view.coords[ring, 0], view.coords[ring, 1], s=30, facecolors="none", edgecolors="black", linewidths=0.6, label=f"{ring_label} ({ring.sum()})"
-        )
-        ax.scatter(*view.origin, marker="X", s=150, color=COLORS[1], edgecolor="white", zorder=3, label="origin")
+        rings = {"s": 16, "facecolors": "none", "edgecolors": COLORS[3], "linewidths": 0.5, "alpha": 0.8}
+        ax.scatter(view.coords[ring, 0], view.coords[ring, 1], label=f"{ring_label} ({ring.sum()})", **rings)
+        ax.scatter(*view.origin, marker="X", s=90, color=COLORS[1], edgecolor="white", zorder=3, label="origin")
         ax.set(
-            xlabel=f"component 1 ({100 * view.explained[0]:.1f}% of variance)",
-            ylabel=f"component 2 ({100 * view.explained[1]:.1f}%)",
-            title=f"{name}: |mean| / mean |x| = {view.mean_vector_norm_ratio:.2f}",
+            xlabel=f"PC 1 ({100 * view.explained[0]:.1f}% of variance)",
+            ylabel=f"PC 2 ({100 * view.explained[1]:.1f}%)",
+            title=f"{name}\n|mean| / mean |x| = {view.mean_vector_norm_ratio:.2f}",
         )
-        ax.legend(loc="best", frameon=True, framealpha=0.8)
-        fig.colorbar(sc, ax=ax, label=colour_label)
-    fig.tight_layout()
+        fig.colorbar(sc, ax=ax, label=colour_label if len(views) == 1 else None, shrink=0.9)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=2, frameon=False)
+    if len(views) > 1:
+        fig.supxlabel(f"colour: {colour_label}", fontsize=10)
     return fig
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -16,6 +15,7 @@ from ..core.store import Writer
 from ..datasets import tasks
 from ..encode.models import LoadedModel, load_model
 from ..measure import inference, isotropy, metrics, transforms, vocabulary
+from . import plotting
 from .plotting import COLORS
 from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, from_units, unit
 
@@ -91,19 +91,19 @@ def word_similarity(lm: LoadedModel, matrices: dict[str, np.ndarray], benchmarks
 
 
 def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: list[str], ylabel: str):
-    """One panel per model: bars of the given columns for each group (e.g. variant)."""
+    """One panel per model, two to a row: bars of the given columns for each group (e.g. variant); one legend above."""
     models = list(dict.fromkeys(frame["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False, sharey=True)
-    for ax, name in zip(axes[0], models):
+    fig, axes = plotting.grid(len(models), columns=2, panel_height=3.4, sharey=True)
+    width = 0.8 / len(columns)
+    for ax, name in zip(axes, models):
         part = frame[frame["model"] == name]
         x = np.arange(len(part))
-        width = 0.8 / len(columns)
         for i, (column, label) in enumerate(zip(columns, labels)):
             ax.bar(x + (i - (len(columns) - 1) / 2) * width, part[column], width, label=label, color=COLORS[i])
-        ax.set_xticks(x, part[group], rotation=20, ha="right")
+        ax.set_xticks(x, part[group], rotation=30, ha="right")
         ax.set(title=name, ylabel=ylabel)
-        ax.legend(frameon=False)
-    fig.tight_layout()
+        ax.yaxis.set_tick_params(labelleft=True)  # every panel keeps its scale, also in the second column
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=len(columns), frameon=False)
     return fig
 
 

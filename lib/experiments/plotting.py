@@ -3,6 +3,7 @@ its own where the book gives it a caption (`Results.figure`): panels are titled,
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 import matplotlib
@@ -35,20 +36,32 @@ SMALLEST_TEXT = "Smallest text (px)"  # a PNG text entry: the smallest text's fo
 PAGE_WIDTH = 7.5  # inches: a figure this wide is shown at about the text column's width, so its fonts print at their size
 
 
+def grid(panels: int, columns: int = 2, panel_height: float = 3.0, **subplots):
+    """A figure as wide as the text column (`PAGE_WIDTH`) with `panels` panels in rows of `columns` (fewer when there are
+    fewer panels), spare cells removed: (figure, its panels in reading order). Keyword arguments go to `plt.subplots`."""
+    columns = max(1, min(columns, panels))
+    rows = math.ceil(panels / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(PAGE_WIDTH, panel_height * rows + 0.3), squeeze=False, layout="constrained", **subplots)
+    flat = list(axes.flat)
+    for ax in flat[panels:]:
+        ax.remove()
+    return fig, flat[:panels]
+
+
 def readable(fig) -> None:
     """Make a finished figure readable at the page's width: every text of a figure wider than `PAGE_WIDTH` scaled by
     its width over it (so that once the page shrinks the figure to the column, labels print at the sizes of `style`),
-    the layout fitted again, titles and axis labels that outgrew their panel wrapped (`fit_labels`), then the point
+    the layout fitted again, titles and axis labels that outgrow their panel wrapped (`fit_labels`), then the point
     labels of each panel moved apart (`apart`)."""
     scale = fig.get_figwidth() / PAGE_WIDTH
     if scale > 1:
         for text in fig.findobj(matplotlib.text.Text):
             text.set_fontsize(text.get_fontsize() * scale)
+    _layout(fig)
+    for _ in range(3):  # wrapping changes the layout, and the layout the room: a few rounds settle it
+        if not fit_labels(fig):
+            break
         _layout(fig)
-        for _ in range(3):  # wrapping changes the layout, and the layout the room: a few rounds settle it
-            if not fit_labels(fig):
-                break
-            _layout(fig)
     for ax in fig.axes:
         apart([t for t in ax.texts if isinstance(t, matplotlib.text.Annotation) and t.anncoords == "offset points"])
 

@@ -29,7 +29,7 @@ from ..encode.models import load_model
 from ..errors import require
 from ..measure import inference
 from ..train import probe
-from . import outlier_set
+from . import outlier_set, plotting
 from .cells import annotated
 from .plotting import COLORS
 from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, contextual, decide, from_units, outcome, unit
@@ -273,7 +273,7 @@ def control_tables(runs: dict[str, ProbeRun]) -> dict[str, pd.DataFrame]:
 
 def figures_heatmaps(runs: dict[str, ProbeRun], results: Writer) -> None:
     for name, r in runs.items():
-        caption = f"{name}: contribution of each dimension to the prediction of each position."
+        caption = f"{name}: contribution of each dimension to the prediction of each position (each panel on its own colour scale)."
         results.figure(contribution_heatmaps(r.heatmaps), f"contribution_heatmaps_{name}", caption, tab=name)
 
 
@@ -406,16 +406,16 @@ def contributions_by_layer(tables: dict[str, pd.DataFrame]):
 
 
 def contribution_heatmaps(maps: dict[str, np.ndarray]):
-    """Heatmaps (positions x layers) of mean contribution, one panel per neuron (or summary), shared colour scale."""
-    fig, axes = plt.subplots(len(maps), 1, figsize=(7.5, 2.9 * len(maps)), squeeze=False)
-    vmax = max(np.nanmax(m) for m in maps.values())
-    for ax, (label, m) in zip(axes[:, 0], maps.items()):
-        im = ax.imshow(m.T, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=vmax, interpolation="nearest")
-        ax.set(title=label, xlabel="position in the sequence", ylabel="layer")
+    """Heatmaps (positions x layers) of mean contribution, one panel per neuron (or summary), two to a row, each on its
+    own colour scale (on a shared one the largest panel leaves the others black)."""
+    fig, axes = plotting.grid(len(maps), columns=2, panel_height=2.6)
+    for ax, (label, m) in zip(axes, maps.items()):
+        im = ax.imshow(m.T, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=np.nanmax(m), interpolation="nearest")
+        ax.set(title=label, xlabel="position", ylabel="layer")
         ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.grid(False)
-        fig.colorbar(im, ax=ax, label="contribution")
-    fig.tight_layout()
+        fig.colorbar(im, ax=ax)
+    fig.supylabel("colour: mean contribution |w·v| (each panel its own scale)", fontsize=10)
     return fig
 
 

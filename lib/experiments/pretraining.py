@@ -29,7 +29,7 @@ from ..measure.positional import AFTER_FIRST
 from ..provenance import record
 from ..settings import DTYPES, autocast_precision, cache_dir, models_dir, pick_device
 from ..train import masked_lm
-from . import figure_kinds, outlier_set
+from . import figure_kinds, outlier_set, plotting
 from .outlier_set import OUTLIER_COLUMNS, Criterion
 from .plotting import COLORS
 from .positional_origin import embedding_tables_view
@@ -163,19 +163,18 @@ def run_summary(name: str, cfg: masked_lm.PretrainConfig, history: pd.DataFrame,
 def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, float] | None = None):
     """Masked-LM training loss and validation perplexity (log scale) by step, one line per run; optionally a
     labelled reference perplexity as a dashed line."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plotting.grid(2, columns=2, panel_height=3.4)
     for (name, h), color in zip(histories.items(), COLORS):
         left.plot(h["step"], h["train_loss"], marker="o", ms=3, color=color, label=name)
         right.plot(h["step"], h["valid_perplexity"], marker="o", ms=3, color=color, label=name)
     if reference is not None:
         right.axhline(reference[1], color="grey", ls="--", lw=1, label=f"{reference[0]}: {reference[1]:.0f}")
-        right.legend(frameon=False)
     left.set(xlabel="step", ylabel="training loss (mean since last evaluation)", title="Training loss")
     right.set(xlabel="step", ylabel="validation perplexity", yscale="log", title="Validation perplexity (log scale)")
-    for axis in (right.yaxis.set_major_formatter, right.yaxis.set_minor_formatter):
-        axis(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    left.legend(frameon=False)
-    fig.tight_layout()
+    right.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))  # a few labelled ticks a decade
+    right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    right.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    fig.legend(*right.get_legend_handles_labels(), loc="outside upper center", ncols=3, frameon=False)
     return fig
 
 

@@ -18,6 +18,7 @@ from ..core.store import Writer
 from ..datasets.tasks import corpus_documents
 from ..encode.models import LoadedModel, load_model
 from ..measure import inference, vocabulary
+from . import plotting
 from .plotting import COLORS
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
 
@@ -165,8 +166,16 @@ def bin_size_effect(runs: dict[str, RareTokens], bin_size: int) -> str:
 
 def figure_coverage(runs: dict[str, RareTokens], corpus: Corpus, results: Writer) -> None:
     """Share of a corpus covered by the k most frequent items (log k), with horizontal marks; and rank-frequency on log-log axes."""
-    curves = {"whole words": vocabulary.coverage(corpus.words), **{f"{name} tokens": r.curve for name, r in runs.items()}}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.3))
+    groups: list[tuple[list[str], np.ndarray]] = []  # models with one tokenizer draw one curve, labelled with all their names
+    for name, r in runs.items():
+        same = next((g for g in groups if len(g[1]) == len(r.curve) and np.array_equal(g[1], r.curve)), None)
+        if same:
+            same[0].append(name)
+        else:
+            groups.append(([name], r.curve))
+    curves = {"whole words": vocabulary.coverage(corpus.words)}
+    curves |= {", ".join(names) + " tokens" + (" (one tokenizer: one curve)" if len(names) > 1 else ""): cov for names, cov in groups}
+    fig, (left, right) = plotting.grid(2, columns=2, panel_height=3.4)
     for (name, cov), color in zip(curves.items(), COLORS):
         k = np.arange(1, len(cov) + 1)
         left.plot(k, 100 * cov, color=color, label=name)
@@ -176,8 +185,7 @@ def figure_coverage(runs: dict[str, RareTokens], corpus: Corpus, results: Writer
         left.axhline(100 * mark, color="grey", lw=0.7, ls=":")
     left.set(xscale="log", xlabel="k most frequent items", ylabel="% of the corpus covered", title="coverage")
     right.set(xlabel="rank", ylabel="share of the corpus", title="rank-frequency (log-log)")
-    left.legend(frameon=False, fontsize=8)
-    fig.tight_layout()
+    fig.legend(*left.get_legend_handles_labels(), loc="outside upper center", ncols=1 if len(curves) > 3 else len(curves), frameon=False)
     results.figure(fig, "coverage", "Share of the corpus covered by the most frequent words or subword tokens.")
 
 
