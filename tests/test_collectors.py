@@ -10,7 +10,7 @@ from lib.encode.collectors import LayerStats, SentenceExtremes, SentenceTokenSam
 from lib.encode.extraction import encode, extract
 from lib.errors import BookError
 
-from .conftest import SENTENCES
+from .conftest import SENTENCES, tiny_model
 
 
 def brute_force(lm, sentences):
@@ -165,3 +165,17 @@ def test_sentence_extremes_add_up_to_the_layer_counts(tiny):
             np.testing.assert_array_equal(tokens, lengths)
             np.testing.assert_array_equal(small_batches.in_layer(kind, layer, top)[0], in_layer)
         assert sum(by_sentence.in_layer(kind, layer, dim)[0].sum() for layer in range(1, stats.n_layers)) == hits.sum()
+
+
+def test_truncation_is_counted_and_said_once_for_every_pass(monkeypatch):
+    from lib.encode import extraction
+
+    monkeypatch.setattr(extraction, "TRUNCATED", {})
+    lm = tiny_model("bert")
+    long = " ".join(["word"] * (lm.max_length + 10))
+    assert extraction.truncation_note() is None
+    for _ in range(3):  # three passes over the same two inputs, one of them too long: one sentence, not three
+        list(extraction.iterate(lm, [long, "short"], progress=False))
+    assert extraction.truncation_note() == (
+        f"Inputs longer than the model's limit were truncated (tiny-bert: 3 of 6 at {lm.max_length} tokens; counted over every pass over the data)."
+    )

@@ -12,6 +12,7 @@ from ..core.checks import positive_int, positive_number, positive_numbers, sampl
 from ..core.profiles import chapter_parameters, config  # noqa: F401  (config: `ch.config` in the chapters)
 from ..core.sources import comma_list, declared_parameters, names  # noqa: F401  (names: `ch.names` in the chapters)
 from ..datasets.tasks import sst2_sentences  # noqa: F401  (`ch.sst2_sentences` in the chapters)
+from ..encode.extraction import truncation_note
 from ..encode.models import check_available
 from ..errors import require
 from ..experiments import plotting
@@ -108,5 +109,7 @@ def show_each(frames: Mapping[str, pd.DataFrame], caption: str, precision: int =
 
 
 def findings(lines: Sequence[str], title: str = "What our run shows") -> None:
-    """The chapter's findings, computed from its results (its module's `findings`), as a bold-titled list."""
-    display(Markdown(f"**{title}.**\n\n" + "\n".join(lines)), metadata={FINDINGS: True})
+    """The chapter's findings, computed from its results (its module's `findings`), as a bold-titled list; with a line on
+    the inputs cut at a model's token limit where any was (`extraction.truncation_note`, said once, not per pass)."""
+    note = truncation_note()
+    display(Markdown(f"**{title}.**\n\n" + "\n".join([*lines, *([f"- {note}"] if note else [])])), metadata={FINDINGS: True})
