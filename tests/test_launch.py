@@ -22,7 +22,7 @@ def test_links_come_from_the_one_repository_setting(monkeypatch):
     assert launch.binder_url("02_outlier_neurons") == "https://mybinder.org/v2/gh/acme/geometry-book/main?urlpath=lab/tree/notebooks/02_outlier_neurons.ipynb"
     assert launch.colab_url("02_outlier_neurons") == "https://colab.research.google.com/github/acme/geometry-book/blob/colab/02_outlier_neurons.ipynb"
     links = chapter_notes.launch_links("02_outlier_neurons")
-    assert "[on Binder](https://mybinder.org/" in links and "[on Colab](https://colab" in links
+    assert "[▶ Binder](https://mybinder.org/" in links and "[▶ Colab](https://colab" in links
     student = chapter_notes.launch_links("02_outlier_neurons", student=True)  # the student edition opens notebooks without solutions
     assert "lab/tree/notebooks/student/02_outlier_neurons.ipynb" in student and "/blob/colab-student/02_outlier_neurons.ipynb" in student
     assert "(https://github.com/acme/geometry-book/blob/main/notebooks/02_outlier_neurons.py)" in links
@@ -33,7 +33,8 @@ def test_links_come_from_the_one_repository_setting(monkeypatch):
 @pytest.mark.parametrize("url", ["", "https://gitlab.com/acme/book", "not a url"])
 def test_no_github_repository_means_no_links(monkeypatch, url):
     monkeypatch.setenv("BOOK_REPOSITORY", url)  # _config.yml's repository.url is empty
-    assert launch.repository() is None and launch.binder_url("01_anisotropy") is None and chapter_notes.launch_links("01_anisotropy") == ""
+    assert launch.repository() is None and launch.binder_url("01_anisotropy") is None
+    assert "mybinder" not in chapter_notes.launch_links("01_anisotropy") and "`BOOK_REPOSITORY`" in chapter_notes.launch_links("01_anisotropy")
 
 
 def test_notebooks_are_the_chapter_sources_with_a_colab_setup_cell_first(monkeypatch, tmp_path):

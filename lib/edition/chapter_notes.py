@@ -62,9 +62,7 @@ def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: boo
         f"**{profile.capitalize()} edition**, executed {facts['finished'][:16].replace('T', ' ')} UTC at commit {commit_text(facts)}; "
         f"run time on the machine that built it: {run_times(chapter) or duration(facts['seconds'])}. {models_caveat(chapter, entry)}"
         f"Parameters changed from the chapter's defaults: {settings}; the data and model files it read, with their "
-        f"checksums, are in the {{ref}}`build report <build-{chapter}>`.{launch_links(chapter, student)}\n\n"
-        + (parameters_dropdown(chapter) if folded_reference else "")
-        + "::::\n"
+        f"checksums, are in the {{ref}}`build report <build-{chapter}>`.\n\n" + (parameters_dropdown(chapter) if folded_reference else "") + "::::\n"
     )
 
 
@@ -88,13 +86,16 @@ def models_caveat(chapter: str, entry: Entry) -> str:
 
 
 def launch_links(chapter: str, student: bool = False) -> str:
-    """Links that open the chapter as a live notebook, for students without the solutions (none without a GitHub
-    repository setting)."""
+    """The line under a chapter's title that opens it as a live notebook (for students without the solutions) and
+    shows its source; without a GitHub repository setting there are none, and the line says how to get them."""
     binder, colab, repo = launch.binder_url(chapter, student), launch.colab_url(chapter, student), launch.repository()
     if repo is None:
-        return ""
+        return (
+            "*Run it yourself*: from a clone of the book's repository ({doc}`../rerun`); this edition was built without "
+            "`BOOK_REPOSITORY`, which adds Binder, Colab and repository buttons to every page.\n\n"
+        )
     source = f"https://github.com/{repo[0]}/blob/{repo[1]}/notebooks/{chapter}.py"
-    return f" Run it yourself: [on Binder]({binder}) (CPU), [on Colab]({colab}) (GPU), or from its [source]({source}) (see {{doc}}`../rerun`)."
+    return f"*Run it yourself*: [▶ Binder]({binder}) (CPU) · [▶ Colab]({colab}) (GPU) · [source]({source}) · {{doc}}`how <../rerun>`\n\n"
 
 
 def title(chapter: str) -> str:

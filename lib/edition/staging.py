@@ -23,7 +23,7 @@ from ..io import write_bytes_if_changed, write_if_changed
 from ..settings import REPO_ROOT
 from . import exercises
 from .cache import Entry, digest
-from .chapter_notes import all_references, chapter_note, hide_paths, title
+from .chapter_notes import all_references, chapter_note, hide_paths, launch_links, title
 from .costs import chapter_costs, edition_time
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
 from .folders import Edition
@@ -86,7 +86,7 @@ def _staged_notebook(
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
-            cell.source = f"{title}\n\n{findings}{rest.lstrip()}"
+            cell.source = f"{title}\n\n{findings}{launch_links(chapter, student)}{rest.lstrip()}"
             found = re.search(r"\*\*Overview\.\*\*\s+(.*?)(?:\n\s*\n|\n:::)", rest, re.S)
             overview = " ".join(found.group(1).split()) if found else ""
             break

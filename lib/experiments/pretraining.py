@@ -78,7 +78,7 @@ def train_unless_saved(
     settings and training code (unless `retrain`), else trained now on `corpus` (tokenizer, training and validation
     blocks) and saved by the main process. Chapter 05 calls this, and so does `python -m lib.edition.train_ahead`
     (under torchrun, with the processes' barrier), so the runs it saves are the ones the chapter reuses."""
-    out = {}
+    out, reused, trained = {}, [], []
     for name, cfg in configs.items():
         saved = None if retrain else masked_lm.saved_run(models_dir() / name, cfg)
         if saved is None:
@@ -97,14 +97,18 @@ def train_unless_saved(
                 micro_batch=micro_batch,
             )
             if main:
-                print(f"{name}: saved in {masked_lm.save(run, models_dir() / name)}")
+                masked_lm.save(run, models_dir() / name)
+                trained.append(name)
             barrier()
             saved = (run.history, run.track)
             del run
         elif main:
-            print(f"{name}: saved with these settings in {models_dir() / name}: reused (retrain=True trains it again)")
+            reused.append(name)
             record("reused", models_dir() / name, f"{name}: saved pre-training run")
         out[name] = saved
+    for names, done in ((trained, "saved in"), (reused, "saved with these settings, reused (retrain=True trains them again):")):
+        if names:
+            print(f"{', '.join(names)}: {done} {models_dir()}")
     return out
 
 
