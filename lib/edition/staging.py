@@ -21,7 +21,7 @@ from ..core.sources import chapters, declared_parameters
 from ..errors import BookError
 from ..io import write_bytes_if_changed, write_if_changed
 from ..settings import REPO_ROOT
-from . import exercises
+from . import exercises, launch
 from .cache import Entry, digest
 from .chapter_notes import all_references, chapter_note, hide_paths, launch_links, title
 from .costs import chapter_costs, edition_time
@@ -37,6 +37,7 @@ SUMMARY_MARKER = "<!-- edition and verdicts -->"  # in the root page (book/intro
 TIME_MARKER = "<!-- edition time -->"  # in book/rerun.md and book/teaching.md: how long this edition's chapters ran
 REFERENCE_MARKER = "<!-- parameter reference -->"  # in book/rerun.md: replaced by every chapter's parameter table
 COSTS_MARKER = "<!-- chapter costs -->"  # in book/rerun.md: what each chapter costs in each edition (`chapter_costs`)
+REPOSITORY_PLACEHOLDER = "https://github.com/OWNER/REPO"  # in the hand-written pages: the repository's address, when it is set
 
 
 def _vector_figures(nb: nbformat.NotebookNode, entry: Entry) -> None:
@@ -236,6 +237,8 @@ def stage(edition: Edition) -> Path:
                 text = text.replace(SUMMARY_MARKER, f"{edition_note(edition.profile)}\n{downloads_line(downloads)}\n{summary}")
             text = text.replace(REFERENCE_MARKER, all_references()).replace(TIME_MARKER, edition_time(entries, edition.profile))
             text = text.replace(COSTS_MARKER, chapter_costs())
+            if repository := launch.repository():
+                text = text.replace(REPOSITORY_PLACEHOLDER, f"https://github.com/{repository[0]}")
             write_if_changed(source / relative, text)
     write_if_changed(source / f"{REPORT}.md", build_report(edition, entries))
     return source
