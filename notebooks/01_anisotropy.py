@@ -122,6 +122,12 @@ ch.say(anisotropy.pca_lines(runs))
 # :::{solution-start} ex-01-read
 # :class: dropdown
 # :::
+#
+# Read off, for each model, the contextual layer with the highest mean cosine and the runner-up,
+# then compare their bands: if the leader's lower end lies above the runner-up's upper end, the
+# 1,000 pairs order the two layers; if the bands overlap, another sample of pairs could swap them
+# (overlapping 95% bands are a cautious check: two means can differ while their bands still touch).
+# This run's answer:
 
 # %%
 ch.say(anisotropy.layer_order(runs))

@@ -158,7 +158,9 @@ ch.findings(sts.findings(runs, baseline))
 # :::
 
 # %%
-ch.show(sts.best_vs_last(runs), "Raw vectors: the best layer against the last layer (Spearman × 100, this run)", precision=2)
+best_vs_last = sts.best_vs_last(runs)
+ch.show(best_vs_last, "Raw vectors: the best layer against the last layer (Spearman × 100, this run)", precision=2)
+ch.say(sts.best_vs_last_answer(best_vs_last))
 
 # %% [markdown]
 # :::{solution-end}

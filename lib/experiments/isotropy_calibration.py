@@ -768,9 +768,14 @@ def significant_cells(summary_frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def chance_note(summary_frame: pd.DataFrame) -> str:
+    """Exercise ex-13-read in words: how many cells each test finds, whether they agree, and how many chance would give."""
     tested = summary_frame.dropna(subset=["p"])
+    welch, student = set(tested.index[tested["p"] < 0.05]), set(tested.index[tested["p_student"] < 0.05])
+    agree = "the two tests agree on every cell" if welch == student else f"they agree on {len(welch & student)} and differ on {len(welch ^ student)}"
     return (
-        f"{len(tested)} tests at the 5% level would give about {0.05 * len(tested):.1f} such cells by chance alone. The two tests differ "
+        f"In this run {len(welch)} of {len(tested)} cells have p < 0.05 under Welch's test and {len(student)} under Student's: {agree}. "
+        f"{len(tested)} tests at the 5% level would give about {0.05 * len(tested):.1f} such cells by chance alone, so a count near that is no "
+        "evidence that any method made a difference; a cell would need to survive a correction for the many tests. The two tests differ "
         "only in whether the two groups' variances are pooled; with equal group sizes their t statistics are equal and only the degrees "
         "of freedom differ, so they disagree only near the threshold."
     )

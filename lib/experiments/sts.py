@@ -274,6 +274,27 @@ def best_vs_last(runs: dict[str, StsRun]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def best_vs_last_answer(table: pd.DataFrame) -> str:
+    """Exercise ex-08-layer in words, from `best_vs_last`: per model, the winning layers and the points the last layer loses."""
+    lines = []
+    for name, part in table.groupby("model", sort=False):
+        layers = part["best layer"].value_counts()
+        last = int((part["lost"] <= 0).sum())
+        worst = part.loc[part["lost"].idxmax()]
+        lines.append(
+            f"- **{name}**: the best raw layer is layer {layers.index[0]} on {layers.iloc[0]} of {len(part)} data sets; the last layer is the best on "
+            f"{last}. Always taking the last layer loses {part['lost'].mean():.1f} points on average, at most {worst['lost']:.1f} ({worst['dataset']})."
+        )
+    return (
+        "In this run:\n\n"
+        + "\n".join(lines)
+        + (
+            "\n\nThe best layer is chosen on the very pairs it is scored on, so its score is biased upwards: the loss is an upper bound on what "
+            "choosing a layer on held-out pairs would gain."
+        )
+    )
+
+
 def spread_at(runs: dict[str, StsRun], n_pairs: int) -> pd.DataFrame:
     """Exercise ex-08-pairs: the 95% interval of each raw last-layer score on n_pairs pairs (Fisher z, SE √(1.06/(n−3)))."""
     rows = []
