@@ -88,7 +88,7 @@ runs = ch.each_model(position_probe.run, specs, splits=splits, results=results, 
 
 # %%
 position_probe.figure_accuracy(runs, results)
-ch.show_each({name: r.accuracy for name, r in runs.items()}, "{name}: position-prediction accuracy by layer", precision=3)
+ch.show_each({name: r.accuracy for name, r in runs.items()}, "{name}: position-prediction accuracy by layer", precision=3, lift=True)
 
 # %% [markdown]
 # ## Which neurons the probe relies on

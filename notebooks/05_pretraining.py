@@ -193,6 +193,7 @@ ch.show(
     f"and the precision of its training steps, "
     f"final validation perplexity (unigram: {corpus.unigram:.1f})",
     precision=2,
+    lift=True,
 )
 ch.show(
     pretraining.extremes_view(summary),
@@ -230,6 +231,7 @@ ch.show(
     "Input embedding matrix of every run, before (the seeded initial weights) and after training: mean cosine of each frequency fifth's rows "
     "with the mean row (rarest fifth first), and the mean row's length over the average row length",
     precision=3,
+    lift=True,
 )
 
 # %% [markdown]

@@ -102,10 +102,10 @@ def each_model(run: Callable[..., Run], specs: Sequence[str], **settings: Any) -
     return runs
 
 
-def show_each(frames: Mapping[str, pd.DataFrame], caption: str, precision: int = 3) -> None:
-    """One table per model, each in its model's tab; `{name}` in the caption becomes the model's name."""
+def show_each(frames: Mapping[str, pd.DataFrame], caption: str, precision: int = 3, lift: bool = False) -> None:
+    """One table per model, each in its model's tab; `{name}` in the caption becomes the model's name (`lift`: see `show`)."""
     for name, frame in frames.items():
-        show(frame, caption.format(name=name), precision, tab=name)
+        show(frame, caption.format(name=name), precision, tab=name, lift=lift)
 
 
 def findings(lines: Sequence[str], title: str = "What our run shows") -> None:

@@ -111,9 +111,24 @@ def bundle(frame: pd.DataFrame, caption: str, precision: int = 3, name: str | No
     return data, {KEY: {"name": name}} | ({tabs.KEY: tab} if tab else {})
 
 
-def show(frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None, tab: str | None = None) -> None:
+def lift_constants(frame: pd.DataFrame, caption: str, precision: int) -> tuple[pd.DataFrame, str]:
+    """A table of several rows without its columns that hold one value in every row, which the caption states once
+    instead ("the same in every row: layers 2, width 64"), so that a wide table fits the text column."""
+    same = [c for c in frame.columns if len(frame) > 1 and frame[c].astype(str).nunique() == 1]
+    if not same or len(same) == len(frame.columns):
+        return frame, caption
+    said = ", ".join(f"{header(c)} {cell_text(frame[c].iloc[0], precision)}" for c in same)
+    return frame.drop(columns=same), f"{caption} (the same in every row: {said})"
+
+
+def show(
+    frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None, tab: str | None = None, lift: bool = False
+) -> None:
     """Display a table with a caption and without the index: numbered on the book's pages and in its PDF; `name` makes
-    it referenceable as {numref}`tbl-<chapter number>-<name>`; `tab` (a model's name) puts it in that model's tab."""
+    it referenceable as {numref}`tbl-<chapter number>-<name>`; `tab` (a model's name) puts it in that model's tab;
+    `lift` states the columns with one value in every row in the caption instead (`lift_constants`)."""
+    if lift:
+        frame, caption = lift_constants(frame.reset_index(drop=True), caption, precision)
     data, metadata = bundle(frame, caption, precision, name, tab)
     display(data, raw=True, metadata=metadata)
 

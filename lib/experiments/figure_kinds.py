@@ -39,13 +39,10 @@ def plane_views(
 def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str], ylabel: str = "mean value", columns: int = 3):
     """Small multiples: one vector per panel (value by dimension), flagged dimensions labelled."""
     n = vectors.shape[0]
-    rows = int(np.ceil(n / columns))
-    fig, axes = plt.subplots(rows, columns, figsize=(3.3 * columns, 2.3 * rows), squeeze=False)
+    columns = min(columns, 2 if n <= 4 else 3)  # a row of three panels or fewer would be a flat strip
+    fig, axes = plotting.grid(n, columns=columns, panel_height=2.2)
     dims = np.arange(vectors.shape[1])
-    for i, ax in enumerate(axes.flat):
-        if i >= n:
-            ax.axis("off")
-            continue
+    for i, ax in enumerate(axes):
         ax.plot(dims, vectors[i], lw=0.7, color=COLORS[0])
         for d in np.flatnonzero(flags[i]):
             value = vectors[i, d]
@@ -63,11 +60,8 @@ def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str
         ax.margins(y=0.25)
         ax.set_title(panel_titles[i], fontsize=10)
         ax.tick_params(labelsize=8)
-    for ax in axes[-1]:
-        ax.set_xlabel("dimension")
-    for ax in axes[:, 0]:
-        ax.set_ylabel(ylabel)
-    fig.tight_layout()
+    fig.supxlabel("dimension", fontsize=10)
+    fig.supylabel(ylabel, fontsize=10)
     return fig
 
 

@@ -4,6 +4,7 @@ perplexity, the paper's extreme-dimension share and chapter 02's model-level out
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -399,6 +400,7 @@ def drift_view(drift: pd.DataFrame) -> pd.DataFrame:
     with the mean row (columns rarest first)."""
     view = drift.pivot_table(index=["model", "stage"], columns="bin", values="mean_cosine_to_mean", sort=False)
     ratio = drift.groupby(["model", "stage"], sort=False)["mean_norm_over_avg_norm"].first()
+    view = view.rename(columns=lambda c: re.sub(r"^bin (\d+) of \d+$", r"bin \1", str(c)))  # the caption says how many bins
     return view.assign(**{"|mean| / avg norm": ratio}).reset_index().rename_axis(columns=None)
 
 
