@@ -269,7 +269,8 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     source = staging.stage(ed)
     page = nbformat.read(source / "book" / "chapters" / "01_tiny.ipynb", as_version=4)
     opening = page.cells[0].source  # the title, one line on how to run it, then the chapter's text
-    assert opening.startswith("# Tiny chapter 1\n\n*Run it yourself*: ") and opening.split("\n\n")[2].startswith("Prose of chapter 1.")
+    assert opening.startswith("# Tiny chapter 1\n\n:::{container} book-opening\n*Run it yourself*: ")
+    assert opening.split(":::\n\n", 1)[1].startswith("Prose of chapter 1.")
     closing = next(c.source for c in page.cells if c.get("id") == "page-summary")  # the summary, then how the page was made
     assert closing.startswith("(summary-01)=\n## Summary\n\n**Measured**: ") and "This run: `n` = 3." in closing
     first = closing[closing.index("::::{admonition} How this page was made") :]

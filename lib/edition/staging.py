@@ -87,7 +87,8 @@ def _staged_notebook(
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
-            cell.source = f"{title}\n\n{findings}{launch_links(chapter, student)}{rest.lstrip()}"
+            opening = f":::{{container}} book-opening\n{findings}{launch_links(chapter, student)}:::\n\n"  # two short lines (book.css)
+            cell.source = f"{title}\n\n{opening}{rest.lstrip()}"
             found = re.search(r"\*\*Overview\.\*\*\s+(.*?)(?:\n\s*\n|\n:::)", rest, re.S)
             overview = " ".join(found.group(1).split()) if found else ""
             break
