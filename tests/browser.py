@@ -63,7 +63,7 @@ window.addEventListener("load", async () => { // measured once the page and its 
   });
   out.figures = images.map((i) => { const r = i.getBoundingClientRect();
     return {src: new URL(i.currentSrc || i.src).pathname, natural: [i.naturalWidth, i.naturalHeight], shown: [r.width, r.height]}; });
-  out.outputs = [...document.querySelectorAll(".cell_output pre")].map((p) => p.innerText);
+  out.outputs = [...document.querySelectorAll(".cell_output pre")].map((p) => p.textContent); // folded outputs too
   const prose = document.querySelector("article section > p");
   out.prose = prose ? prose.getBoundingClientRect().top + window.scrollY : null;
   const pre = document.createElement("pre"); pre.id = "book-measure"; pre.hidden = true; pre.textContent = JSON.stringify(out);

@@ -385,16 +385,13 @@ def run_grid(
     configs = [FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]}) for _, task, method, s in grid]
     calls = [(spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs)]
     results = workers.results(client, _worker_run, calls)
-    rows = []
-    bar = tqdm(zip(grid, results), total=len(grid), desc="fine-tuning runs", unit="run")
-    for (_, task, method, s), (row, cached) in bar:
+    rows, reused = [], 0
+    for (_, task, method, s), (row, cached) in tqdm(zip(grid, results), total=len(grid), desc="fine-tuning runs", unit="run"):
         rows.append(row)
         if cached:  # its time is not what the chapter costs, unless this build ran it (`runner`)
             record("reused", cached, f"fine-tuning run {row['model']} {task} {method} seed {s}")
-        bar.write(
-            f"{row['model']} {task} {method} seed {s}: {row['metric']} {row['score']:.2f}, I1 {row['I1']:.3f}, "
-            f"{row['seconds_per_epoch']:.1f} s/epoch{' (cached)' if cached else ''}"
-        )
+            reused += 1
+    print(f"{len(rows)} fine-tuning runs: {len(rows) - reused} trained here, {reused} reused from the cache (each run's score and time: the runs table)")
     return pd.DataFrame(rows)
 
 
