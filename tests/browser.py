@@ -185,16 +185,14 @@ class Browser:
             time.sleep(0.1)
         raise BookError(f"{url} was not measured within {self.timeout:.0f} s at {width} px (does it load its scripts?)")
 
-    def screenshot(self, path: Path, selector: str | None = None, index: int = 0, margin: int = 8) -> None:
-        """Save the loaded page as PNG: the whole page, or the `index`-th element matching `selector` with a margin."""
-        clip = "document.documentElement.getBoundingClientRect()"
-        if selector:
-            clip = f"document.querySelectorAll({json.dumps(selector)})[{index}].getBoundingClientRect()"
-        box = self._call("Runtime.evaluate", {"expression": f"JSON.stringify({clip}.toJSON())"}, page=True)["result"]["value"]
-        rect = json.loads(box)
+    def screenshot(self, path: Path, element: str | None = None, margin: int = 8) -> None:
+        """Save the loaded page as PNG: the whole page, or the element a JavaScript expression gives, with a margin."""
+        target = element or "document.documentElement"
+        box = self._call("Runtime.evaluate", {"expression": f"JSON.stringify(({target}).getBoundingClientRect().toJSON())"}, page=True)
+        rect = json.loads(box["result"]["value"])
         x, y = max(0, rect["x"] - margin), max(0, rect["y"] + self._scrolled() - margin)
-        clip_box = {"x": x, "y": y, "width": rect["width"] + 2 * margin, "height": rect["height"] + 2 * margin, "scale": 1}
-        shot = self._call("Page.captureScreenshot", {"format": "png", "clip": clip_box, "captureBeyondViewport": True}, page=True)
+        clip = {"x": x, "y": y, "width": rect["width"] + 2 * margin, "height": rect["height"] + 2 * margin, "scale": 1}
+        shot = self._call("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}, page=True)
         path.write_bytes(base64.b64decode(shot["data"]))
 
     def _scrolled(self) -> float:
