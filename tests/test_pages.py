@@ -325,3 +325,28 @@ def test_the_link_check_names_a_broken_external_link(page_book, tmp_path):
         with pytest.raises(BookError, match=rf"^1 broken external link\(s\): {base}/gone.html on book/rerun.md \(404"):
             publishing.linkcheck(page_book)
         httpd.shutdown()
+
+
+def test_columns_with_one_value_move_into_the_caption():
+    frame = pd.DataFrame({"layer": [1, 2], "tokens": [500, 500], "accuracy": [0.5, 0.75]})
+    kept, caption = tables.lift_constants(frame, "Accuracy by layer", 3)
+    assert list(kept.columns) == ["layer", "accuracy"] and caption == "Accuracy by layer (the same in every row: tokens 500)"
+    one = frame.head(1)  # a single row: every column is "constant", none moves
+    assert tables.lift_constants(one, "x", 3) == (one, "x")
+
+
+def test_a_grid_is_as_wide_as_the_column_and_its_smallest_text_is_recorded():
+    import matplotlib.pyplot as plt
+
+    from lib.experiments import plotting
+
+    plotting.style()
+    fig, axes = plotting.grid(5, columns=2, panel_height=2.0)
+    assert len(axes) == 5 and len(fig.axes) == 5 and fig.get_figwidth() == plotting.PAGE_WIDTH  # the sixth cell removed
+    assert abs(fig.get_figheight() - (3 * 2.0 + 0.3)) < 1e-9
+    axes[0].set_title("small", fontsize=6)
+    assert plotting.smallest_text_px(fig, 144) == 12.0  # 6 pt at 144 dpi
+    plt.close(fig)
+    empty = plt.figure()
+    assert plotting.smallest_text_px(empty, 150) is None
+    plt.close(empty)
