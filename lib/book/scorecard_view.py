@@ -96,6 +96,6 @@ def claim_tables(card: pd.DataFrame, paper_key: str | None = None) -> list[str]:
             f"**{escape(first.claim)}** ({first.section}; claim `{claim_id}`)\n\n*Effect*: {escape(first.effect)}; margin {first.margin:g}. "
             f"*Paper*: {escape(str(first.paper_value))}. *From*: chapter {{doc}}`{first.chapter[:2]} <{first.chapter}>`, `{first.table}.csv`.\n\n"
             f"::::{{table}} {escape(first.claim)} The verdict on each model.\n:name: {claim_label(claim_id)}\n:class: wrap\n"
-            ":widths: 13 12 37 13 13 12\n\n" + "\n".join(lines) + "\n::::\n\n{ref}`↑ The verdicts at a glance <tbl-14-glance>`"
+            "\n" + "\n".join(lines) + "\n::::\n\n{ref}`↑ The verdicts at a glance <tbl-14-glance>`"
         )
     return out

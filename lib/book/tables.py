@@ -121,9 +121,7 @@ def lift_constants(frame: pd.DataFrame, caption: str, precision: int) -> tuple[p
     return frame.drop(columns=same), f"{caption} (the same in every row: {said})"
 
 
-def show(
-    frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None, tab: str | None = None, lift: bool = False
-) -> None:
+def show(frame: pd.DataFrame, caption: str, precision: int = 3, name: str | None = None, tab: str | None = None, lift: bool = False) -> None:
     """Display a table with a caption and without the index: numbered on the book's pages and in its PDF; `name` makes
     it referenceable as {numref}`tbl-<chapter number>-<name>`; `tab` (a model's name) puts it in that model's tab;
     `lift` states the columns with one value in every row in the caption instead (`lift_constants`)."""
