@@ -141,7 +141,7 @@ def _executed_after(root: Path, file: str, old: str, new: str) -> list[str]:
 
 
 def test_editing_a_figure_executes_its_chapter_only(tree):
-    assert _executed_after(tree, "lib/experiments/pretraining.py", "figsize=(11, 4.2)", "figsize=(11, 4.4)") == ["05_pretraining"]
+    assert _executed_after(tree, "lib/experiments/pretraining.py", "panel_height=3.4)", "panel_height=3.5)") == ["05_pretraining"]
     assert _executed_after(tree, "lib/experiments/outlier_neurons.py", "ylim=(-9, 108)", "ylim=(-9, 110)") == ["02_outlier_neurons"]
 
 
