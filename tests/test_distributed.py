@@ -77,7 +77,7 @@ def test_torchrun_trains_the_runs_chapter_05_then_reuses(tmp_path, shared_data):
         history, _ = masked_lm.saved_run(tmp_path / "models" / name, cfg)
         assert list(history["step"]) == [2, 4]
     again = subprocess.run(launch, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert again.returncode == 0 and again.stdout.count(": saved with these settings") == 1 and ": to train" not in again.stdout
+    assert again.returncode == 0 and again.stdout.count(": saved with these settings") == 2 and ": to train" not in again.stdout
 
 
 @pytest.mark.parametrize(
