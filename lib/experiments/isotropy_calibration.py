@@ -3,6 +3,7 @@ figures and verdict rules."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -378,9 +379,11 @@ def run_grid(
     device: str = "auto",
     dtype: str = "float32",
     client: Any | None = None,
+    say: bool = True,
 ) -> pd.DataFrame:
     """Every (model, task, method, seed) run, each from the pre-trained weights, as one table in grid order; a bar over
-    the runs. With a client from `workers.pool` the runs execute side by side (local processes or Dask workers)."""
+    the runs, then one line on how many were trained and reused (`say`; their count is the table's `attrs["reused"]`).
+    With a client from `workers.pool` the runs execute side by side (local processes or Dask workers)."""
     grid = [(spec, task, method, s) for spec in specs for task in splits for method in methods for s in seeds]
     configs = [FinetuneConfig(**{**asdict(base), "method": method, "seed": s, "epochs": epochs[task]}) for _, task, method, s in grid]
     calls = [(spec, task, *splits[task], cfg, device, dtype) for (spec, task, _, _), cfg in zip(grid, configs)]
@@ -391,8 +394,15 @@ def run_grid(
         if cached:  # its time is not what the chapter costs, unless this build ran it (`runner`)
             record("reused", cached, f"fine-tuning run {row['model']} {task} {method} seed {s}")
             reused += 1
-    print(f"{len(rows)} fine-tuning runs: {len(rows) - reused} trained here, {reused} reused from the cache (each run's score and time: the runs table)")
-    return pd.DataFrame(rows)
+    if say:
+        print(ran_line(f"{len(rows)} fine-tuning runs", len(rows), reused))
+    frame = pd.DataFrame(rows)
+    frame.attrs["reused"] = reused
+    return frame
+
+
+def ran_line(what: str, runs: int, reused: int) -> str:
+    return f"{what}: {runs - reused} trained here, {reused} reused from the cache (each run's score and time: the runs table)"
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
@@ -708,19 +718,11 @@ def prior_scale_sweep(
     split = {task: g.splits[task] if task in g.splits else glue_samples(task, n_train, n_dev, seed=seed)}
     at_prior = [replace(g.base, spectrum_scale=s, start_at_prior=True) for s in setup.scales]
     with workers.pool(workers_spec) as client:
-        sweep = pd.concat(
-            [
-                run_grid(g.specs, split, ["spectrum-exp"], seeds=g.seeds, base=c, epochs=g.epochs, device=device, dtype=dtype, client=client).assign(
-                    c1_scale=c.spectrum_scale
-                )
-                for c in at_prior
-            ]
-            + [
-                run_grid(g.specs, split, ["none"], seeds=g.seeds, base=g.base, epochs=g.epochs, device=device, dtype=dtype, client=client).assign(
-                    c1_scale=float("nan")
-                )
-            ]
-        )
+        run = functools.partial(run_grid, g.specs, split, seeds=g.seeds, epochs=g.epochs, device=device, dtype=dtype, client=client, say=False)
+        parts = [run(["spectrum-exp"], base=c).assign(c1_scale=c.spectrum_scale) for c in at_prior]
+        parts.append(run(["none"], base=g.base).assign(c1_scale=float("nan")))
+    sweep = pd.concat(parts)
+    print(ran_line(f"{len(sweep)} runs of the prior-scale sweep", len(sweep), sum(p.attrs["reused"] for p in parts)))
     for spec in g.specs:
         of_model = sweep[sweep["spec"] == spec]
         results.table(of_model, PRIOR_SCALE_RUNS, spec, parameters=parameters, model_info={"name": of_model["model"].iloc[0]})
