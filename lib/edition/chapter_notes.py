@@ -90,10 +90,7 @@ def launch_links(chapter: str, student: bool = False) -> str:
     shows its source; without a GitHub repository setting there are none, and the line says how to get them."""
     binder, colab, repo = launch.binder_url(chapter, student), launch.colab_url(chapter, student), launch.repository()
     if repo is None:
-        return (
-            "*Run it yourself*: from a clone ({doc}`how <../rerun>`); building with `BOOK_REPOSITORY` set adds Binder, Colab "
-            "and repository buttons.\n\n"
-        )
+        return "*Run it yourself*: from a clone ({doc}`how <../rerun>`); building with `BOOK_REPOSITORY` set adds Binder, Colab and repository buttons.\n\n"
     source = f"https://github.com/{repo[0]}/blob/{repo[1]}/notebooks/{chapter}.py"
     return f"*Run it yourself*: [▶ Binder]({binder}) (CPU) · [▶ Colab]({colab}) (GPU) · [source]({source}) · {{doc}}`how <../rerun>`\n\n"
 

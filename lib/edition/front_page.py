@@ -83,7 +83,8 @@ def findings_box(chapter: str, card: pd.DataFrame | None) -> str:
     counts = rows["verdict"].value_counts()
     told = " · ".join(f"{MARKS.get(v, '')} {counts[v]} {v}".strip() for v in VERDICTS if v in counts)
     return (
-        f"**Verdicts in this edition**: {told} on {rows['claim_id'].nunique()} claims (per claim and model: the {{ref}}`summary <{summary_label(chapter)}>`).\n\n"
+        f"**Verdicts in this edition**: {told} on {rows['claim_id'].nunique()} claims "
+        f"(per claim and model: the {{ref}}`summary <{summary_label(chapter)}>`).\n\n"
     )
 
 
