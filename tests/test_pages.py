@@ -350,3 +350,17 @@ def test_a_grid_is_as_wide_as_the_column_and_its_smallest_text_is_recorded():
     empty = plt.figure()
     assert plotting.smallest_text_px(empty, 150) is None
     plt.close(empty)
+
+
+def test_an_edited_style_sheet_reaches_the_built_pages(tmp_path, monkeypatch):
+    edition = book_with_pages(tmp_path, monkeypatch, PAGE_CHAPTER)
+    static = tmp_path / "static"
+    shutil.copytree(staging.STATIC, static)
+    monkeypatch.setattr(staging, "STATIC", static)
+    try:
+        publishing.build_html(edition)
+        (static / "book.css").write_text((static / "book.css").read_text() + "\n/* edited */\n")
+        publishing.build_html(edition)  # incremental: Sphinx alone would keep the old file
+    finally:
+        sources.declared_parameters.cache_clear()
+    assert (edition.html / "_static" / "book.css").read_text().endswith("/* edited */\n")

@@ -46,6 +46,7 @@ def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> i
         shutil.rmtree(work, ignore_errors=True)
         if out.is_dir():
             shutil.copytree(out, work, symlinks=True)  # Sphinx then rewrites only the pages that changed
+            _drop_stale_static(source / "_static", work / "_static")
     done = subprocess.run(
         [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(work)], cwd=source
     )
@@ -80,6 +81,15 @@ def linkcheck(edition: Edition) -> Path:
     shown = "; ".join(f"{r['uri']} on {r['filename']} ({str(r['info'])[:80]})" for r in broken[:5])
     require(not broken, f"{len(broken)} broken external link(s): {shown}{'; …' if len(broken) > 5 else ''} (all in {report})")
     return report
+
+
+def _drop_stale_static(staged: Path, built: Path) -> None:
+    """Remove from the last build's _static folder every file the staged one now has other bytes for: Sphinx (7.4)
+    does not overwrite a static file that exists, so an edited style sheet would otherwise never reach the pages."""
+    for path in staged.rglob("*"):
+        old = built / path.relative_to(staged)
+        if path.is_file() and old.is_file() and old.read_bytes() != path.read_bytes():
+            old.unlink()
 
 
 def build_html(edition: Edition) -> Path:
