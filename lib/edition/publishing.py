@@ -46,7 +46,6 @@ def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> i
         shutil.rmtree(work, ignore_errors=True)
         if out.is_dir():
             shutil.copytree(out, work, symlinks=True)  # Sphinx then rewrites only the pages that changed
-            _drop_stale_static(source / "_static", work / "_static")
     done = subprocess.run(
         [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(work)], cwd=source
     )
@@ -58,6 +57,7 @@ def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> i
             f"the {edition.profile} edition's {builder} build failed (messages above); the last good edition is unchanged; the staged source is in {source}"
         )
     if whole:
+        _sync_static(source / "_static", work / "_static")
         (work / HTML_STAMP).write_text(json.dumps({"entries": entries_digest(verified_entries(edition))}), encoding="utf-8")
         old = out.with_name(out.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
@@ -83,13 +83,14 @@ def linkcheck(edition: Edition) -> Path:
     return report
 
 
-def _drop_stale_static(staged: Path, built: Path) -> None:
-    """Remove from the last build's _static folder every file the staged one now has other bytes for: Sphinx (7.4)
-    does not overwrite a static file that exists, so an edited style sheet would otherwise never reach the pages."""
+def _sync_static(staged: Path, built: Path) -> None:
+    """Copy into the built _static folder every staged file it lacks or has other bytes for: Sphinx copies static files
+    only when some page is out of date, so an edited style sheet alone would otherwise never reach the pages."""
     for path in staged.rglob("*"):
-        old = built / path.relative_to(staged)
-        if path.is_file() and old.is_file() and old.read_bytes() != path.read_bytes():
-            old.unlink()
+        target = built / path.relative_to(staged)
+        if path.is_file() and (not target.is_file() or target.read_bytes() != path.read_bytes()):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
 
 
 def build_html(edition: Edition) -> Path:
