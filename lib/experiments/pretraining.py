@@ -176,7 +176,9 @@ def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, fl
         right.axhline(reference[1], color="grey", ls="--", lw=1, label=f"{reference[0]}: {reference[1]:.0f}")
     left.set(xlabel="step", ylabel="training loss (mean since last evaluation)", title="Training loss")
     right.set(xlabel="step", ylabel="validation perplexity", yscale="log", title="Validation perplexity (log scale)")
-    right.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))  # a few labelled ticks a decade
+    low, high = right.get_ylim()
+    subs = (1.0, 2.0, 5.0) if high / low > 10 else (1.0, 2.0, 3.0, 5.0, 7.0)  # a few labelled ticks, even within one decade
+    right.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=subs))
     right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     right.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     fig.legend(*right.get_legend_handles_labels(), loc="outside upper center", ncols=3, frameon=False)
