@@ -1,5 +1,6 @@
 """Long tables in the PDF (lib/edition/latex_tables.py): a table of many rows, or of much text, becomes a longtable
-(which breaks across pages) with wrapped columns as wide as their content asks; a short table and the web are left alone."""
+(which breaks across pages) with wrapped columns as wide as their content asks; a short table of class `wrap` gets
+the same widths without breaking; another short table and the web are left alone."""
 
 from __future__ import annotations
 
@@ -48,3 +49,11 @@ def test_a_long_table_breaks_across_pages_and_a_short_one_stays():
     assert {"longtable", "colwidths-given"} <= set(long["classes"])
     assert [spec["colwidth"] for spec in long.findall(nodes.colspec)] == [latex_tables.WIDEST, 8]
     assert "longtable" not in short["classes"]
+
+
+def test_a_short_wrapped_table_gets_its_content_widths_but_stays_one_block():
+    wrapped = _table([["model", "verdict", "ours"], ["all-MiniLM-L6-v2", "holds", "0.31 [0.2, 0.4] " * 4]])
+    wrapped["classes"].append("wrap")
+    latex_tables._wrap_long_tables(SimpleNamespace(builder=SimpleNamespace(format="latex")), _document(wrapped), "x")
+    assert "longtable" not in wrapped["classes"] and "colwidths-given" in wrapped["classes"]
+    assert [spec["colwidth"] for spec in wrapped.findall(nodes.colspec)] == [len("all-MiniLM-L6-v2") + 3, 10, latex_tables.WIDEST]

@@ -4,7 +4,9 @@ Sphinx typesets a table as `tabulary`, which cannot break, so a table taller tha
 off it; from 31 rows on it uses `longtable`, but with columns that never wrap, so a table of sentences runs off the
 right edge. In the LaTeX build this extension makes every long table (more than `ROWS` rows, or more than `CHARACTERS`
 characters of text) a `longtable` whose columns wrap, each as wide as its content asks (the longest cell, at most
-`WIDEST` characters' worth; a word never breaks). The web pages are unchanged.
+`WIDEST` characters' worth; a word never breaks). A short table of class `wrap` (the scorecard's evidence tables,
+whose columns wrap on the web too) gets the same widths: left to `tabulary`, its model column shrank below one word
+("all-MiniLM-L6-v2" ran 22 pt past it). The web pages are unchanged.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ def _wrap_long_tables(app: Sphinx, doctree: nodes.document, docname: str) -> Non
         return
     for table in doctree.findall(nodes.table):
         rows = [[entry.astext() for entry in row.findall(nodes.entry)] for row in table.findall(nodes.row)]
-        if len(rows) <= ROWS and sum(len(text) for row in rows for text in row) <= CHARACTERS:
+        long = len(rows) > ROWS or sum(len(text) for row in rows for text in row) > CHARACTERS
+        if not long and "wrap" not in table["classes"]:
             continue
-        table["classes"] = [*table["classes"], "longtable"]
+        if long:
+            table["classes"] = [*table["classes"], "longtable"]
         if "colwidths-given" in table["classes"] or any(len(row) != len(rows[0]) for row in rows):
             continue
         for spec, width in zip(table.findall(nodes.colspec), column_widths(rows)):
