@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from docutils import nodes
 
 from lib.edition import latex_tables
@@ -57,3 +58,12 @@ def test_a_short_wrapped_table_gets_its_content_widths_but_stays_one_block():
     latex_tables._wrap_long_tables(SimpleNamespace(builder=SimpleNamespace(format="latex")), _document(wrapped), "x")
     assert "longtable" not in wrapped["classes"] and "colwidths-given" in wrapped["classes"]
     assert [spec["colwidth"] for spec in wrapped.findall(nodes.colspec)] == [len("all-MiniLM-L6-v2") + 3, 10, latex_tables.WIDEST]
+
+
+def test_columns_asking_for_more_than_a_line_each_keep_their_longest_word():
+    rows = [["model", "verdict", "ours", "control", "margins", "p"], ["all-MiniLM-L6-v2", "\u25d0\u00a0mixed", "x " * 200, "y " * 50, "z " * 30, "3.2e-08"]]
+    widths = latex_tables.column_widths(rows)
+    assert sum(widths) == pytest.approx(latex_tables.LINE, abs=len(widths))  # relative widths over about one line
+    assert widths[:2] == [len("all-MiniLM-L6-v2") + 3, len("\u25d0\u00a0mixed") + 3]  # a word (NBSP-joined too) fits
+    assert widths[5] == len("3.2e-08") + 3  # a column that asks no more than its word gets its word
+    assert widths[2] > widths[3] > widths[4] > len("margins") + 3  # the rest of the line shared by how long each runs

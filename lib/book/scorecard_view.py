@@ -89,7 +89,7 @@ def claim_tables(card: pd.DataFrame, paper_key: str | None = None) -> list[str]:
         lines = ["| model | verdict | ours | control | at a smaller · larger margin | p (Holm) |", "|:---|:---|:---|:---|:---|---:|"]
         lines += [
             f"| {escape(r.model)} | {MARKS[r.verdict]}\u00a0{r.verdict} | {escape(r.ours)}{_corrected(r)}{escape(_to_decide(r))} | "
-            f"{escape(r.control) if isinstance(r.control, str) else '–'} | {_sensitivity(r)} | {_p(r)} |"
+            f"{escape(r.control) if isinstance(r.control, str) and r.control else '–'} | {_sensitivity(r)} | {_p(r)} |"
             for r in rows.itertuples()
         ]
         out.append(

@@ -11,6 +11,7 @@ whose columns wrap on the web too) gets the same widths: left to `tabulary`, its
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from docutils import nodes
@@ -19,17 +20,27 @@ from sphinx.application import Sphinx
 ROWS = 30  # Sphinx's own limit for tabulary
 CHARACTERS = 2500  # about a page of table text
 WIDEST = 40
+LINE = 90  # characters on a line of the PDF's text: 469 pt of 10 pt FreeSerif, 5.2 pt a character (its average is about 4.6)
 
 
 def column_widths(rows: list[list[str]]) -> list[int]:
-    """Relative column widths for wrapped columns: each column's longest cell, at least its longest word and a margin
-    for bold headers and padding, capped at `WIDEST` (a column of sentences wraps, a column of numbers keeps its width)."""
-    widths = []
+    """Relative column widths for wrapped columns, in characters of a `LINE`-character line. Each column asks for its
+    longest cell, capped at `WIDEST` (a column of sentences wraps, a column of numbers keeps its width), and at least
+    its longest word (split at breakable spaces only: "◐\u00a0mixed" is one word) plus a margin for bold headers and
+    padding. Where the asks add up to more than a line, each column keeps its word and the rest of the line goes to
+    the columns in proportion to how much longer their longest cell is than that word, as `tabulary` would share it
+    (relative widths far over a line would shrink a column below its word)."""
+    words, longest = [], []
     for column in zip(*rows):
-        longest = max((len(text) for text in column), default=1)
-        word = max((len(w) for text in column for w in text.split()), default=1)
-        widths.append(max(4, word + 3, min(longest, WIDEST)))
-    return widths
+        words.append(max(4, max((len(w) for text in column for w in re.split(r"[ \t\n]+", text)), default=1) + 3))
+        longest.append(max((len(text) for text in column), default=1))
+    asks = [max(word, min(long, WIDEST)) for word, long in zip(words, longest)]
+    spare, beyond = LINE - sum(words), [max(0, long - word) for word, long in zip(words, longest)]
+    if sum(asks) <= LINE:
+        return asks
+    if spare <= 0 or not sum(beyond):  # not even the words fit on a line
+        return words
+    return [word + round(extra * spare / sum(beyond)) for word, extra in zip(words, beyond)]
 
 
 def _wrap_long_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
