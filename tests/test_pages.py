@@ -352,6 +352,31 @@ def test_a_grid_is_as_wide_as_the_column_and_its_smallest_text_is_recorded():
     plt.close(empty)
 
 
+def test_a_grid_of_many_rows_stays_within_its_tallest_and_a_long_legend_wraps_into_the_width():
+    import matplotlib.pyplot as plt
+
+    from lib.experiments import plotting
+
+    plotting.style()
+    fig, axes = plotting.grid(8, columns=2, panel_height=3.3)  # four models' two panels each: 13.5 in at full height
+    assert fig.get_figheight() == plotting.TALLEST * plotting.PAGE_WIDTH
+    names = ["whole words", "all-MiniLM-L6-v2, all-mpnet-base-v2 tokens (one tokenizer: one curve)", "roberta-pe, roberta-nope tokens"]
+    for name in names:
+        axes[0].plot([0, 1], [0, 1], label=name)
+    plotting.legend_above(fig, axes[0])
+    legend = fig.legends[0]
+    assert len(fig.legends) == 1 and [t.get_text() for t in legend.get_texts()] == names
+    assert legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width  # in one row it would not fit
+    assert legend._ncols < len(names)
+    plt.close(fig)
+    fig, axes = plotting.grid(2, columns=2, panel_height=3.0)
+    axes[0].plot([0, 1], [0, 1], label="raw")
+    axes[0].plot([0, 1], [1, 0], label="centred")
+    plotting.legend_above(fig, axes[0])
+    assert fig.legends[0]._ncols == 2  # short entries stay in one row
+    plt.close(fig)
+
+
 def test_an_edited_style_sheet_reaches_the_built_pages(tmp_path, monkeypatch):
     edition = book_with_pages(tmp_path, monkeypatch, PAGE_CHAPTER)
     static = tmp_path / "static"

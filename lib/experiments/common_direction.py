@@ -207,7 +207,7 @@ def figure_spectra(runs: dict[str, MatrixGeometry], results: Writer) -> None:
         row[1].set(xlabel="L2 norm of an embedding", ylabel="density", title=f"{name}: norms")
         row[0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5, integer=True))
         row[1].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5))
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=2, frameon=False)
+    plotting.legend_above(fig, axes[0])
     results.figure(fig, "spectra_and_norms", "Singular values of the raw and centered embedding matrices, and the distribution of embedding norms.")
 
 

@@ -30,7 +30,7 @@ def plane_views(
             title=f"{name}\n|mean| / mean |x| = {view.mean_vector_norm_ratio:.2f}",
         )
         fig.colorbar(sc, ax=ax, label=colour_label if len(views) == 1 else None, shrink=0.9)
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=2, frameon=False)
+    plotting.legend_above(fig, axes[0])
     if len(views) > 1:
         fig.supxlabel(f"colour: {colour_label}", fontsize=10)
     return fig

@@ -103,7 +103,7 @@ def grouped_bars(frame: pd.DataFrame, group: str, columns: list[str], labels: li
         ax.set_xticks(x, part[group], rotation=30, ha="right")
         ax.set(title=name, ylabel=ylabel)
         ax.yaxis.set_tick_params(labelleft=True)  # every panel keeps its scale, also in the second column
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=len(columns), frameon=False)
+    plotting.legend_above(fig, axes[0])
     return fig
 
 

@@ -34,18 +34,33 @@ def style() -> None:
 
 SMALLEST_TEXT = "Smallest text (px)"  # a PNG text entry: the smallest text's font size in the image's pixels (`smallest_text_px`)
 PAGE_WIDTH = 7.5  # inches: a figure this wide is shown at about the text column's width, so its fonts print at their size
+TALLEST = 1.45  # a grid's height over its width at most: more rows make flatter panels, not a figure of several screens
 
 
 def grid(panels: int, columns: int = 2, panel_height: float = 3.0, **subplots):
     """A figure as wide as the text column (`PAGE_WIDTH`) with `panels` panels in rows of `columns` (fewer when there are
-    fewer panels), spare cells removed: (figure, its panels in reading order). Keyword arguments go to `plt.subplots`."""
+    fewer panels), spare cells removed: (figure, its panels in reading order). Rows are `panel_height` high until the
+    figure would be taller than `TALLEST` times its width (a default edition's four models in Fig. 10.2 made it 1.8):
+    then they share that height. Keyword arguments go to `plt.subplots`."""
     columns = max(1, min(columns, panels))
     rows = math.ceil(panels / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(PAGE_WIDTH, panel_height * rows + 0.3), squeeze=False, layout="constrained", **subplots)
+    height = min(panel_height * rows + 0.3, TALLEST * PAGE_WIDTH)
+    fig, axes = plt.subplots(rows, columns, figsize=(PAGE_WIDTH, height), squeeze=False, layout="constrained", **subplots)
     flat = list(axes.flat)
     for ax in flat[panels:]:
         ax.remove()
     return fig, flat[:panels]
+
+
+def legend_above(fig, ax) -> None:
+    """One legend for the figure, above its panels, with the entries of ax: in as many columns as fit the figure's width
+    (one row when they fit; a default edition's longer model names would widen the figure past the column)."""
+    handles, labels = ax.get_legend_handles_labels()
+    for columns in range(len(labels), 0, -1):
+        legend = fig.legend(handles, labels, loc="outside upper center", ncols=columns, frameon=False)
+        if columns == 1 or legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width:
+            return
+        legend.remove()
 
 
 def readable(fig) -> None:

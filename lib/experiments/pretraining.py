@@ -181,7 +181,7 @@ def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, fl
     right.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=subs))
     right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     right.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    fig.legend(*right.get_legend_handles_labels(), loc="outside upper center", ncols=3, frameon=False)
+    plotting.legend_above(fig, right)
     return fig
 
 

@@ -185,7 +185,7 @@ def figure_coverage(runs: dict[str, RareTokens], corpus: Corpus, results: Writer
         left.axhline(100 * mark, color="grey", lw=0.7, ls=":")
     left.set(xscale="log", xlabel="k most frequent items", ylabel="% of the corpus covered", title="coverage")
     right.set(xlabel="rank", ylabel="share of the corpus", title="rank-frequency (log-log)")
-    fig.legend(*left.get_legend_handles_labels(), loc="outside upper center", ncols=1 if len(curves) > 3 else len(curves), frameon=False)
+    plotting.legend_above(fig, left)
     results.figure(fig, "coverage", "Share of the corpus covered by the most frequent words or subword tokens.")
 
 
