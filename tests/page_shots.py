@@ -52,7 +52,8 @@ def main() -> None:
             marks[page] = {"prose_at_390": round(window.load(base + page, browser.PHONE)["prose"] or 0)}
         for page, js in LANDMARKS.items():
             window.load(f"{base}book/{page}.html", browser.LAPTOP)
-            marks[page] = window._call("Runtime.evaluate", {"expression": js, "returnByValue": True}, page=True)["result"].get("value")  # None: the page lacks it (a chapter not executed)
+            found = window._call("Runtime.evaluate", {"expression": js, "returnByValue": True}, page=True)["result"]
+            marks[page] = found.get("value")  # None: the page lacks the landmark (a chapter not executed)
         (args.out / "landmarks.json").write_text(json.dumps(marks, indent=1), encoding="utf-8")
         for name, page, device, caption in SHOTS:
             window.load(f"{base}book/{page}.html", device)
