@@ -11,6 +11,7 @@ import pytest
 import scipy.stats
 import torch
 
+from lib.core import paper
 from lib.datasets import tasks
 from lib.errors import BookError
 from lib.experiments import isotropy_calibration
@@ -96,6 +97,13 @@ def config(**changes) -> finetune.FinetuneConfig:
     return finetune.FinetuneConfig(**{**settings, **changes})
 
 
+def _same_partition(i1: float, i2: float, d: int) -> None:
+    """I1 = min Z / max Z and I2 = std Z / mean Z of the same d values Z(c) > 0, m ≤ Z ≤ M: the spread is at least that
+    of m and M alone among d values (variance ≥ (M - m)² / 2d) and at most Popoviciu's (M - m) / 2, and the mean lies in
+    [m, M], so (1 - I1) / √(2d) ≤ I2 ≤ (1 / I1 - 1) / 2 (both 0 at I1 = 1)."""
+    assert 0 < i1 <= 1 and (1 - i1) / np.sqrt(2 * d) - 1e-12 <= i2 <= (1 / i1 - 1) / 2 + 1e-12, (i1, i2, d)
+
+
 def test_twenty_step_fine_tune_reduces_the_loss_and_learns_the_task():
     lm = tiny_model("bert")
     cfg = config(epochs=4, batch_size=10, lr=1e-3)  # 5 batches per epoch: 20 steps
@@ -105,9 +113,13 @@ def test_twenty_step_fine_tune_reduces_the_loss_and_learns_the_task():
         and out.history["task_loss"].is_monotonic_decreasing
         and out.history["task_loss"].iloc[-1] < 0.7 * out.history["task_loss"].iloc[0]
     )
-    assert out.score == 100.0
-    assert 0 < out.i1 <= 1 and out.i2 >= 0 and out.seconds_per_epoch > 0
-    assert 0 < out.i1_context <= 1 and out.i2_context >= 0
+    assert out.score == 100.0 and out.seconds_per_epoch > 0
+    _same_partition(out.i1, out.i2, lm.width)
+    _same_partition(out.i1_context, out.i2_context, lm.width)
+    w = lm.model.get_input_embeddings().weight.detach().double()  # fine-tuned in place: the W that out.i1 measures
+    # for every unit c, n·exp(-|mean row|) ≤ Z(c) = Σ exp(cᵀw) ≤ Σ exp(|w|) (Jensen; Cauchy-Schwarz): a floor for I1 of W
+    floor = len(w) * np.exp(-float(w.mean(0).norm())) / float(w.norm(dim=1).exp().sum())
+    assert floor <= out.i1, (floor, out.i1)
 
 
 def test_step_times_interleave_the_methods_on_copies_of_the_encoder():
@@ -268,7 +280,13 @@ def test_summary_statistics_by_hand():
 def test_the_papers_table_4_fills_the_output_columns_only():
 
     theirs = isotropy_calibration.method_overview(isotropy_calibration.paper_summary())
-    assert theirs["I1_output"].between(0, 1).all() and theirs["I1_W"].isna().all()
+    assert theirs["I1_W"].isna().all()
+    # I1_output is a mean over tasks of Table 4's I1 (each in (0, 1]): it lies between that model's and method's smallest and largest
+    printed = pd.DataFrame(paper.values()["ding2022"]["glue_isotropy"]).groupby(["model", "method"])["I1"]
+    for column, method in (("I1_output", theirs["method"]), ("I1_output_uncalibrated", "none")):
+        keys = pd.MultiIndex.from_frame(theirs[["model"]].assign(method=method))
+        low, high = printed.min().reindex(keys).to_numpy(), printed.max().reindex(keys).to_numpy()
+        assert ((low - 1e-12 <= theirs[column]) & (theirs[column] <= high + 1e-12)).all() and (low > 0).all() and (high <= 1).all(), column
 
 
 def _tiny_grid(tmp_path, monkeypatch) -> tuple:

@@ -4,7 +4,6 @@ only a successful run replaces, verified model folders, and one line for every b
 from __future__ import annotations
 
 import base64
-import json
 import os
 import signal
 import subprocess
@@ -306,13 +305,44 @@ def test_sample_sizes_beyond_the_data_are_refused():
         ch.sample_size("pca_tokens", 10**12, 300)
 
 
-def test_checkpoints_hold_plain_data_only(tmp_path):
+def _plain(value, where: str = "checkpoint") -> None:
+    """Every leaf of a loaded checkpoint is a tensor or a plain Python value (no array, frame or class of ours)."""
     import torch
 
-    state = {"track": [pd.DataFrame({"layer": [0, 1], "top_z": [1.5, 2.0]}).to_dict(orient="list")], "history": [{"step": 1, "loss": 2.0}]}
-    torch.save(state, tmp_path / "c.pt")
-    again = torch.load(tmp_path / "c.pt", weights_only=True)
-    assert pd.DataFrame(again["track"][0])["top_z"].tolist() == [1.5, 2.0] and json.dumps(again["history"])
+    if isinstance(value, dict):
+        for k, v in value.items():
+            assert isinstance(k, (str, int)), f"{where}: key {k!r} is a {type(k).__name__}"
+            _plain(v, f"{where}[{k!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _plain(v, f"{where}[{i}]")
+    else:
+        assert value is None or type(value) in (str, int, float, bool, torch.Tensor), f"{where} is a {type(value).__name__}"
+
+
+def test_checkpoints_hold_plain_data_only(tmp_path):
+    """The one checkpoint writer, pre-training's (`masked_lm.train`; fine-tuning caches JSON rows, no checkpoint), writes
+    a file that loads with weights_only=True and holds the run's weights, optimiser, schedule, RNG, curve and track."""
+    from dataclasses import asdict
+
+    import torch
+
+    from lib.train import bpe, masked_lm, shards
+    from tests.conftest import SENTENCES
+    from tests.test_masked_lm import TINY
+
+    texts = [" ".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(len(SENTENCES))]
+    tokenizer = bpe.train_tokenizer(texts, 300, 24)
+    blocks = shards.in_memory(texts, tokenizer, 24)
+    cfg = masked_lm.PretrainConfig(**{**TINY, "steps": 2, "warmup": 1, "eval_every": 1, "batch_size": 4})
+    run = masked_lm.train(cfg, tokenizer, blocks, blocks, track_blocks=2, checkpoint_dir=tmp_path, device="cpu")
+    state = torch.load(tmp_path / cfg.key() / "checkpoint.pt", weights_only=True)  # refuses anything but tensors and plain data
+    _plain(state)
+    assert set(state) == {"model", "optimizer", "schedule", "rng", "step", "history", "track", "config"} and state["step"] == 2
+    assert state["model"].keys() == run.model.state_dict().keys() and all(torch.equal(v, run.model.state_dict()[k]) for k, v in state["model"].items())
+    assert len(state["optimizer"]["state"]) == sum(p.requires_grad for p in run.model.parameters()) and state["rng"].dtype == torch.uint8
+    assert pd.DataFrame(state["history"]).equals(run.history) and [h["step"] for h in state["history"]] == [1, 2]
+    assert pd.concat([pd.DataFrame(t) for t in state["track"]], ignore_index=True).equals(run.track) and state["config"] == asdict(cfg)
 
 
 def test_a_reader_that_closes_the_pipe_gets_no_traceback():

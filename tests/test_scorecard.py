@@ -47,11 +47,8 @@ def _plant(root, model: str, chapter: str, table: str, frame: pd.DataFrame, name
 
 
 def test_every_scored_table_has_a_schema_the_experiments_write():
-    for claim in scorecard.claims():
-        if claim.untestable is None:
-            assert (claim.chapter, claim.table) in SCHEMAS, claim.id
-    written = {(s.chapter, s.name) for s in SCHEMAS.values()}
-    assert ("07_wic", "best") in written and ("08_sts", "spearman_by_layer") in written
+    scored = [c for c in scorecard.claims() if c.untestable is None]
+    assert len(scored) >= 20 and not [c.id for c in scored if (c.chapter, c.table) not in SCHEMAS]
 
 
 REGISTRY = [
