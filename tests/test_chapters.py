@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from lib.core import profiles
-from lib.core.profiles import load_profile, plan, profile_parameters
+from lib.core.profiles import command_line_values, load_profile, plan, profile_parameters
 from lib.core.sources import chapters, declared_parameters
 from lib.errors import BookError
 from lib.experiments import outlier_set, verdicts
-from lib.settings import REPO_ROOT
+from lib.settings import REPO_ROOT, build_dir, models_dir, results_dir
 
 
 def run(tmp_path, *args, env_extra=None):
@@ -96,21 +96,41 @@ def test_bad_profile_values_stop_with_one_line(tmp_path, profile, expected, monk
 
 
 def test_unknown_parameter_stops_the_command_with_one_line(tmp_path):
+    """End to end, stopped while planning: no kernel starts, no folder is made."""
     done = run(tmp_path, "--profile", "quick", "--chapters", "02_outlier_neurons", "-p", "n_sentnces", "5")
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and len(lines) == 1 and "unknown parameter 'n_sentnces'" in lines[0] and "n_sentences" in lines[0], done.stderr
-    assert not (tmp_path / "build").exists() and "== 02" not in done.stdout
+    assert_clean_failure(tmp_path, done, "unknown parameter 'n_sentnces' for 02_outlier_neurons; parameters are: 02_outlier_neurons: profile, models")
+    assert "models, n_sentences" in done.stderr and not (tmp_path / "build").exists() and "== 02" not in done.stdout
+
+
+BUILT = "BOOK_TEST_EDITION"  # "built": test the quick edition this checkout has built (CI builds it once, before the suite)
+
+
+@pytest.fixture(scope="module")
+def quick_edition(shared_data, tmp_path_factory) -> dict[str, Path]:
+    """The quick edition, executed: results, models and build folders. With BOOK_TEST_EDITION=built, the one this
+    checkout built (`make publish PROFILE=quick`), which must be current: the runner's plan reuses every chapter. Else
+    all 14 chapters cold, into a temporary folder (20-40 minutes on 2 cores)."""
+    if os.environ.get(BUILT):
+        assert os.environ[BUILT] == "built", f"{BUILT} must be 'built' (or unset), got {os.environ[BUILT]!r}"
+        planned = subprocess.run([sys.executable, "-m", "lib.edition.runner", "--profile", "quick", "--plan"], capture_output=True, text=True, cwd=REPO_ROOT)
+        assert planned.returncode == 0, planned.stderr[-2000:]
+        stale = [line for line in planned.stdout.splitlines() if line.startswith("== ") and "would be reused" not in line]
+        assert not stale, f"{BUILT}=built, but the built quick edition is not this checkout's: {stale}"
+        return {"results": results_dir(), "models": models_dir(), "build": build_dir()}
+    tmp_path = tmp_path_factory.mktemp("quick")
+    done = run(tmp_path, "--profile", "quick")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {"results": tmp_path / "results", "models": tmp_path / "models", "build": tmp_path / "build"}
 
 
 @pytest.mark.slow
-def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
-    done = run(tmp_path, "--profile", "quick")
-    assert done.returncode == 0, done.stderr[-2000:]
+def test_quick_profile_runs_every_chapter(tmp_path, quick_edition):
     for chapter in chapters():
-        assert (tmp_path / "build" / "quick" / "notebooks" / f"{chapter}.ipynb").is_file()
-    results = tmp_path / "results" / "quick"
+        assert (quick_edition["build"] / "quick" / "notebooks" / f"{chapter}.ipynb").is_file()
+    results = quick_edition["results"] / "quick"
     table = pd.read_csv(results / "minilm" / "01_anisotropy" / "anisotropy_by_layer.csv")
-    assert table["layer"].tolist() == list(range(7)) and table["mean_cosine"].between(-1, 1).all()
+    # MiniLM's embeddings share a direction at every layer (its mean cosine is positive), and never all of it
+    assert table["layer"].tolist() == list(range(7)) and table["mean_cosine"].between(0, 0.99).all()
     meta = json.loads((results / "mpnet" / "02_outlier_neurons" / "meta.json").read_text())
     assert meta["model_info"]["n_layers"] == 12 and meta["model_info"]["width"] == 768
     assert set(meta["tables"]) == {
@@ -139,7 +159,7 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     ).all()
     history = pd.read_csv(results / "trained_quick-roberta-nope" / "05_pretraining" / "training_history.csv")
     assert history["step"].tolist() == [20, 40, 60] and history["valid_loss"].is_monotonic_decreasing
-    assert (tmp_path / "models" / "quick-roberta-pe" / "tokenizer.json").is_file()
+    assert (quick_edition["models"] / "quick-roberta-pe" / "tokenizer.json").is_file()
     probe = pd.read_csv(results / "minilm" / "04_position_probe" / "accuracy_by_layer.csv")
     assert probe["layer"].tolist() == list(range(7))
     assert probe["test_accuracy"].iloc[0] > 0.5 > probe["test_accuracy"].iloc[-1]  # position decodable low, fading high
@@ -178,10 +198,12 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     verdict = card.query("claim_id == 'bis2021/centering-isotropy' and model == 'all-MiniLM-L6-v2'")["verdict"].iloc[0]
     assert verdict == ("holds" if least > 0.1 else "does not hold" if most < 0.1 else "inconclusive")  # over every sign convention
     # the exercises' solutions ran: chapter 02's threshold table is in the executed notebook
-    executed = (tmp_path / "build" / "quick" / "notebooks" / "02_outlier_neurons.ipynb").read_text()
+    executed = (quick_edition["build"] / "quick" / "notebooks" / "02_outlier_neurons.ipynb").read_text()
     assert "Flagged dimensions at this chapter's threshold and at 5" in executed
     # a notebook as a reader downloads it from the built page executes again, from another folder
-    env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "again"), "BOOK_MODELS_DIR": str(tmp_path / "models"), "BOOK_BUILD_DIR": str(tmp_path / "build")}
+    build = tmp_path / "build"  # staged from a copy: the built edition's own source folder stays as published
+    shutil.copytree(quick_edition["build"] / "quick", build / "quick", ignore=shutil.ignore_patterns("html", "source", "pdf", "student"))
+    env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "again"), "BOOK_MODELS_DIR": str(quick_edition["models"]), "BOOK_BUILD_DIR": str(build)}
     staged = subprocess.run(
         [sys.executable, "-c", "from lib.edition.folders import Edition; from lib.edition.staging import stage; print(stage(Edition('quick')))"],
         capture_output=True,
@@ -200,60 +222,124 @@ def test_quick_profile_runs_every_chapter(tmp_path, shared_data):
     assert (tmp_path / "again" / "quick" / "minilm" / "10_common_direction" / "embedding_matrix.csv").is_file()
 
 
-def assert_clean_failure(tmp_path, done, expected):
+def assert_clean_failure(tmp_path, done, expected, chapter="01_anisotropy"):
+    """A command that stopped with status 2 and one line, leaving no results, executed notebook or cache entry."""
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-2000:]
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
     assert not (tmp_path / "results").exists()
-    assert not (tmp_path / "build" / "quick" / "notebooks" / "01_anisotropy.ipynb").exists()
+    assert not (tmp_path / "build" / "quick" / "notebooks" / f"{chapter}.ipynb").exists()
     assert not (tmp_path / "build" / "quick" / "cache").exists()
 
 
+def test_a_value_a_chapter_rejects_stops_the_command_with_one_line(tmp_path):
+    """End to end, stopped inside the chapter's kernel: the value is planned (a string, as the cell's), the chapter's first
+    cell rejects it; the runner says so in one line and keeps the failed notebook for inspection, nothing else."""
+    done = run(tmp_path, "--profile", "quick", "--chapters", "01_anisotropy", "-p", "models", "no-such-model")
+    assert_clean_failure(tmp_path, done, "chapter 01_anisotropy failed: BookError: model 'no-such-model' is not a local folder nor downloaded")
+    assert "embedded models (offline): minilm, mpnet" in done.stderr
+    assert (tmp_path / "build" / "quick" / "notebooks" / "failed" / "01_anisotropy.ipynb").is_file()
+
+
+def kernel_values(chapter: str, **typed: str) -> dict[str, object]:
+    """The values the chapter's kernel holds after its parameters cell under `runner --profile quick --chapters <chapter>
+    -p NAME VALUE ...` (typed: each VALUE as typed): the cell's, then those the runner plans and papermill injects."""
+    ((_, planned),) = plan("quick", [chapter], command_line_values([[name, value] for name, value in typed.items()]))
+    return {**declared_parameters(chapter), **planned}
+
+
+def first_cell(chapter: str, values: dict[str, object]) -> object:
+    """What the chapter's first cell after its parameters cell calls, in this process (no kernel): `ch.begin`'s check of
+    the models, then the chapter module's function that checks every other value before anything is computed or written."""
+    import lib.book.chapter as ch
+    from lib.experiments import anisotropy, isotropy_calibration, position_probe, pretraining, sts, supervised, vector_variants, wic
+
+    v = values
+    specs = ch.parse_models(v["models"], v["profile"]) if "models" in v else []
+    probe = ("max_positions", "epochs", "batch_size", "lr", "heatmap_positions", "probe_seeds")
+    return {
+        "01_anisotropy": lambda: anisotropy.inputs(v["profile"], v["n_sentences"], v["n_pairs"], v["pca_tokens"], v["seed"]),
+        "04_position_probe": lambda: position_probe.inputs(v["n_train"], v["n_dev"], v["n_test"], v["seed"], **{k: v[k] for k in probe}),
+        "05_pretraining": lambda: pretraining.inputs(v, v["profile"]),
+        "07_wic": lambda: wic.inputs(v["n_pairs"], v["seed"], specs),
+        "08_sts": lambda: sts.inputs(v["datasets"], v["max_pairs"], v["n_fit"], v["seed"], v["variants"]),
+        "09_supervised": lambda: (vector_variants.requested(v["variants"]), supervised.task_data(v)),
+        "13_isotropy_calibration": lambda: isotropy_calibration.inputs(specs, v),
+    }[chapter]()
+
+
+@pytest.fixture
+def edition_folders(tmp_path, monkeypatch) -> Path:
+    """The results, build and models folders in tmp_path (as `run` sets them), which a chapter stopped by a bad value
+    must leave empty."""
+    for var, name in (("BOOK_RESULTS_DIR", "results"), ("BOOK_BUILD_DIR", "build"), ("BOOK_MODELS_DIR", "models")):
+        monkeypatch.setenv(var, str(tmp_path / name))
+    return tmp_path
+
+
 @pytest.mark.parametrize(
-    "args, expected",
+    "chapter, typed, expected",
     [
-        (["-p", "n_sentences", "0"], "n_sentences must be a positive integer"),
-        (["-p", "n_pairs", "600"], "need at least 1200 sentences"),
+        ("01_anisotropy", {"n_sentences": "0"}, "parameter n_sentences must be a positive integer, got 0"),
+        ("01_anisotropy", {"n_pairs": "600"}, "600 disjoint pairs need at least 1200 sentences; the sample has 300"),
         # before any extraction; SST-2's 67,349 training sentences less the 400 chapter 02 selects its outliers on
-        (["-p", "n_sentences", "100000", "-p", "n_pairs", "40000"], "the sample has 66,947"),
-        (["-p", "pca_tokens", "1e12"], "is more tokens than 300 sentences can hold"),
-        (["-p", "models", "no-such-model"], "embedded models (offline): minilm, mpnet"),
-        (["-p", "models", "minilm", "-p", "pca_layer", "9"], "layer 9 does not exist"),
+        ("01_anisotropy", {"n_sentences": "100000", "n_pairs": "40000"}, "need at least 80000 sentences; the sample has 66,947 (n_sentences 100,000)"),
+        ("01_anisotropy", {"pca_tokens": "1e12"}, "parameter pca_tokens (1,000,000,000,000) is more tokens than 300 sentences can hold"),
+        (
+            "01_anisotropy",
+            {"models": "no-such-model"},
+            "model 'no-such-model' is not a local folder nor downloaded, and the Hugging Face hub is not reachable from here; "
+            "embedded models (offline): minilm, mpnet",
+        ),
+        ("08_sts", {"datasets": "stsb,sts99"}, "datasets: unknown 'sts99'; choose from stsb, sick"),
+        ("07_wic", {"n_pairs": "0"}, "a sample size must be a positive integer, got 0"),
+        ("09_supervised", {"n_train": "{sst2: 100}"}, "n_train, n_dev, n_test and n_fit need an entry for every task (sst2, imdb, sst5)"),
+        ("04_position_probe", {"heatmap_positions": "400"}, "heatmap_positions (400) cannot exceed max_positions (300)"),
+        ("05_pretraining", {"hidden_size": "33"}, "hidden_size 33 must be divisible by heads 2"),
+        ("05_pretraining", {"names": "same,same"}, "names must be two different model names, with then without position embeddings, got 'same,same'"),
+        ("13_isotropy_calibration", {"methods": "none,whiten"}, "methods: unknown 'whiten'; choose from none, cosreg"),
+        ("13_isotropy_calibration", {"spectrum_scales": "1,x"}, "parameter spectrum_scales must be comma-separated positive numbers, got '1,x'"),
     ],
 )
-def test_bad_parameters_stop_with_one_line_and_write_nothing(tmp_path, shared_data, args, expected):
-    done = run(tmp_path, "--profile", "quick", "--chapters", "01_anisotropy", *args)
-    assert_clean_failure(tmp_path, done, expected)
+def test_bad_parameters_stop_the_chapter_before_it_writes(edition_folders, shared_data, chapter, typed, expected):
+    """Each value as `runner --profile quick --chapters <chapter> -p NAME VALUE` gives it to the chapter, checked where
+    the chapter checks it (in this process: the kernel's part of the path is the test above): one line, nothing written."""
+    with pytest.raises(BookError, match=re.escape(expected)) as stopped:
+        first_cell(chapter, kernel_values(chapter, **typed))
+    assert "\n" not in str(stopped.value) and not any(edition_folders.iterdir())
 
 
-@pytest.mark.parametrize(
-    "chapter, args, expected",
-    [
-        ("08_sts", ["-p", "datasets", "stsb,sts99"], "datasets: unknown 'sts99'; choose from stsb, sick"),
-        ("07_wic", ["-p", "n_pairs", "0"], "a sample size must be a positive integer, got 0"),
-        ("09_supervised", ["-p", "n_train", "{sst2: 100}"], "need an entry for every task"),
-        ("04_position_probe", ["-p", "heatmap_positions", "400"], "cannot exceed max_positions"),
-        ("05_pretraining", ["-p", "hidden_size", "33"], "must be divisible by heads"),
-        ("05_pretraining", ["-p", "names", "same,same"], "names must be two different model names"),
-        ("13_isotropy_calibration", ["-p", "methods", "none,whiten"], "methods: unknown 'whiten'; choose from none, cosreg"),
-        ("13_isotropy_calibration", ["-p", "spectrum_scales", "1,x"], "spectrum_scales must be comma-separated positive numbers"),
-    ],
-)
-def test_bad_parameters_of_later_chapters(tmp_path, shared_data, chapter, args, expected):
-    done = run(tmp_path, "--profile", "quick", "--chapters", chapter, *args)
-    lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr[-2000:]
-    assert not (tmp_path / "results").exists() and not (tmp_path / "build" / "quick" / "notebooks" / f"{chapter}.ipynb").exists()
+def test_a_layer_the_model_lacks_stops_chapter_01_before_it_writes(edition_folders, shared_data):
+    """`-p models minilm -p pca_layer 9`: checked against the loaded model's layers, before any extraction."""
+    import lib.book.chapter as ch
+    from lib.book.results import Results
+    from lib.experiments import anisotropy
+
+    v = kernel_values("01_anisotropy", models="minilm", pca_layer="9")
+    sentences = first_cell("01_anisotropy", v)
+    settings = {name: v[name] for name in ("n_pairs", "pca_tokens", "pca_layer", "seed", "device", "dtype")}  # as chapter 01's cell passes them
+    settings |= {"sentences": sentences, "results": Results("01_anisotropy", "quick"), "parameters": ch.parameters("01_anisotropy", v)}
+    with pytest.raises(BookError, match=re.escape("layer 9 does not exist in all-MiniLM-L6-v2: hidden states are 0..6 (0 = embedding output)")):
+        ch.each_model(anisotropy.run, ["minilm"], **settings)
+    assert not any(edition_folders.iterdir())
 
 
-def test_missing_data_directory_stops_the_chapter(tmp_path):
-    done = run(tmp_path, "--profile", "quick", "--chapters", "01_anisotropy", env_extra={"BOOK_DATA_DIR": str(tmp_path / "none")})
-    assert_clean_failure(tmp_path, done, "set BOOK_DATA_DIR")
+def test_missing_data_directory_stops_the_chapter(edition_folders, monkeypatch):
+    monkeypatch.setenv("BOOK_DATA_DIR", str(edition_folders / "none"))
+    with pytest.raises(BookError, match=re.escape(f"data directory {edition_folders / 'none'} does not exist; set BOOK_DATA_DIR")):
+        first_cell("01_anisotropy", kernel_values("01_anisotropy"))
+    assert not any(edition_folders.iterdir())
 
 
-def test_unknown_profile(tmp_path):
-    done = run(tmp_path, "--profile", "huge")
-    assert_clean_failure(tmp_path, done, "unknown profile 'huge'; choose one of default, gpu, paper, quick")
+def test_unknown_profile(edition_folders, capsys):
+    """The runner's command in this process (its start is the two end-to-end tests' above), stopped while planning."""
+    from lib.edition import runner
+
+    with pytest.raises(SystemExit) as stopped:
+        runner.main(["--profile", "huge"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and err.startswith("error: unknown profile 'huge'; choose one of default, gpu, paper, quick")
+    assert not any(edition_folders.iterdir())
 
 
 def test_a_config_is_built_from_the_parameters_cell_and_chapter_05s_models_by_alias():
