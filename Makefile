@@ -1,6 +1,7 @@
 # Two commands rebuild everything from a fresh clone:  make test  and  make book
 # JOBS=N executes up to N independent chapters at once (their order kept where one reads another's results); without it,
-# one per CPU core (at most 4), the longest first (profiles/costs/<PROFILE>.yaml, updated by each build).
+# one per CPU core (at most 4), the longest first (times this machine measured, else profiles/costs/<PROFILE>.yaml;
+# a build never edits tracked files: `make costs` commits the measured times on purpose).
 # SCALE=F (0-1] runs the profile's sizes times F, never below the quick profile's: a smoke test of a large profile.
 # PROFILE=quick|default|gpu|paper picks the chapter parameters (profiles/<name>.yaml); each profile is its own edition
 # in _build/<PROFILE>/ (html/index.html). Chapters whose inputs did not change are reused, not executed again.
@@ -12,7 +13,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: env lint test book chapters html pdf student publish site data benchmark gpu-check gpu-pack gpu-grade clean
+.PHONY: env lint test book chapters html pdf student publish site data costs benchmark gpu-check gpu-pack gpu-grade clean
 
 env: $(STAMP)
 
@@ -57,6 +58,9 @@ site: env  # the built editions side by side in _build/site (default, student, q
 data: env  # every pinned data file into $BOOK_DATA_DIR, each from the public commit that holds it, verified (BOOK_DATA_MIRROR: a mirror)
 	$(PY) -m lib.datasets fetch
 
+costs: env  # a maintainer's step: the chapter times this machine's builds measured (_build/<PROFILE>/costs.yaml) into profiles/costs/<PROFILE>.yaml, to commit
+	$(PY) -m lib.edition.costs $(PROFILE)
+
 benchmark: env
 	$(PY) scripts/benchmark_extraction.py
 
@@ -66,7 +70,7 @@ gpu-check: env  # one check on a GPU in at most 8 minutes (scripts/gpu_check.py)
 gpu-pack: env  # what a borrowed GPU machine needs for chapters 05 and 13 (data, MiniLM in 16-bit) into .gpu/; there: python3 -m scripts.gpu_edition run --out DIR
 	$(PY) -m scripts.gpu_edition pack
 
-gpu-grade: env  # FROM=DIR: the results a borrowed GPU sent back into results/, its measured times into profiles/costs/gpu.yaml, the verdicts
+gpu-grade: env  # FROM=DIR: the results a borrowed GPU sent back into results/, its measured times into _build/gpu/costs.yaml (make costs PROFILE=gpu commits them), the verdicts
 	$(PY) -m scripts.gpu_edition grade $(FROM)
 
 clean:  # every edition (executed chapters, cache entries, HTML); results/ and models/ stay; refused while a build writes one

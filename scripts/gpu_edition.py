@@ -195,7 +195,7 @@ def grade(source: Path) -> None:
         for chapter in CHAPTERS:
             where = f"commit {facts['commit'][:7]}, {facts['device']}, chapters 05 and 13 side by side (scripts/gpu_edition.py)"
             costs.record(profile, chapter, facts["seconds_from_start"][chapter], where)
-        print(f"measured seconds recorded in profiles/costs/{profile}.yaml: {facts['seconds_from_start']}")
+        print(f"measured seconds recorded in {costs.measured_path(profile)} (make costs PROFILE={profile} commits them): {facts['seconds_from_start']}")
     card = scorecard.scorecard(profile)
     for row in card[card["chapter"].isin(CHAPTERS)].itertuples():
         print(f"{row.verdict:>14}  {row.claim} ({row.model})\n{'':>16}{row.ours}")

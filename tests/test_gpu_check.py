@@ -8,7 +8,7 @@ import pandas as pd
 from lib.settings import REPO_ROOT
 
 
-def test_gpu_check_runs_every_step_at_tiny_sizes(tmp_path):
+def test_gpu_check_runs_every_step_at_tiny_sizes(tmp_path, shared_data):  # its chapter 05 step pre-trains on the corpus
     out = tmp_path / "check.csv"
     done = subprocess.run(
         [sys.executable, "-m", "scripts.gpu_check", "--tiny", "--out", str(out), "--cpu-table", str(tmp_path / "none.csv")],

@@ -1,11 +1,13 @@
-"""Expected chapter times, committed with the book (`profiles/costs/<profile>.yaml`), so that a first build starts the
-longest chapters first too, and the rerun page can say what each edition costs. Every chapter a build executes writes
-its measured time there, with where it was measured (commit the file to share it); a profile not yet built may hold
-estimates, marked as such. A chapter's own last run in an edition, where there is one, is a better guess for ordering
-and comes first (`planning.longest_first`)."""
+"""Expected chapter times. The committed ones (`profiles/costs/<profile>.yaml`) let a first build start the longest
+chapters first and the rerun page say what each edition costs; a profile not yet built may hold estimates, marked as
+such. Every chapter a build executes writes its measured time, with where it was measured, into the edition's own
+untracked file (`_build/<profile>/costs.yaml`), so a build leaves the checkout clean; `make costs PROFILE=<name>`
+(`python -m lib.edition.costs <name>`) copies those into the committed file, on purpose. For ordering, a measured time
+comes before the committed one, and a chapter's own last run in an edition before both (`planning.longest_first`)."""
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
@@ -16,24 +18,33 @@ import yaml
 
 from ..core import profiles
 from ..core.sources import chapters
+from ..errors import BookError, cli
 from ..io import write_atomic
+from ..settings import build_dir
 from .cache import Entry
 
 HEADER = (
     "# Seconds each chapter of this profile took when a build last executed it (wall clock, on the machine named with\n"
     "# it), or an estimate where `measured` says so: the runner starts the longest first and the rerun page shows them.\n"
-    "# Written by `python -m lib.edition.runner`; commit it to share it.\n"
+    "# Builds write their times to _build/<profile>/costs.yaml; `make costs PROFILE=<profile>` copies them here.\n"
 )
+MEASURED_HEADER = "# Seconds each chapter took when this machine's builds last executed it; `make costs` commits them to profiles/costs.\n"
 
 
 def path(profile: str) -> Path:
+    """The committed times of a profile."""
     return profiles.PROFILES / "costs" / f"{profile}.yaml"
 
 
-def load(profile: str) -> dict[str, dict[str, Any]]:
-    """chapter → {"seconds", "measured"}; empty where the profile has no file (or an unreadable one: times are hints)."""
+def measured_path(profile: str) -> Path:
+    """The times this machine's builds measured for a profile: untracked, beside the edition."""
+    return build_dir() / profile / "costs.yaml"
+
+
+def _read(file: Path) -> dict[str, dict[str, Any]]:
+    """chapter → {"seconds", "measured"}; empty where there is no file (or an unreadable one: times are hints)."""
     try:
-        data = yaml.safe_load(path(profile).read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         return {}
     rows = data if isinstance(data, dict) else {}
@@ -44,9 +55,19 @@ def load(profile: str) -> dict[str, dict[str, Any]]:
     }
 
 
+def load(profile: str) -> dict[str, dict[str, Any]]:
+    """The committed times of a profile (what the rerun page shows)."""
+    return _read(path(profile))
+
+
+def measured(profile: str) -> dict[str, dict[str, Any]]:
+    """The times this machine's builds measured for a profile (not committed)."""
+    return _read(measured_path(profile))
+
+
 def expected(profile: str) -> dict[str, float]:
-    """chapter → expected seconds."""
-    return {chapter: row["seconds"] for chapter, row in load(profile).items()}
+    """chapter → expected seconds: measured here where a build measured it, else committed."""
+    return {chapter: row["seconds"] for chapter, row in {**load(profile), **measured(profile)}.items()}
 
 
 def device() -> str:
@@ -64,18 +85,33 @@ def record_unless_reused(profile: str, chapter: str, facts: dict[str, Any], wher
     """Record a chapter run's seconds (`record`), unless the run took cached results of earlier work (a pre-training
     checkpoint, cached fine-tuning runs: facts["reused"]), whose time is not what the chapter costs; say which."""
     if facts.get("reused"):
-        print(f"== {chapter}: its time ({facts['seconds']:.0f} s) is not recorded in {path(profile).name}: it reused {facts['reused']} cached run(s)")
+        print(f"== {chapter}: its time ({facts['seconds']:.0f} s) is not recorded as what it costs: it reused {facts['reused']} cached run(s)")
         return
     record(profile, chapter, facts["seconds"], where)
 
 
-def record(profile: str, chapter: str, seconds: float, where: str) -> None:
-    """Write a chapter's measured seconds into the profile's file (atomically; the runner is its only writer)."""
-    rows = load(profile)
-    rows[chapter] = {"seconds": round(float(seconds)), "measured": f"{dt.date.today().isoformat()}, {where}"}
+def _write(file: Path, header: str, rows: dict[str, dict[str, Any]]) -> None:
     rows = {name: {"seconds": round(row["seconds"]), "measured": row["measured"]} for name, row in sorted(rows.items())}
-    text = HEADER + yaml.safe_dump(rows, sort_keys=False, allow_unicode=True)
-    write_atomic(path(profile), lambda p: p.write_text(text, encoding="utf-8"))
+    text = header + yaml.safe_dump(rows, sort_keys=False, allow_unicode=True)
+    write_atomic(file, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def record(profile: str, chapter: str, seconds: float, where: str) -> None:
+    """Write a chapter's measured seconds into the edition's untracked file (atomically; the runner is its only writer)."""
+    rows = measured(profile)
+    rows[chapter] = {"seconds": round(float(seconds)), "measured": f"{dt.date.today().isoformat()}, {where}"}
+    _write(measured_path(profile), MEASURED_HEADER, rows)
+
+
+def commit_measured(profile: str) -> list[str]:
+    """Copy the times this machine measured into the committed file (`make costs`); the chapters whose times changed."""
+    rows = measured(profile)
+    if not rows:
+        raise BookError(f"no measured times for the {profile} edition ({measured_path(profile)}): build it first (make book PROFILE={profile})")
+    committed = load(profile)
+    changed = sorted(name for name, row in rows.items() if committed.get(name) != row)
+    _write(path(profile), HEADER, {**committed, **rows})
+    return changed
 
 
 def duration(seconds: float) -> str:
@@ -133,3 +169,17 @@ def edition_time(entries: dict[str, Entry], profile: str) -> str:
         f"In this ({profile}) edition, the {len(entries)} executed chapters ran for {duration(total)} in their last runs, "
         f"on {' or '.join(threads)} CPU thread{'' if threads == ['1'] else 's'} each (the {{doc}}`build report <build_report>` gives each chapter's time)."
     )
+
+
+@cli
+def main() -> None:
+    """`make costs PROFILE=<name>`: this machine's measured times into the committed file, to commit on purpose."""
+    parser = argparse.ArgumentParser(description="Copy a profile's measured chapter times into profiles/costs/<profile>.yaml (to commit).")
+    parser.add_argument("profile")
+    profile = parser.parse_args().profile
+    changed = commit_measured(profile)
+    print(f"{path(profile)}: {len(changed)} chapter time(s) updated from {measured_path(profile)}" + (f": {', '.join(changed)}" if changed else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -44,7 +44,7 @@ def with_dependents(profile: str, plans: list[tuple[str, dict[str, Any]]], overr
 
 def longest_first(edition: Edition, names: list[str]) -> list[str]:
     """The chapters ordered by how long each is expected to take, longest first: its last run in this edition, else the
-    time committed with the book (`costs`), else it goes last, in its order. Started first, the longest is not left
+    time measured here or committed with the book (`costs.expected`), else it goes last, in its order. Started first, the longest is not left
     running alone at the end, on a first build too. Work run ahead of a chapter ("<chapter>:<run>") counts as long as
     the chapter and all its runs ahead together: the chapter waits for it, so it starts first."""
     committed, seconds = costs.expected(edition.profile), {}
