@@ -93,14 +93,31 @@ def minilm() -> LoadedModel:
     return load_model("minilm", device="cpu")
 
 
+def unavailable(reason: str) -> None:
+    """A test that cannot run here: skipped, with its reason in the one-line-per-reason summary at the end; in CI
+    (CI set) a failure, since CI installs everything and a check it cannot run would silently be gone."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI cannot run this test: {reason}")
+    pytest.skip(reason)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001 (pytest's hook signature)
+    """One line per reason tests were skipped, with how many: what a newcomer's run left out and how to run it."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"skipped {count} test{'s' if count > 1 else ''}: {reason}")
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real data directory; missing data fails in CI and skips elsewhere."""
     root = data_dir()
     if not (root / "sst2").is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs the data sets: {root} has no sst2/ (set BOOK_DATA_DIR)")
-        pytest.skip(f"no data sets in {root}: set BOOK_DATA_DIR to run this test")
+        unavailable(f"no data sets in {root}: set BOOK_DATA_DIR (or run make data) to run them")
     return root
 
 
@@ -110,6 +127,46 @@ def cluster_extra() -> None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs the cluster extra: pip install -r requirements-cluster.txt")
-        pytest.skip("the cluster extra is not installed: pip install -r requirements-cluster.txt")
+        unavailable("the cluster extra is not installed: .venv/bin/pip install -r requirements-cluster.txt to run them")
+
+
+@pytest.fixture(scope="session")
+def page_book_folder(tmp_path_factory) -> Path:
+    """The one-chapter page book (tests/books.py: `PAGE_CHAPTER`) executed in the quick edition and built to HTML once
+    a session, with nothing left patched: tests take it as `page_book` (to read) or `own_page_book` (to change)."""
+    from tests.books import built_page_book
+
+    return built_page_book(tmp_path_factory.mktemp("page-book"))
+
+
+@pytest.fixture
+def page_book(page_book_folder, monkeypatch):
+    """The shared page book's quick edition, executed and built, for a test that only reads it (the library pointed at
+    it until the test ends); a test that changed it is an error: it wants `own_page_book`."""
+    from lib.core import sources
+    from tests.books import fingerprint, open_page_book
+
+    before = fingerprint(page_book_folder)
+    yield open_page_book(page_book_folder, monkeypatch)
+    sources.declared_parameters.cache_clear()
+    assert fingerprint(page_book_folder) == before, "a test changed the shared page book: let it take `own_page_book`"
+
+
+@pytest.fixture
+def own_page_book(page_book_folder, monkeypatch, tmp_path_factory):
+    """The shared page book's quick edition for a test to change: a copy at the same paths (its cache entries name the
+    results they vouch for, and Sphinx's environment its source folder, by absolute path), the original put back after."""
+    import shutil
+
+    from lib.core import sources
+    from tests.books import open_page_book
+
+    kept = tmp_path_factory.mktemp("page-book-kept") / "book"
+    page_book_folder.rename(kept)
+    try:
+        shutil.copytree(kept, page_book_folder, symlinks=True)
+        yield open_page_book(page_book_folder, monkeypatch)
+    finally:
+        sources.declared_parameters.cache_clear()
+        shutil.rmtree(page_book_folder, ignore_errors=True)
+        kept.rename(page_book_folder)

@@ -21,9 +21,16 @@ from lib.edition import publishing
 from lib.experiments import plotting
 
 from . import browser
-from .test_pages import PAGE_CHAPTER, book_with_pages
+from .books import PAGE_CHAPTER, book_with_pages
+from .conftest import unavailable
 
-pytestmark = pytest.mark.skipif(browser.chromium() is None, reason="Chromium is not installed here (apt install chromium; CI installs it)")
+
+@pytest.fixture(autouse=True)
+def chromium() -> None:
+    """Every test here drives Chromium: skipped without it (failed in CI, which installs it)."""
+    if browser.chromium() is None:
+        unavailable("Chromium is not installed here: apt install chromium to run them")
+
 
 WIDE_CHAPTER = PAGE_CHAPTER.replace(
     'tables.show(frame.head(1), "The first model")',
@@ -112,8 +119,9 @@ def test_repeated_lines_are_found_with_their_numbers_masked():
     assert repeated_lines(["one line\n---\n\nanother line"]) == []
 
 
-@pytest.mark.skipif(not os.environ.get("BOOK_BROWSER_HTML"), reason="BOOK_BROWSER_HTML names no built edition")
 def test_every_page_of_the_built_edition():
+    if not os.environ.get("BOOK_BROWSER_HTML"):
+        unavailable("BOOK_BROWSER_HTML names no built edition: make book PROFILE=quick, then BOOK_BROWSER_HTML=_build/quick/html")
     html = Path(os.environ["BOOK_BROWSER_HTML"])
     pages = sorted(p.relative_to(html).as_posix() for p in html.glob("book/**/*.html"))
     assert len(pages) >= 15, f"{html} holds {len(pages)} pages: not a built edition"

@@ -10,15 +10,11 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from lib.book import figure_labels, tables
-from lib.core import sources
-from lib.edition import chapter_notes, commit, downloads, pagecheck, publishing, schedule, staging
+from lib.edition import downloads, pagecheck, publishing, staging
 from lib.edition.folders import Edition
 from lib.errors import BookError
-from lib.settings import REPO_ROOT
-from tests.books import book_of
 
 
 def test_headers_are_words_with_units():
@@ -109,69 +105,7 @@ def test_page_check_passes_a_good_page(tmp_path):
     assert pagecheck.problems(tmp_path) == []
 
 
-PAGE_CHAPTER = """# %% [markdown]
-# # A page chapter
-#
-# Prose; the scores are in {numref}`tbl-01-scores` and the line in {numref}`fig-01-line`.
-
-# %% tags=["parameters"]
-profile = "default"
-n = 3  # a number the chapter shows
-
-# %%
-import matplotlib.pyplot as plt
-import pandas as pd
-from IPython.display import Markdown, display
-
-from lib.book import figure_labels, tables
-from lib.book.results import Results
-
-frame = pd.DataFrame({"model": ["tiny model", "Biš"], "mean_cosine": [0.5, 0.25], "model_outlier": [True, False]})
-tables.show(frame, "Scores of the models (✓ ◐ ≥)", name="scores")
-tables.show(frame.head(1), "The first model")
-display(Markdown(":::{table} Computed prose\\n:name: tbl-01-computed\\n\\n| computed | table |\\n|---|---|\\n| 1 | 2 |\\n:::"))
-fig, ax = plt.subplots()
-ax.plot([0, n])
-Results("01_page", profile).figure(fig, "line", "A line that rises.")
-
-# %%
-for model in ("model a", "model b"):
-    tables.show(frame.head(1), f"{model}: its row", tab=model)
-    fig, ax = plt.subplots()
-    ax.plot([n, ord(model[-1]) - 97])  # a different line per model
-    Results("01_page", profile).figure(fig, f"fall {model}", f"{model}: a line that falls.", tab=model)
-"""
-
-
-def book_with_pages(tmp_path, monkeypatch, chapter: str = PAGE_CHAPTER) -> Edition:
-    """A one-chapter book (`chapter`, as 01_page) and a repository root of its own (config, table of contents, front
-    page), executed in the quick edition."""
-    book_of(tmp_path, monkeypatch, {"01_page": chapter})
-    root = tmp_path / "repo"
-    shutil.copytree(staging.STATIC, root / "book" / "static")
-    shutil.copy(REPO_ROOT / "_config.yml", root / "_config.yml")
-    shutil.copy(REPO_ROOT / "book" / "references.bib", root / "book" / "references.bib")
-    toc = {"format": "jb-book", "root": "book/intro", "parts": [{"caption": "Chapters", "numbered": True, "chapters": [{"file": "book/chapters/01_page"}]}]}
-    (root / "book" / "intro.md").write_text("# A tiny book\n\nIntroduction first.\n\n<!-- edition and verdicts -->\n")
-    (root / "book" / "rerun.md").write_text("# How to re-run\n\nRun it.\n")
-    (root / "book" / "build_report.md").write_text("# placeholder\n")
-    toc["parts"].append({"caption": "About", "chapters": [{"file": "book/rerun"}, {"file": "book/build_report"}]})
-    (root / "_toc.yml").write_text(yaml.safe_dump(toc))
-    for module in (commit, chapter_notes, staging, publishing):
-        monkeypatch.setattr(module, "REPO_ROOT", root)
-    monkeypatch.setattr(staging, "STATIC", root / "book" / "static")
-    schedule.build("quick", [("01_page", {"profile": "quick"})])
-    return Edition("quick")
-
-
-@pytest.fixture
-def page_book(tmp_path, monkeypatch):
-    yield book_with_pages(tmp_path, monkeypatch)
-    sources.declared_parameters.cache_clear()
-
-
-def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
-    index = publishing.build_html(page_book)
+def test_a_small_book_reads_well_in_html(page_book):
     html = page_book.html
     assert pagecheck.problems(html) == []
     page = (html / "book" / "chapters" / "01_page.html").read_text()
@@ -188,15 +122,21 @@ def test_a_small_book_reads_well_in_html_and_typesets_as_pdf(page_book):
     assert '# this run; the chapter\'s default: "default"' in page
     front = pagecheck._article((html / "book" / "intro.html").read_text())
     assert front.index("Introduction first.") < front.index("The quick edition") and "notebooks.zip" in front
-    assert index.is_file()
-    if shutil.which("latexmk") is None and not os.environ.get("BOOK_REQUIRE_TEX"):
-        pytest.skip("TeX Live is not installed here (CI installs it and sets BOOK_REQUIRE_TEX=1)")
-    pdf = publishing.build_pdf(page_book)
-    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf == page_book.root / downloads.PDF_NAME
+    assert (html / "index.html").is_file()
+
+
+NO_TEX = "TeX Live is not installed here (CI installs it and sets BOOK_REQUIRE_TEX=1)"
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None and not os.environ.get("BOOK_REQUIRE_TEX"), reason=NO_TEX)
+def test_a_small_book_typesets_as_pdf(own_page_book):
+    pdf = publishing.build_pdf(own_page_book)
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf == own_page_book.root / downloads.PDF_NAME
     log = (Edition("quick", pdf=True).latex / "book.log").read_text(errors="replace")
     assert "Missing character" not in log  # the fonts print Biš, ✓, ◐ and ≥
-    publishing.build_html(page_book)
-    assert "book.pdf" in (html / "book" / "intro.html").read_text()
+    assert "book.pdf" not in (own_page_book.html / "book" / "intro.html").read_text()  # the pages were built before it
+    publishing.build_html(own_page_book)
+    assert "book.pdf" in (own_page_book.html / "book" / "intro.html").read_text()
     figures_typeset = [p for p in Edition("quick", pdf=True).latex.glob("*") if p.suffix in (".pdf", ".png") and p.name != downloads.PDF_NAME]
     assert [p.suffix for p in figures_typeset] == [".pdf"] * 3  # each figure as the vector PDF its run saved (not in tabs), not the PNG
 
@@ -284,14 +224,14 @@ def test_labels_of_neighbouring_flagged_dimensions_do_not_overlap():
     plt.close(fig)
 
 
-def test_the_site_puts_editions_side_by_side_with_a_switcher(page_book, monkeypatch, tmp_path):
+def test_the_site_puts_editions_side_by_side_with_a_switcher(own_page_book, monkeypatch, tmp_path):
     import json
 
     from lib.edition import site
 
     student = Edition("quick", student=True)
-    monkeypatch.setattr(site, "EDITIONS", {"quick": (page_book, "tiny samples"), "student": (student, "no solutions")})
-    publishing.build_html(page_book)
+    monkeypatch.setattr(site, "EDITIONS", {"quick": (own_page_book, "tiny samples"), "student": (student, "no solutions")})
+    assert (own_page_book.html / "index.html").is_file()  # the quick edition is built
     with pytest.raises(BookError, match="no quick edition"):  # the student edition is not built yet: nothing is assembled
         site.assemble(["student", "quick"], tmp_path / "site")
     assert not (tmp_path / "site").exists()
@@ -305,7 +245,7 @@ def test_the_site_puts_editions_side_by_side_with_a_switcher(page_book, monkeypa
         site.assemble(["paper"], tmp_path / "site")
 
 
-def test_the_link_check_names_a_broken_external_link(page_book, tmp_path):
+def test_the_link_check_names_a_broken_external_link(own_page_book, tmp_path):
     import functools
     import threading
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -319,11 +259,11 @@ def test_the_link_check_names_a_broken_external_link(page_book, tmp_path):
         base = f"http://127.0.0.1:{httpd.server_address[1]}"
         rerun = staging.REPO_ROOT / "book" / "rerun.md"
         rerun.write_text(f"# How to re-run\n\nSee [the site]({base}/ok.html).\n")
-        report = publishing.linkcheck(page_book)
+        report = publishing.linkcheck(own_page_book)
         assert any(f"{base}/ok.html" in line and '"working"' in line for line in report.read_text().splitlines())
         rerun.write_text(f"# How to re-run\n\nSee [the site]({base}/ok.html) and [a moved page]({base}/gone.html).\n")
         with pytest.raises(BookError, match=rf"^1 broken external link\(s\): {base}/gone.html on book/rerun.md \(404"):
-            publishing.linkcheck(page_book)
+            publishing.linkcheck(own_page_book)
         httpd.shutdown()
 
 
@@ -377,15 +317,9 @@ def test_a_grid_of_many_rows_stays_within_its_tallest_and_a_long_legend_wraps_in
     plt.close(fig)
 
 
-def test_an_edited_style_sheet_reaches_the_built_pages(tmp_path, monkeypatch):
-    edition = book_with_pages(tmp_path, monkeypatch, PAGE_CHAPTER)
-    static = tmp_path / "static"
-    shutil.copytree(staging.STATIC, static)
-    monkeypatch.setattr(staging, "STATIC", static)
-    try:
-        publishing.build_html(edition)
-        (static / "book.css").write_text((static / "book.css").read_text() + "\n/* edited */\n")
-        publishing.build_html(edition)  # incremental: Sphinx alone would keep the old file
-    finally:
-        sources.declared_parameters.cache_clear()
-    assert (edition.html / "_static" / "book.css").read_text().endswith("/* edited */\n")
+def test_an_edited_style_sheet_reaches_the_built_pages(own_page_book):
+    book_css = own_page_book.html / "_static" / "book.css"
+    assert book_css.read_bytes() == (staging.STATIC / "book.css").read_bytes()  # built before the edit
+    (staging.STATIC / "book.css").write_text((staging.STATIC / "book.css").read_text() + "\n/* edited */\n")
+    publishing.build_html(own_page_book)  # incremental: Sphinx alone would keep the old file
+    assert book_css.read_text().endswith("/* edited */\n")

@@ -4,14 +4,17 @@ chapter's entry, a PDF typeset from other runs, an HTML folder that is not a who
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
 
+from lib.core import sources
 from lib.edition import downloads, front_page, publishing, schedule, staging, vouching
 from lib.edition.folders import Edition
 from lib.errors import BookError
-from tests.test_pages import page_book  # noqa: F401  (a fixture)
+from lib.experiments import scorecard
+from lib.settings import results_dir
 
 
 def staged_front(ed: Edition) -> str:
@@ -23,65 +26,101 @@ def tree(folder) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_a_hand_edited_notebook_is_not_published(page_book, capsys):  # noqa: F811
-    notebook = page_book.notebook("01_page")
+def test_a_hand_edited_notebook_is_not_published(own_page_book, capsys):
+    notebook = own_page_book.notebook("01_page")
     text = notebook.read_text()
     notebook.write_text(text.replace("A line that rises.", "A line that falls."))  # a value changed by hand
-    source = staging.stage(page_book)
+    source = staging.stage(own_page_book)
     assert not (source / "book/chapters/01_page.ipynb").exists() and (source / "book/chapters/01_page.md").is_file()
     said = capsys.readouterr().out
     assert "01_page: its executed notebook differs from the one its run recorded (edited or re-run by hand); its page says it was not executed" in said
     notebook.write_text(text)  # the notebook its run wrote: published again
-    assert (staging.stage(page_book) / "book/chapters/01_page.ipynb").is_file()
+    assert (staging.stage(own_page_book) / "book/chapters/01_page.ipynb").is_file()
 
 
-def test_the_front_page_summary_comes_only_from_the_scorecard_chapters_entry(page_book, tmp_path):  # noqa: F811
-    planted = tmp_path / "results" / "quick" / "chapter" / front_page.SCORECARD / "scorecard.csv"
+SCORECARD_CHAPTER = """# %% [markdown]
+# # A scorecard
+
+# %% tags=["parameters"]
+profile = "default"
+
+# %%
+import pandas as pd
+
+from lib.book.results import Results
+from lib.core.store import CHAPTER, Schema
+
+SCORECARD = Schema("14_scorecard", "scorecard", ("claim_id", "paper", "verdict", "chapter"))  # what the front page reads of it
+verdicts = ["holds", "holds", "does not hold"]
+rows = [{"claim_id": f"luo2021/{i}", "paper": "luo2021", "verdict": v, "chapter": "13_elsewhere"} for i, v in enumerate(verdicts)]
+Results("14_scorecard", profile).table(pd.DataFrame(rows), SCORECARD, CHAPTER, {"profile": profile})
+"""
+
+
+def test_the_front_page_summary_comes_only_from_the_scorecard_chapters_entry(own_page_book, capsys):
+    planted = results_dir() / "quick" / "chapter" / front_page.SCORECARD / "scorecard.csv"
     planted.parent.mkdir(parents=True)
     pd.DataFrame({"paper": ["luo2021"], "verdict": ["holds"], "claim_id": ["luo2021/x"]}).to_csv(planted, index=False)
-    assert "What holds" not in staged_front(page_book)  # results left by a run that no entry lists: no summary
+    assert "What holds" not in staged_front(own_page_book)  # results left by a run that no entry lists: no summary
+    assert front_page.SCORECARD == "14_scorecard" and {"claim_id", "paper", "verdict", "chapter"} <= set(scorecard.SCORECARD.columns)
+    (sources.NOTEBOOKS / f"{front_page.SCORECARD}.py").write_text(SCORECARD_CHAPTER)  # a scorecard chapter whose run writes its table
+    sources.declared_parameters.cache_clear()
+    schedule.build("quick", [(front_page.SCORECARD, {"profile": "quick"})])
+    front = staged_front(own_page_book)
+    assert "## What holds, in this edition" in front and "lists 3 claims" in front  # its entry vouches for the table: summed per paper
+    assert "| paper | holds | does not hold |" in front and "| Luo, Kulmizev & Mao (2021) | 2 | 1 |" in front
+    card = pd.read_csv(planted)
+    card.loc[2, "verdict"] = "holds"
+    card.to_csv(planted, index=False)  # the table changed since its run
+    capsys.readouterr()
+    assert "What holds" not in staged_front(own_page_book)
+    assert f"{front_page.SCORECARD}: its result quick/chapter/{front_page.SCORECARD}/scorecard.csv has changed since" in capsys.readouterr().out
 
 
-def test_a_pdf_typeset_from_other_runs_is_not_linked(page_book, capsys):  # noqa: F811
-    pdf = page_book.root / downloads.PDF_NAME
+def test_a_pdf_typeset_from_other_runs_is_not_linked(own_page_book, capsys):
+    pdf = own_page_book.root / downloads.PDF_NAME
     pdf.write_bytes(b"%PDF-1.5 an old book")
-    assert "book.pdf" not in staged_front(page_book)  # no stamp: nothing says what it was typeset from
+    assert "book.pdf" not in staged_front(own_page_book)  # no stamp: nothing says what it was typeset from
     assert "was typeset from other chapter runs than these pages show; not linked" in capsys.readouterr().out
-    runs = vouching.entries_digest(vouching.verified_entries(page_book))
+    runs = vouching.entries_digest(vouching.verified_entries(own_page_book))
     downloads.pdf_stamp(pdf).write_text(json.dumps({"entries": runs}))
-    assert "book.pdf" in staged_front(page_book)
+    assert "book.pdf" in staged_front(own_page_book)
     schedule.build("quick", [("01_page", {"profile": "quick", "n": 4})])  # the chapter runs again: the PDF is stale
-    front = staged_front(page_book)
-    assert "book.pdf" not in front and not (page_book.source / downloads.DOWNLOADS / downloads.PDF_NAME).exists()
+    front = staged_front(own_page_book)
+    assert "book.pdf" not in front and not (own_page_book.source / downloads.DOWNLOADS / downloads.PDF_NAME).exists()
 
 
-def test_a_failed_html_build_leaves_the_last_good_edition_byte_identical(page_book):  # noqa: F811
-    publishing.build_html(page_book)
-    publishing.publish(page_book)
-    before = tree(page_book.html)
+def test_a_failed_html_build_leaves_the_last_good_edition_byte_identical(own_page_book):
+    publishing.publish(own_page_book)  # a good edition, built
+    before = tree(own_page_book.html)
     rerun = staging.REPO_ROOT / "book" / "rerun.md"
     good = rerun.read_text()
     rerun.write_text(good + "\nSee {doc}`no-such-page`.\n")  # a broken reference: Sphinx's warnings are errors
     with pytest.raises(BookError, match="the quick edition's html build failed .*; the last good edition is unchanged"):
-        publishing.build_html(page_book)
-    assert tree(page_book.html) == before and not page_book.html.with_name("html.new").exists()
+        publishing.build_html(own_page_book)
+    assert tree(own_page_book.html) == before and not own_page_book.html.with_name("html.new").exists()
     rerun.write_text(good + "\nRun it twice.\n")
-    publishing.build_html(page_book)  # the next build starts afresh and shows the change
-    assert "Run it twice." in (page_book.html / "book" / "rerun.html").read_text()
+    publishing.build_html(own_page_book)  # the next build starts afresh and shows the change
+    assert "Run it twice." in (own_page_book.html / "book" / "rerun.html").read_text()
 
 
-def test_publish_takes_only_a_whole_edition_built_from_its_entries(page_book):  # noqa: F811
-    html = page_book.html
-    html.mkdir(parents=True)
+def test_publish_takes_only_a_whole_edition_built_from_its_entries(own_page_book):
+    html = own_page_book.html
+    built = html.rename(html.with_name("html.built"))  # the edition as `build_html` left it, put aside
+    html.mkdir()
     (html / "index.html").write_text("<p>only a front page</p>")
     with pytest.raises(BookError, match=r"was not built by `make book` from the chapter runs the quick edition's entries list"):
-        publishing.publish(page_book)
-    publishing.build_html(page_book)
-    assert publishing.publish(page_book) == html
-    (html / "book" / "chapters" / "01_page.html").unlink()
+        publishing.publish(own_page_book)
+    shutil.rmtree(html)
+    built.rename(html)
+    assert publishing.publish(own_page_book) == html
+    page = html / "book" / "chapters" / "01_page.html"
+    text = page.read_bytes()
+    page.unlink()
     with pytest.raises(BookError, match=r"lacks the page of 01_page"):
-        publishing.publish(page_book)
-    publishing.build_html(page_book)
+        publishing.publish(own_page_book)
+    page.write_bytes(text)
+    assert publishing.publish(own_page_book) == html  # whole again
     schedule.build("quick", [("01_page", {"profile": "quick", "n": 5})])  # new runs since the pages were built
     with pytest.raises(BookError, match="was not built by `make book` from the chapter runs"):
-        publishing.publish(page_book)
+        publishing.publish(own_page_book)
