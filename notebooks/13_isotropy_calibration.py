@@ -80,6 +80,7 @@ spectrum_gamma_pol = -0.5  # γ of the polynomial prior c1·k^γ
 spectrum_gamma_exp = 0.5  # γ of the exponential prior
 spectrum_scales = "0.25,0.05"  # comma-separated c1 / σ1 of the prior-scale sweep (W starts at the exponential prior); "" skips it
 scale_task = "sst2"  # the GLUE task of the prior-scale sweep
+step_rounds = 20  # interleaved rounds of the step-time measurement, each one optimiser step of every method
 flow_layers = 4  # coupling layers of the RealNVP flow
 flow_hidden = 256  # width of each coupling layer's network
 seed = 0  # first seed; runs use seed, seed + 1, ...

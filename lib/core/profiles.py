@@ -143,7 +143,7 @@ def profile_parameters(profile: str, chapter: str) -> dict[str, Any]:
 
 SIZES = frozenset(
     "n_sentences n_pairs n_fit n_words pca_tokens n_train n_dev n_test max_pairs plane_points check_rows track_blocks "
-    "vocab_size hidden_size layers intermediate_size seq_len steps batch_size warmup eval_every".split()
+    "vocab_size hidden_size layers intermediate_size seq_len steps batch_size warmup eval_every step_rounds".split()
 )  # the parameters `scaled` shrinks: sample sizes, model sizes, run lengths
 SMOKE = "quick"  # the profile whose sizes are known to run: `scaled` never goes below them
 

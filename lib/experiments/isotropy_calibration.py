@@ -298,11 +298,12 @@ OVERVIEW = CHAPTER.table(
 )
 
 
-def time_steps(spec: str, task: str, train_set: pd.DataFrame, methods: list[str], base: FinetuneConfig, device: str, dtype: str) -> pd.DataFrame:
-    """Seconds per optimiser step of each method, in this process, warm, the methods interleaved on one batch
-    (`finetune.step_times`): the cost the flow-cost claim is decided on, fair on a machine that runs other work too."""
+def time_steps(spec: str, task: str, train_set: pd.DataFrame, methods: list[str], base: FinetuneConfig, device: str, dtype: str, rounds: int) -> pd.DataFrame:
+    """Seconds per optimiser step of each method, in this process, warm, the methods interleaved on one batch in
+    `rounds` rounds (`finetune.step_times`): the cost the flow-cost claim is decided on, fair on a machine that runs
+    other work too."""
     lm = load_model(spec, device=device, dtype=dtype)
-    return STEP_TIMES.check(step_times(lm, task, train_set, [replace(base, method=m) for m in methods]))
+    return STEP_TIMES.check(step_times(lm, task, train_set, [replace(base, method=m) for m in methods], rounds=rounds))
 
 
 def step_summary(times: pd.DataFrame) -> pd.DataFrame:
@@ -503,13 +504,16 @@ class Setup:
     grid: Grid  # the fine-tuning runs: models × tasks × methods × seeds
     scales: list[float]  # c1/σ1 of the prior-scale runs (none: the section is skipped)
     sweep_task: str  # the task they fine-tune
+    step_rounds: int  # interleaved rounds of the step-time measurement
 
 
 def inputs(specs: list[str], parameters: Mapping[str, Any]) -> Setup:
     """The chapter's runs from its parameters (the cell's namespace), every value checked first."""
     scales = positive_numbers("spectrum_scales", parameters["spectrum_scales"])
     sweep_task = names(parameters["scale_task"], "scale_task", GLUE_TASKS)[0]
-    return Setup(grid(specs, parameters), scales, sweep_task)
+    rounds = parameters["step_rounds"]
+    require(isinstance(rounds, int) and not isinstance(rounds, bool) and rounds > 0, f"parameter step_rounds must be a positive integer, got {rounds!r}")
+    return Setup(grid(specs, parameters), scales, sweep_task, rounds)
 
 
 def samples_table(setup: Setup) -> pd.DataFrame:
@@ -566,7 +570,7 @@ def measure_step_times(setup: Setup, results: Writer, parameters: dict, device: 
     g, out = setup.grid, {}
     task = list(g.splits)[0]
     for spec in g.specs:
-        out[spec] = time_steps(spec, task, g.splits[task][0], g.methods, g.base, device, dtype)
+        out[spec] = time_steps(spec, task, g.splits[task][0], g.methods, g.base, device, dtype, setup.step_rounds)
         results.table(out[spec], STEP_TIMES, spec, parameters=parameters)
     return out
 
