@@ -202,7 +202,7 @@ def test_quick_profile_runs_every_chapter(tmp_path, quick_edition):
     assert "Flagged dimensions at this chapter's threshold and at 5" in executed
     # a notebook as a reader downloads it from the built page executes again, from another folder
     build = tmp_path / "build"  # staged from a copy: the built edition's own source folder stays as published
-    shutil.copytree(quick_edition["build"] / "quick", build / "quick", ignore=shutil.ignore_patterns("html", "source", "pdf", "student"))
+    shutil.copytree(quick_edition["build"] / "quick", build / "quick", ignore=shutil.ignore_patterns("html", "source", "pdf", "student", "*.pdf"))
     env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "again"), "BOOK_MODELS_DIR": str(quick_edition["models"]), "BOOK_BUILD_DIR": str(build)}
     staged = subprocess.run(
         [sys.executable, "-c", "from lib.edition.folders import Edition; from lib.edition.staging import stage; print(stage(Edition('quick')))"],
