@@ -15,6 +15,7 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -31,13 +32,17 @@ COMMIT = "c" * 40
 
 class Faulty:
     """Serves `files` (URL path -> bytes) on 127.0.0.1; `faults` (URL path -> kind) makes one misbehave: "404", "500",
-    "short" (a Content-Length longer than the body), "stall" (never answers), "loop" (redirects to itself)."""
+    "short" (a Content-Length longer than the body), "stall" (never answers), "loop" (redirects to itself), "endless"
+    and "drip" (a body without end). `requests` lists the paths asked for as they arrive, `sent` the bytes of an
+    endless or dripping body sent so far; such an answer waits while `answer` is clear."""
 
     def __init__(self):
         self.files: dict[str, bytes] = {}
         self.faults: dict[str, str] = {}
         self.requests: list[str] = []
-        self.release = threading.Event()
+        self.sent: dict[str, int] = {}
+        self.release, self.answer = threading.Event(), threading.Event()
+        self.answer.set()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,13 +61,16 @@ class Faulty:
                     self.end_headers()
                     return
                 if fault in ("endless", "drip"):  # 200, then bytes without end: at full speed, or one every 50 ms
+                    outer.answer.wait(60)
                     self.send_response(200)
                     self.end_headers()
                     try:
                         while not outer.release.is_set():
-                            self.wfile.write(b"x" * (1 << 16) if fault == "endless" else b"x")
+                            chunk = b"x" * (1 << 16) if fault == "endless" else b"x"
+                            self.wfile.write(chunk)
+                            self.wfile.flush()
+                            outer.sent[self.path] = outer.sent.get(self.path, 0) + len(chunk)
                             if fault == "drip":
-                                self.wfile.flush()
                                 time.sleep(0.05)
                     except OSError:
                         pass
@@ -120,10 +128,9 @@ TRAIN = "label\tfile\ttext\nneg\t2_1.txt\tBad \ufffd film.\nneg\t11_2.txt\t<br /
 
 @pytest.fixture
 def planted(tmp_path, faulty, monkeypatch):
-    """Three identical files and two converted ones (a tiny aclImdb) served in GitHub's layouts; their sources. A server
-    that does not answer is given up after half a second."""
+    """Three identical files and two converted ones (a tiny aclImdb) served in GitHub's layouts; their sources. The
+    time-out stays the default's (30 s): a loaded machine's pauses are not a server that does not answer."""
     monkeypatch.setenv(fetch.MIRROR, faulty.base)
-    monkeypatch.setattr(fetch, "TIMEOUT", 0.5)
     monkeypatch.setattr(imdb, "OFFICIAL", f"{faulty.base}/stanford/aclImdb_v1.tar.gz")  # the fallback, served here when a test says so
     files = {"sst2/sentiment-train": b"a fine film\t1\n" * 500, "wic/train/train.gold.txt": b"T\nF\n", "corpus/brown/a01.txt": os.urandom(200_000)}
     sources = {}
@@ -218,6 +225,8 @@ def test_an_empty_folder_is_filled_and_verified_and_a_second_fetch_downloads_not
 def test_a_failed_download_ends_in_one_line_and_leaves_only_verified_files(planted, faulty, capsys, monkeypatch, fault, reason):
     root, sources = planted
     monkeypatch.setattr(fetch, "GRACE", 1.0)  # a 4-byte file: given about a second
+    if fault == "stall":
+        monkeypatch.setattr(fetch, "TIMEOUT", 0.5)  # a server that never answers is given up after half a second
     url = f"/owner/repo/{COMMIT}/up/wic/train/train.gold.txt"
     if fault == "wrong":
         faulty.files[url] = b"F\nF\n"
@@ -254,9 +263,14 @@ def test_offline_is_one_line_naming_both_ways_out(planted, monkeypatch):
 FETCH = "import sys, pickle; from lib.datasets import fetch; print(fetch.fetch(sys.argv[1], pickle.loads(bytes.fromhex(sys.argv[2])), progressbar=False))"
 
 
+# Ctrl-C raises KeyboardInterrupt, as in a terminal's foreground command: a test run in the background (`pytest &` in a
+# script) hands its children SIGINT ignored, and Python then installs no handler for it.
+CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+
+
 def child(root: Path, sources: dict[str, Source], base: str, code: str = FETCH) -> subprocess.Popen:
     """`fetch` in another process (its own lock holder)."""
-    argv = [sys.executable, "-c", code, str(root), pickle.dumps(dict(sorted(sources.items()))).hex()]
+    argv = [sys.executable, "-c", CTRL_C + code, str(root), pickle.dumps(dict(sorted(sources.items()))).hex()]
     return subprocess.Popen(argv, cwd=REPO_ROOT, env={**os.environ, fetch.MIRROR: base}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -312,13 +326,23 @@ def test_a_full_disk_is_one_line_naming_the_file(planted, monkeypatch):
     assert held(root) == [] and staging_leftovers(root) == []
 
 
+def until(condition: Callable[[], bool], what: str | Callable[[], str], seconds: float = 120) -> None:
+    """Wait for condition() to hold; after `seconds`, fail saying what did not happen."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"{what if isinstance(what, str) else what()}: not within {seconds:g} s"
+        time.sleep(0.02)
+
+
 def stuck_on(root: Path, sources: dict[str, Source], faulty: Faulty, url: str, fault: str) -> subprocess.Popen:
     """A fetch in another process, once it has installed every file but the one at url, which misbehaves (`fault`)."""
     faulty.faults[url] = fault
     fetching = child(root, sources, faulty.base, FETCH.replace("progressbar=False", "progressbar=False, timeout=60"))
-    deadline = time.monotonic() + 60
-    while (url not in faulty.requests or len(held(root)) < len(sources) - 1) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    try:
+        until(lambda: url in faulty.requests and len(held(root)) == len(sources) - 1, f"a fetch with every file but {url} installed")
+    except AssertionError:
+        fetching.kill()
+        raise
     return fetching
 
 
@@ -424,12 +448,105 @@ def test_the_mirror_script_on_a_busy_port_is_one_line(faulty, shared_data):
     assert f"cannot serve on 127.0.0.1:{port} (Address already in use); name a free port" in done.stderr
 
 
+class Said:
+    """What a child prints, line by line, each with the time it arrived (read by a thread of its own)."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.lines: list[tuple[float, str]] = []
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            self.lines.append((time.monotonic(), line))
+
+    def when(self, line: str, seconds: float = 120) -> float:
+        """The time a line ending in `line` first arrived (stderr's text may precede it), waiting at most `seconds`."""
+        until(lambda: any(said.endswith(line) for _, said in list(self.lines)), lambda: f"the child's line {line!r} (it said {str(self)!r})", seconds)
+        return next(t for t, said in list(self.lines) if said.endswith(line))
+
+    def __str__(self) -> str:
+        return "".join(said for _, said in list(self.lines))
+
+
+INTERRUPTED = "KeyboardInterrupt\n"  # the last line of the traceback a fetch that stopped on Ctrl-C leaves
+
+
+def stopped_at_once(fetching: subprocess.Popen, said: Said, since: float) -> None:
+    """The fetch ended on the Ctrl-C within 5 s of `since` (the interpreter's exit after it, seconds on a loaded
+    machine, is not timed), and its process with it."""
+    try:
+        assert said.when(INTERRUPTED, 30) - since < 5, str(said)
+        assert fetching.wait(60) != 0
+    finally:
+        fetching.kill()
+
+
 def test_the_first_ctrl_c_stops_a_fetch_at_once(planted, faulty):
     root, sources = planted
-    fetching = stuck_on(root, sources, faulty, f"/owner/repo/{COMMIT}/up/corpus/brown/a01.txt", "drip")
-    time.sleep(0.5)
+    url = f"/owner/repo/{COMMIT}/up/corpus/brown/a01.txt"
+    fetching = stuck_on(root, sources, faulty, url, "drip")
+    said = Said(fetching)
+    until(lambda: faulty.sent.get(url, 0) > 0, "the dripping file's first byte")  # its download is under way
     fetching.send_signal(signal.SIGINT)  # once
-    start = time.monotonic()
-    out, _ = fetching.communicate(timeout=30)
-    assert time.monotonic() - start < 5 and fetching.returncode != 0 and "KeyboardInterrupt" in out
+    stopped_at_once(fetching, said, time.monotonic())
     assert verified(root, sources) == sorted(set(sources) - {"corpus/brown/a01.txt"}) and staging_leftovers(root) == []
+
+
+IMPORTING = "print('importing', flush=True); "
+ANNOUNCED = "import signal; signal.signal(signal.SIGINT, lambda *a: (print('interrupted', flush=True), signal.default_int_handler(*a))); "
+STAGED = "from lib.datasets import fetch; import time; Run = fetch._Run; fetch._Run = lambda *a: print('staged', flush=True) or time.sleep(60) or Run(*a); "
+
+
+@pytest.mark.parametrize("moment", ["importing", "staged", "asking"])
+def test_a_ctrl_c_before_a_download_is_under_way_stops_the_fetch_too(planted, faulty, moment):
+    """The Ctrl-C comes while the child imports lib (and torch), once the staging folder is made but no download has
+    started, or while a request waits for its answer (the server answers once the child has been interrupted: a
+    download that begins after the halt): the fetch ends at once, leaving verified files only and no staging folder."""
+    root, sources = planted
+    url = f"/owner/repo/{COMMIT}/up/corpus/brown/a01.txt"
+    faulty.faults[url] = "drip"  # a fetch that went on would be held here for minutes
+    if moment == "asking":
+        faulty.answer.clear()
+    fetching = child(root, sources, faulty.base, {"importing": IMPORTING, "staged": STAGED, "asking": ANNOUNCED}[moment] + FETCH)
+    said = Said(fetching)
+    if moment == "importing":
+        said.when("importing\n")
+        fetching.send_signal(signal.SIGINT)
+        try:
+            fetching.wait(30)  # a KeyboardInterrupt in an import (torch's can end in an ImportError)
+        finally:
+            fetching.kill()
+        assert fetching.returncode != 0 and held(root) == [] and staging_leftovers(root) == [], str(said)
+        return
+    if moment == "staged":
+        said.when("staged\n")
+        assert staging_leftovers(root)
+    else:
+        until(lambda: url in faulty.requests, f"the request for {url}")
+    fetching.send_signal(signal.SIGINT)
+    since = time.monotonic()
+    if moment == "asking":
+        said.when("interrupted\n", 30)
+        faulty.answer.set()
+        since = time.monotonic()
+    stopped_at_once(fetching, said, since)
+    assert "corpus/brown/a01.txt" not in verified(root, sources) and staging_leftovers(root) == []  # others may have been installed
+
+
+IN_A_THREAD = (
+    "from lib.datasets import fetch; import signal, threading; get = fetch._Get.__call__; "
+    "fetch._Get.__call__ = lambda self, url, *a: ('a01' in url and signal.pthread_kill(threading.get_ident(), signal.SIGINT)) or get(self, url, *a); "
+)
+
+
+def test_a_ctrl_c_taken_by_a_download_thread_stops_the_fetch_too(planted, faulty):
+    """The kernel may hand a process's SIGINT to any of its threads, and Python hears it in the main thread only: one
+    taken by the thread about to download the dripping file still stops the fetch at once."""
+    root, sources = planted
+    url = f"/owner/repo/{COMMIT}/up/corpus/brown/a01.txt"
+    faulty.faults[url] = "drip"
+    fetching = child(root, sources, faulty.base, IN_A_THREAD + FETCH)
+    said = Said(fetching)
+    until(lambda: url in faulty.requests, f"the request for {url}")  # asked for after the thread's SIGINT
+    stopped_at_once(fetching, said, time.monotonic())
+    assert "corpus/brown/a01.txt" not in verified(root, sources) and staging_leftovers(root) == []

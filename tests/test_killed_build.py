@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ SLOW = """# %% [markdown]
 profile = "default"
 models = "a,b"
 pause = {pause}
+hold = ""  # a file that must exist before the next table is written (the test's cue; at most 120 s)
 stray = False  # also write a file that no run records, as an orphan kernel would
 
 # %%
@@ -43,6 +45,11 @@ Path(os.environ["MARKS"], "{name}").write_text(str(os.getpid()))  # this kernel'
 for model in models.split(","):
     Results("{name}", profile).table(pd.DataFrame({{"value": [1]}}), Schema("{name}", "t", ("value",)), model, {{}})
     time.sleep(pause)
+    asked = time.time()
+    while hold and not Path(hold).exists():
+        if time.time() - asked > 120:
+            raise RuntimeError(f"{{hold}} did not appear within 120 s")
+        time.sleep(0.05)
 if stray:
     folder = Path(os.environ["BOOK_RESULTS_STAGING"], profile, "zz", "{name}")
     folder.mkdir(parents=True)
@@ -89,16 +96,32 @@ def gone(pid: int) -> bool:
 
 
 def kill_mid_chapter(root: Path) -> tuple[int, int]:
-    """Start a --jobs 2 build, SIGKILL its runner while 01_slow's kernel is between its two tables; the worker's and
-    the kernel's process ids."""
-    killed = start_runner("--jobs", "2")
-    wait_for(lambda: (root / "marks" / "01_slow").is_file() and (root / "build/quick/running/01_slow.pid").is_file())
-    time.sleep(0.5)
+    """Start a --jobs 2 build whose kernels wait after their first table for a cue that never comes, SIGKILL its runner
+    once 01_slow's first table is written; the worker's and the kernel's process ids."""
+    killed = start_runner("--jobs", "2", "-p", "hold", str(root / "never"))
+    first = Edition("quick").running("01_slow") / "quick" / "a" / "01_slow" / "t.csv"  # after the mark with the kernel's id
+    wait_for(lambda: first.is_file() and (root / "build/quick/running/01_slow.pid").is_file())
     worker = int((root / "build/quick/running/01_slow.pid").read_text().split()[0])
     kernel = int((root / "marks" / "01_slow").read_text())
+    assert {killed.pid, worker, kernel} <= set(started_by_the_build(root / "marks"))  # what the check after the kill looks for
     killed.send_signal(signal.SIGKILL)
     killed.wait()
     return worker, kernel
+
+
+def started_by_the_build(marks: Path) -> list[int]:
+    """The live processes (not zombies) whose environment names this test's marks folder: its runners, their workers and
+    kernels, and whatever those started."""
+    needle = f"\0MARKS={marks}\0".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        pid = int(environ.parent.name)
+        try:
+            if pid != os.getpid() and needle in b"\0" + environ.read_bytes() and not gone(pid):
+                found.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile, or another user's
+    return found
 
 
 def plan_lines(*args: str) -> list[str]:
@@ -111,8 +134,13 @@ def plan_lines(*args: str) -> list[str]:
 def test_a_killed_parallel_build_leaves_no_process_and_publishes_nothing_unlisted(slow_book):
     root = slow_book
     worker, kernel = kill_mid_chapter(root)
-    wait_for(lambda: gone(worker) and gone(kernel), 15)  # (a) left alone: the worker and its kernel end with the runner
-    time.sleep(4)  # longer than the chapter's pause: an orphan would have written its second table and its entry by now
+    try:
+        wait_for(lambda: gone(worker) and gone(kernel), 15)  # (a) left alone: the worker and its kernel end with the runner
+        wait_for(lambda: not started_by_the_build(root / "marks"), 15)  # and all else it started: no orphan is left to write later
+    finally:
+        for pid in started_by_the_build(root / "marks"):  # a failed check leaves no kernel waiting for its cue
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     edition = Edition("quick")
     assert not edition.entry("01_slow").exists() and not (root / "results/quick/b/01_slow").exists()
     assert "== 01_slow: would be executed, no earlier run" in plan_lines()

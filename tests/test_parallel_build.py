@@ -21,9 +21,12 @@ TIMED = """# %% [markdown]
 # %% tags=["parameters"]
 profile = "default"
 pause = {pause}  # seconds the chapter takes
+awaits = ""  # a chapter whose start this one waits for before it ends (at most 120 s)
 
 # %%
+import os
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -31,9 +34,15 @@ from lib.book.results import Results
 from lib.core.store import Schema
 
 started = time.time()
-time.sleep(pause)
+if "MARKS" in os.environ:  # the test's folder of start marks
+    Path(os.environ["MARKS"], "{name}").write_text(str(started))
 if pause < 0:
     raise RuntimeError("asked to fail")
+time.sleep(pause)
+while awaits and not Path(os.environ["MARKS"], awaits).exists():
+    if time.time() - started > 120:
+        raise RuntimeError(f"chapter {{awaits}} did not start within 120 s of chapter {name}: they did not run side by side")
+    time.sleep(0.05)
 frame = pd.DataFrame({{"value": [len("{name}") * 7], "started": [started], "ended": [time.time()]}})
 Results("{name}", profile).table(frame, Schema("{name}", "t", ("value", "started", "ended")), "m", {{}})
 """
@@ -41,9 +50,12 @@ Results("{name}", profile).table(frame, Schema("{name}", "t", ("value", "started
 
 @pytest.fixture
 def timed_book(tmp_path, monkeypatch):
-    chapters = {"01_slow": 4, "02_fast": 0, "03_after": 0}
+    """01_slow, which 03_after reads, and 02_fast; each chapter marks its start in tmp_path/marks (`MARKS`)."""
+    chapters = {"01_slow": 0, "02_fast": 0, "03_after": 0}
     book_of(tmp_path, monkeypatch, {name: TIMED.format(name=name, pause=pause) for name, pause in chapters.items()})
     monkeypatch.setattr(cache, "prerequisites", lambda name, params: {"01_slow"} if name == "03_after" else set())
+    (tmp_path / "marks").mkdir()
+    monkeypatch.setenv("MARKS", str(tmp_path / "marks"))
     yield tmp_path
     sources.declared_parameters.cache_clear()
 
@@ -52,13 +64,16 @@ def _tables(root) -> dict[str, pd.Series]:
     return {p.parent.name: pd.read_csv(p).iloc[0] for p in sorted((root / "results" / "quick").glob("m/*/t.csv"))}
 
 
-def _plans():
-    return [(c, {"profile": "quick"}) for c in sources.chapters()]
+def _plans(**awaits: str):
+    """Every chapter in the quick profile; `awaits`: chapter → the chapter whose start it waits for before it ends."""
+    return [(c, {"profile": "quick", **({"awaits": awaits[c]} if c in awaits else {})}) for c in sources.chapters()]
 
 
 def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_book, capsys, monkeypatch):
+    """01_slow ends only once 02_fast has started (a build that ran them one after the other fails after 120 s)."""
     monkeypatch.delenv(execute.BUILD_STARTED, raising=False)
-    schedule.build("quick", _plans(), jobs=2)
+    side_by_side = _plans(**{"01_slow": "02_fast"})
+    schedule.build("quick", side_by_side, jobs=2)
     parallel = _tables(timed_book)
     slow, fast, after = parallel["01_slow"], parallel["02_fast"], parallel["03_after"]
     assert fast["started"] < slow["ended"]  # side by side
@@ -67,9 +82,9 @@ def test_two_jobs_overlap_independent_chapters_and_wait_for_prerequisites(timed_
     assert {s["status"] for s in statuses.values()} == {"executed"}
     assert "executing in job 2 of 2" in capsys.readouterr().out
     assert execute.BUILD_STARTED not in os.environ  # a build's start marks only its own chapters' work
-    schedule.build("quick", _plans(), jobs=2)  # nothing changed: all reused, as in a serial build
+    schedule.build("quick", side_by_side, jobs=2)  # nothing changed: all reused, as in a serial build
     assert {s["status"] for s in Edition("quick").statuses().values()} == {"reused"}
-    schedule.build("quick", _plans(), force=True)  # serially: the same values
+    schedule.build("quick", _plans(), force=True)  # serially (01_slow waits for nothing): the same values
     serial = _tables(timed_book)
     assert {k: v["value"] for k, v in serial.items()} == {k: v["value"] for k, v in parallel.items()}
     assert serial["02_fast"]["started"] >= serial["01_slow"]["ended"]
@@ -98,16 +113,23 @@ def test_a_first_build_starts_the_longest_by_the_committed_times_and_records_wha
     (tmp_path / "profiles" / "costs").mkdir()
     (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("03_slow: {seconds: 900, measured: elsewhere}\n01_fast: {seconds: 5, measured: elsewhere}\n")
     assert planning.longest_first(Edition("quick"), [name for name, _ in _plans()]) == ["03_slow", "01_fast", "02_new"]
+    start = time.time()
     schedule.build("quick", _plans(), jobs=2)
+    took = time.time() - start
     out = capfd.readouterr().out.splitlines()  # the jobs' processes print to the file descriptor
     started = [line.split()[1] for line in out if "executing in job" in line]
     assert started == ["03_slow", "01_fast", "02_new"]
-    printed = {line.split()[1].rstrip(":"): float(line.split()[-2]) for line in out if ": done in " in line}
+    printed = {line.split()[1].rstrip(":"): float(line.split()[-2]) for line in out if ": done in " in line}  # by each chapter's worker
+    recorded = costs.measured("quick")  # by the runner, from the entry the worker wrote
     measured = costs.expected("quick")
     # the committed 900 s is replaced by what this build measured (a kernel's start varies, so no order between them)
-    assert set(measured) == set(chapters) and 2 <= measured["03_slow"] < 900
-    assert all(abs(measured[name] - printed[name]) <= 0.5 for name in chapters)
-    assert "CPU" in costs.load("quick")["03_slow"]["measured"] and "2 at once" in costs.load("quick")["03_slow"]["measured"]
+    assert set(measured) == set(recorded) == set(chapters) and measured == {name: row["seconds"] for name, row in recorded.items()}
+    tables = _tables(tmp_path)
+    for name, pause in chapters.items():
+        inside = tables[name]["ended"] - tables[name]["started"]  # the chapter's own clock, around its pause
+        assert pause <= inside and inside - 0.5 <= recorded[name]["seconds"] <= took + 0.5, (name, inside, recorded[name], took)
+        assert printed[name] == recorded[name]["seconds"], (name, printed, recorded)  # the line said what was recorded
+    assert "CPU" in recorded["03_slow"]["measured"] and "2 at once" in recorded["03_slow"]["measured"]
     schedule.build("quick", _plans(), jobs=2, force=True, timed=False)  # a scaled smoke run: the times stay
     assert costs.expected("quick") == measured
     sources.declared_parameters.cache_clear()
@@ -125,7 +147,8 @@ def test_a_run_that_reused_cached_work_keeps_the_committed_time(tmp_path, monkey
     (tmp_path / "profiles" / "costs" / "quick.yaml").write_text("01_cached: {seconds: 900, measured: elsewhere}\n")
     for jobs in (2, 1):
         schedule.build("quick", _plans(), jobs=jobs, force=True)
-        assert costs.load("quick")["01_cached"] == {"seconds": 900, "measured": "elsewhere"} and "02_fresh" in costs.load("quick")
+        assert costs.load("quick")["01_cached"] == {"seconds": 900, "measured": "elsewhere"}  # the committed file is never written by a build
+        assert "02_fresh" in costs.measured("quick") and "01_cached" not in costs.measured("quick")
         assert "01_cached: its time" in capsys.readouterr().out
         assert cache.Entry.load(Edition("quick").entry("01_cached")).inputs == []  # a cached run is not an input
     sources.declared_parameters.cache_clear()
@@ -142,7 +165,7 @@ def test_default_jobs_follow_the_cores(monkeypatch):
 
 def test_a_failing_chapter_stops_what_needs_it_and_says_so(timed_book, tmp_path):
     source = tmp_path / "notebooks" / "01_slow.py"
-    source.write_text(source.read_text().replace("pause = 4", "pause = -1"))
+    source.write_text(source.read_text().replace("pause = 0  #", "pause = -1  #"))
     sources.declared_parameters.cache_clear()
     start = time.time()
     with pytest.raises(BookError, match=r"chapter 01_slow failed \(its message is above\)"):

@@ -24,7 +24,7 @@ SOURCE = """# %% [markdown]
 # %% tags=["parameters"]
 profile = "default"  # the edition
 models = "a,b"  # the models, comma-separated
-pause = 0.0  # seconds between two tables
+hold = ""  # a file that must exist before the next table is written (the test's cue; at most 120 s)
 
 # %%
 import os
@@ -39,7 +39,11 @@ from lib.core.store import Schema
 for model in models.split(","):
     Results("01_source", profile).table(pd.DataFrame({"value": [len(model)]}), Schema("01_source", "t", ("value",)), model, {})
     Path(os.environ["MARKS"], "01_source").write_text(model)
-    time.sleep(pause)
+    asked = time.time()
+    while hold and not Path(hold).exists():
+        if time.time() - asked > 120:
+            raise RuntimeError(f"{hold} did not appear within 120 s")
+        time.sleep(0.02)
 """
 
 READER = """# %% [markdown]
@@ -130,20 +134,23 @@ def test_a_failed_publish_of_results_keeps_the_last_good_run(reading_book):
     entry, notebook = edition.entry("01_source").read_bytes(), edition.notebook("01_source").read_bytes()
     table = Path(os.environ["BOOK_RESULTS_DIR"]) / "quick" / "b" / "01_source" / "t.csv"
     before = table.read_bytes()
+    marks, cue = reading_book / "marks" / "01_source", reading_book / "staging-removed"
+    marks.unlink()
 
     def remove_staging_mid_run() -> None:
-        marks = reading_book / "marks" / "01_source"
-        marks.unlink()
-        while not (marks.is_file() and marks.read_text() == "a"):
-            time.sleep(0.05)
+        """Once the chapter has written model a's table, and before it writes b's (it waits for the cue)."""
+        deadline = time.time() + 120
+        while not (marks.is_file() and marks.read_text() == "a") and time.time() < deadline:
+            time.sleep(0.02)
         import shutil
 
-        shutil.rmtree(edition.running("01_source"))
+        shutil.rmtree(edition.running("01_source"), ignore_errors=True)
+        cue.write_text("")
 
     thread = threading.Thread(target=remove_staging_mid_run)
     thread.start()
     with pytest.raises(BookError, match=r"chapter 01_source recorded writing quick/a/01_source/t.csv but its run left no such file .* keeps its last good run"):
-        schedule.build("quick", [("01_source", {"profile": "quick", "pause": 1.0})], force=True)
+        schedule.build("quick", [("01_source", {"profile": "quick", "hold": str(cue)})], force=True)
     thread.join()
     assert edition.entry("01_source").read_bytes() == entry and edition.notebook("01_source").read_bytes() == notebook
     assert table.read_bytes() == before and unvouched(edition) == {} and not edition.running("01_source").exists()

@@ -21,7 +21,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -140,7 +140,9 @@ class _Stopped(Exception):
 
 class Halt:
     """The stop signal of one fetch and the downloads under way: `halt` sets it and cuts their connections, so a
-    download blocked on a slow or endless body ends at once, not at its next chunk."""
+    download blocked on a slow or endless body ends at once, not at its next chunk. A response that arrives after the
+    halt is never read (`stream_bounded`); a request still waiting for a server's first answer ends with that answer,
+    or at the fetch's time-out."""
 
     def __init__(self) -> None:
         self.event, self.live, self.lock = threading.Event(), set(), threading.Lock()
@@ -177,6 +179,10 @@ def stream_bounded(url: str, response: object, out: BinaryIO, limit: int, deadli
     watchdog.daemon = True
     with halt.lock:
         halt.live.add(response)
+    if halt.is_set():  # halted before the response was registered, so not cut: a Ctrl-C then must not go unheard
+        with halt.lock:
+            halt.live.discard(response)
+        raise _Stopped
     watchdog.start()
     got = 0
     try:
@@ -355,6 +361,14 @@ def locked(folder: Path) -> Iterator[None]:
         lock.release()
 
 
+def _settled(job: Future) -> None:
+    """Wait for a job to end, waking every quarter second: Python runs its signal handlers in the main thread only, and
+    a Ctrl-C that the kernel hands to a download thread would otherwise wait for the job to end (minutes, or an hour
+    for an archive) before it is heard."""
+    while not wait([job], timeout=0.25).done:
+        pass
+
+
 def fetch(
     root: Path | None = None,
     sources: dict[str, Source] | None = None,
@@ -384,16 +398,18 @@ def fetch(
             if source.converted:
                 groups.setdefault((source.repository, source.commit), []).append(source)
         staging = staging_folder(root)
-        for folder in {(staging / s.path).parent for s in todo} | {staging / "_sources"}:
-            folder.mkdir(parents=True, exist_ok=True)  # before the threads: pooch makes a missing folder, and two would race
-        run = _Run(root, staging, retries, timeout, progressbar, len(todo))
-        try:
+        run: _Run | None = None
+        try:  # from here on, whatever ends the fetch (Ctrl-C included) removes the staging folder
+            for folder in {(staging / s.path).parent for s in todo} | {staging / "_sources"}:
+                folder.mkdir(parents=True, exist_ok=True)  # before the threads: pooch makes a missing folder, and two would race
+            run = _Run(root, staging, retries, timeout, progressbar, len(todo))
+            errors: list[Exception] = []
             with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                largest = [pool.submit(run.converted, group, codeload) for group in groups.values()]  # started first
-                jobs = [pool.submit(run.identical, source, raw) for source in todo if not source.converted] + largest  # a file's error first
-                errors = []
-                try:
+                try:  # the downloads start with their submission: a Ctrl-C from then on halts them
+                    largest = [pool.submit(run.converted, group, codeload) for group in groups.values()]  # started first
+                    jobs = [pool.submit(run.identical, source, raw) for source in todo if not source.converted] + largest  # a file's error first
                     for job in jobs:
+                        _settled(job)
                         try:
                             job.result()
                         except Exception as err:  # the first failure stops the others
@@ -411,6 +427,7 @@ def fetch(
                 f"{err.strerror} while fetching into {root} ({err.filename or staging}); free space or fix permissions, then run `make data` again"
             ) from None
         finally:
-            run.bar.close()
+            if run is not None:
+                run.bar.close()
             shutil.rmtree(staging, ignore_errors=True)
         return sorted(run.installed)
