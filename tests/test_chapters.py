@@ -16,7 +16,7 @@ import yaml
 
 from lib.core import profiles
 from lib.core.profiles import command_line_values, load_profile, plan, profile_parameters
-from lib.core.sources import chapters, declared_parameters
+from lib.core.sources import chapters, declared_parameters, source_file
 from lib.errors import BookError
 from lib.experiments import outlier_set, verdicts
 from lib.settings import REPO_ROOT, build_dir, models_dir, results_dir
@@ -268,6 +268,17 @@ def first_cell(chapter: str, values: dict[str, object]) -> object:
     }[chapter]()
 
 
+CHECKED_BY = {  # the calls `first_cell` makes, as each notebook makes them
+    "01_anisotropy": ["ch.begin(", "anisotropy.inputs("],
+    "04_position_probe": ["ch.begin(", "position_probe.inputs("],
+    "05_pretraining": ["pretraining.inputs("],
+    "07_wic": ["ch.begin(", "wic.inputs("],
+    "08_sts": ["ch.begin(", "sts.inputs("],
+    "09_supervised": ["ch.begin(", "vector_variants.requested(", "supervised.task_data("],
+    "13_isotropy_calibration": ["ch.begin(", "isotropy_calibration.inputs("],
+}
+
+
 @pytest.fixture
 def edition_folders(tmp_path, monkeypatch) -> Path:
     """The results, build and models folders in tmp_path (as `run` sets them), which a chapter stopped by a bad value
@@ -307,6 +318,8 @@ def test_bad_parameters_stop_the_chapter_before_it_writes(edition_folders, share
     with pytest.raises(BookError, match=re.escape(expected)) as stopped:
         first_cell(chapter, kernel_values(chapter, **typed))
     assert "\n" not in str(stopped.value) and not any(edition_folders.iterdir())
+    source = source_file(chapter).read_text()  # `first_cell` makes the notebook's calls: the notebook still makes them
+    assert all(call in source for call in CHECKED_BY[chapter]), (chapter, CHECKED_BY[chapter])
 
 
 def test_a_layer_the_model_lacks_stops_chapter_01_before_it_writes(edition_folders, shared_data):
