@@ -15,14 +15,13 @@ import pandas as pd
 from tqdm import tqdm
 
 from ..core import paper
-from ..core.checks import positive_numbers
+from ..core.checks import positive_int, positive_numbers
 from ..core.declaration import chapter
 from ..core.profiles import config
 from ..core.sources import names
 from ..core.store import Writer
 from ..datasets.tasks import GLUE_TASKS, glue_samples
 from ..encode.models import load_model
-from ..errors import require
 from ..measure import inference, isotropy
 from ..measure.inference import Estimate
 from ..measure.metrics import student_p, welch_p
@@ -354,8 +353,7 @@ def grid_values(parameters: Mapping[str, Any]) -> tuple[list[str], list[str], Fi
     without reading data: `grid` and the gpu edition's command (before it starts anything) call this."""
     tasks, methods = names(parameters["tasks"], "tasks", GLUE_TASKS), names(parameters["methods"], "methods", METHODS)
     for name in ("seeds", "n_train", "n_dev", "epochs", "epochs_small"):
-        value = parameters[name]
-        require(isinstance(value, int) and not isinstance(value, bool) and value > 0, f"parameter {name} must be a positive integer, got {value!r}")
+        positive_int(name, parameters[name])
     precision = autocast_precision(str(parameters["dtype"]), pick_device(str(parameters["device"])))
     return tasks, methods, config(FinetuneConfig, parameters, method="none", precision=precision)
 
@@ -511,9 +509,7 @@ def inputs(specs: list[str], parameters: Mapping[str, Any]) -> Setup:
     """The chapter's runs from its parameters (the cell's namespace), every value checked first."""
     scales = positive_numbers("spectrum_scales", parameters["spectrum_scales"])
     sweep_task = names(parameters["scale_task"], "scale_task", GLUE_TASKS)[0]
-    rounds = parameters["step_rounds"]
-    require(isinstance(rounds, int) and not isinstance(rounds, bool) and rounds > 0, f"parameter step_rounds must be a positive integer, got {rounds!r}")
-    return Setup(grid(specs, parameters), scales, sweep_task, rounds)
+    return Setup(grid(specs, parameters), scales, sweep_task, positive_int("step_rounds", parameters["step_rounds"]))
 
 
 def samples_table(setup: Setup) -> pd.DataFrame:
