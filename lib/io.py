@@ -6,7 +6,8 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 from pathlib import Path
 
 from .errors import BookError
@@ -70,6 +71,82 @@ def _install(tmp: Path, target: Path, write: Callable[[Path], None], mode: int) 
             elif leftover.exists():
                 leftover.unlink()
     return target
+
+
+def replace_folders(folders: Mapping[Path, Callable[[Path], None] | None], failure: str, remedy: str, before: Callable[[], None]) -> None:
+    """Replace several folders together, all or none: each by a new folder that write(tmp) fills (None: it is removed).
+    Every folder is first checked to be replaceable (`_blocker`), then the new ones are written beside the old, on their
+    own file system (so that they move in by renaming, wherever write copies from), then `before()` is called and the
+    folders are swapped; a swap that fails puts back those made before it. An error stops with one line,
+    `<failure>: <the path and what is wrong>; <remedy>`, and leaves every folder as it was and nothing temporary behind."""
+    folders = {Path(target): write for target, write in folders.items()}
+    for target in folders:
+        if (blocked := _blocker(target)) is not None:
+            raise BookError(f"{failure}: {blocked}; {remedy}")
+    created = sorted({p for target in folders for p in target.parents if not p.exists()}, key=lambda p: len(p.parts), reverse=True)
+    fresh: dict[Path, Path] = {}  # target -> its new folder, beside it
+    aside: dict[Path, Path] = {}  # target -> an empty folder beside it that the old one replaces
+    done = False
+    try:
+        for target, write in folders.items():
+            if write is not None:
+                fresh[target] = temporary_folder_beside(target)
+                write(fresh[target])
+                os.chmod(fresh[target], 0o777 & ~_umask())
+            if target.exists():
+                aside[target] = temporary_folder_beside(target)
+        before()
+        _swap(list(folders), fresh, aside)
+        done = True
+    except OSError as err:
+        where = err.filename if err.filename is not None else "a folder"
+        raise BookError(f"{failure}: {where}: {err.strerror or err}; {remedy}") from None
+    finally:
+        for tmp in (*fresh.values(), *aside.values()):  # after a swap: the old folders
+            shutil.rmtree(tmp, ignore_errors=True)
+        for folder in created if not done else ():
+            with suppress(OSError):
+                folder.rmdir()
+
+
+def _swap(targets: list[Path], fresh: dict[Path, Path], aside: dict[Path, Path]) -> None:
+    """Move each target onto its empty folder aside (if it exists) and its new folder in (if it has one); on an error,
+    put back what was moved, then raise it."""
+    moved = []
+    try:
+        for target in targets:
+            if target in aside:
+                os.replace(target, aside[target])  # a folder may replace an empty one
+            moved.append(target)
+            if target in fresh:
+                os.rename(fresh[target], target)
+    except OSError:
+        for target in reversed(moved):
+            if target in fresh and not fresh[target].exists():
+                os.rename(target, fresh[target])
+            if target in aside:
+                os.replace(aside[target], target)
+        raise
+
+
+def _blocker(folder: Path) -> str | None:
+    """What keeps folder from being replaced, in words that start with the path, or None: the folder it is in (or the
+    nearest one that exists) must take new entries, every folder in it must let its entries go, and every file in it
+    must be writable (not on a read-only mount, not read-only or immutable)."""
+    parent = next(p for p in folder.parents if p.exists())
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return _unwritable(parent)
+    for root, _, files in os.walk(folder):  # nothing when folder does not exist
+        if not os.access(root, os.W_OK | os.X_OK):
+            return _unwritable(Path(root))
+        for name in files:
+            if not os.access(Path(root, name), os.W_OK):
+                return _unwritable(Path(root, name))
+    return None
+
+
+def _unwritable(path: Path) -> str:
+    return f"{path} is on a read-only file system" if os.statvfs(path).f_flag & os.ST_RDONLY else f"{path} is not writable"
 
 
 MANIFEST = ".manifest.sha256"  # in a model folder: SHA-256, size and path of every file, written with the folder

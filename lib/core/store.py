@@ -10,6 +10,9 @@ parameters recorded beside them.
 A table's columns are declared once, in the experiment module of its chapter (a `Schema`): the experiment builds the
 table through it, the chapter writes it through it and the scorecard reads it back through it, so a renamed column
 fails a fast test instead of the slow book run.
+
+Inside a book build a chapter sees of the other chapters' results only the files their current runs vouch for
+(`provenance.is_vouched`): a folder copied in by hand, or a table whose run no longer vouches for it, is not there.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from ..errors import require
+from ..provenance import is_vouched
 from ..settings import results_dir, slug
 
 META = "meta.json"  # beside a folder's tables: the parameters, model facts and table columns
@@ -80,8 +84,8 @@ def table_path(profile: str, model: str, chapter: str, table: str, root: Path | 
 
 
 def models_with(profile: str, chapter: str, table: str, root: Path | None = None) -> list[str]:
-    """The folders (models', or `CHAPTER` for the chapter's own) that hold a table, sorted."""
-    return sorted(p.parent.parent.name for p in ((root or results_dir()) / profile).glob(f"*/{chapter}/{slug(table)}.csv"))
+    """The folders (models', or `CHAPTER` for the chapter's own) that hold a table (a vouched one, in a build), sorted."""
+    return sorted(p.parent.parent.name for p in ((root or results_dir()) / profile).glob(f"*/{chapter}/{slug(table)}.csv") if is_vouched(p))
 
 
 def meta_path(profile: str, model: str, chapter: str, root: Path | None = None) -> Path:
@@ -89,9 +93,13 @@ def meta_path(profile: str, model: str, chapter: str, root: Path | None = None) 
 
 
 def meta(profile: str, model: str, chapter: str, root: Path | None = None) -> dict[str, Any]:
-    """What a chapter recorded beside one model's tables (`meta.json`), or {} when it wrote none or it is unreadable."""
+    """What a chapter recorded beside one model's tables (`meta.json`), or {} when it wrote none (none vouched, in a
+    build) or it is unreadable."""
+    path = meta_path(profile, model, chapter, root)
+    if not is_vouched(path):
+        return {}
     try:
-        return json.loads(meta_path(profile, model, chapter, root).read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 

@@ -8,10 +8,11 @@ A chapter is executed again when any of these changed since its last run:
 - its parameters, after the profile and any `-p` override;
 - the versions of Python and of the packages that compute or draw results, and whether CUDA is present;
 - the folders results and models are written to ($BOOK_RESULTS_DIR, $BOOK_MODELS_DIR): a new one is filled;
-- the content of a data file or model folder it read in its last run (recorded by `lib.provenance`);
+- the content of a data file or model folder it read in its last run, as it was when read (`lib.provenance`);
+- the other chapters' results it read, as far as their current runs vouch for them (`lib.edition.vouching`);
 - a result file it wrote (deleted or changed results are re-created).
 
-The first five make the chapter's *key*; the last two are compared with the *entry* written after its last run.
+The first five make the chapter's *key*; the last three are compared with the *entry* written after its last run.
 An entry is a JSON file written atomically after the executed notebook; a missing, unreadable or inconsistent entry,
 or a notebook whose checksum differs from the one the entry recorded, means "execute".
 """
@@ -33,7 +34,8 @@ from ..codehash import code_digest
 from ..core.declaration import ALL
 from ..core.sources import chapters, declared_parameters
 from ..experiments import declaration
-from ..io import sha256, write_atomic
+from ..io import write_atomic
+from ..provenance import MISSING, digest, vouched_digest
 from ..settings import REPO_ROOT, models_dir, results_dir
 
 PACKAGES = (
@@ -117,30 +119,6 @@ def key(parts: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-_memo: dict[tuple[str, int, int], str] = {}
-
-
-def _file_digest(path: Path) -> str:
-    stat = path.stat()
-    memo = (str(path), stat.st_size, stat.st_mtime_ns)
-    if memo not in _memo:
-        _memo[memo] = sha256(path)
-    return _memo[memo]
-
-
-def digest(path: str) -> str | None:
-    """SHA-256 of a file, or of a folder (each file's relative path and SHA-256, in order); a name that is not on this
-    machine (a hub id) is its own digest; None when a recorded file or folder no longer exists."""
-    where = Path(path)
-    if where.is_file():
-        return _file_digest(where)
-    if where.is_dir():
-        files = sorted(p for p in where.rglob("*") if p.is_file())
-        lines = "".join(f"{p.relative_to(where)}\0{_file_digest(p)}\n" for p in files)
-        return hashlib.sha256(lines.encode()).hexdigest()
-    return None if where.is_absolute() else f"name:{path}"
-
-
 @dataclass
 class Entry:
     """What the last execution of a chapter left: its key, the notebook's checksum, what it read and wrote, and facts
@@ -172,8 +150,8 @@ class Entry:
 
 
 def with_digests(records: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Provenance records with the current digest of each path (see `digest`)."""
-    return [{**r, "sha256": digest(r["path"]) or "missing"} for r in records]
+    """Provenance records, each with the digest taken when it was read, else (what a run wrote) the current one."""
+    return [{**r, "sha256": r.get("sha256") or digest(r["path"]) or MISSING} for r in records]
 
 
 _LABELS = {"source": "source", "lib": "", "parameters": "parameter ", "environment": "package ", "folders": "folder ", "rules": "rules in "}
@@ -191,25 +169,27 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
-def stale(entry: Entry | None, parts: dict[str, Any], notebook: Path) -> str | None:
-    """Why the chapter must run (one short reason), or None when its executed notebook can be reused."""
+def stale(entry: Entry | None, parts: dict[str, Any], notebook: Path, outputs: dict[str, str] | None = None) -> str | None:
+    """Why the chapter must run (one short reason), or None when its executed notebook can be reused; outputs: the
+    result files other chapters' current runs vouch for (`vouching.vouched_outputs`)."""
     if entry is None:
         return "no earlier run"
-    if not notebook.is_file() or _file_digest(notebook) != entry.notebook:
+    if not notebook.is_file() or digest(str(notebook)) != entry.notebook:
         return "executed notebook missing or changed"
     if entry.key != key(parts):
         changed = _changed(entry.parts, parts)
         return "changed: " + ", ".join(changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
-    changed = changed_file(entry)
+    changed = changed_file(entry, outputs or {})
     return None if changed is None else f"{changed[0]['kind']} {changed[0]['label']} {changed[1]}"
 
 
-def changed_file(entry: Entry) -> tuple[dict[str, str], str] | None:
-    """The first file the entry's run read or wrote (data, model folder, another chapter's results, its own results)
-    that is no longer what the run recorded, with "changed" or "missing"; None when every one is unchanged. An entry
-    with such a file does not vouch for its page: the runner executes it again, staging leaves it out."""
+def changed_file(entry: Entry, outputs: dict[str, str]) -> tuple[dict[str, str], str] | None:
+    """The first file the entry's run read or wrote (data, model folder, another chapter's results as far as current
+    runs vouch for them (outputs: path -> SHA-256), its own results) that is no longer what the run recorded, with
+    "changed" or "missing"; None when every one is unchanged. An entry with such a file does not vouch for its page:
+    the runner executes it again, staging leaves it out."""
     for item in entry.inputs + entry.outputs:
-        now = digest(item["path"])
-        if (now or "missing") != item["sha256"]:  # an input missing then and now is unchanged
-            return item, "missing" if now is None else "changed"
+        now = vouched_digest(item["path"], outputs) if item["kind"] == "results" else digest(item["path"]) or MISSING
+        if now != item["sha256"]:  # an input missing then and now is unchanged
+            return item, "missing" if now == MISSING else "changed"
     return None

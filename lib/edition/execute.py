@@ -3,6 +3,7 @@ and published with its executed notebook and cache entry only when it succeeded.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -17,12 +18,13 @@ import torch
 
 from .. import processes, provenance
 from ..core.sources import source_file
-from ..errors import BookError
-from ..io import sha256, write_atomic
+from ..errors import BookError, require
+from ..io import replace_folders, sha256, write_atomic
 from ..settings import STAGING, results_dir
 from . import cache, costs
 from .commit import commit, now
 from .folders import Edition
+from .vouching import vouched_outputs
 
 BUILD_STARTED = "BOOK_BUILD_STARTED"  # set by a build: work cached since then is this build's, not earlier work
 
@@ -30,18 +32,50 @@ BUILD_STARTED = "BOOK_BUILD_STARTED"  # set by a build: work cached since then i
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def _publish_results(staged: Path, profile: str, chapter: str, outputs: list[str]) -> None:
-    """Replace every result folder of the chapter in this edition (one per model, and its figures) by the files the run
-    recorded writing (`outputs`: paths under the results folder) and nothing else: afterwards the edition holds exactly
-    this run's recorded results for the chapter; anything else in its folder is discarded with it."""
-    final = results_dir()
-    for old in (final / profile).glob(f"*/{chapter}"):
-        if old.is_dir():
-            shutil.rmtree(old)
+def _publish_results(staged: Path, edition: Edition, chapter: str, outputs: list[str]) -> None:
+    """Replace every result folder of the chapter in the edition (one per model, and its figures) by the files the run
+    recorded writing (`outputs`: paths under the results folder) and nothing else, all of them or none: afterwards the
+    edition holds exactly this run's recorded results for the chapter; anything else in its folders is discarded with
+    them. They are copied beside the old folders, on the results' own file system, and every folder is checked first
+    (`io.replace_folders`); the chapter's cache entry is removed while they are swapped in (from there to the new entry
+    nothing vouches for the chapter) and put back when that fails. A failure stops with one line naming the file and
+    leaves the edition's results and entry as they were."""
+    final, profile = results_dir(), edition.profile
+    folders: dict[Path, list[str]] = {old: [] for old in (final / profile).glob(f"*/{chapter}") if old.is_dir()}
     for label in sorted(set(outputs)):
-        target = final / label
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged / label, target)
+        parts = Path(label).parts
+        require(
+            len(parts) > 3 and parts[0] == profile and parts[2] == chapter,
+            f"chapter {chapter} recorded writing {label}, outside its results folders ({profile}/<model>/{chapter}/); "
+            f"the edition keeps its last good run of {chapter}: write results with lib.book.results.Results and run it again",
+        )
+        folders.setdefault(final.joinpath(*parts[:3]), []).append(label)
+
+    def copier(labels: list[str]) -> Callable[[Path], None]:
+        def write(folder: Path) -> None:
+            for label in labels:
+                target = folder.joinpath(*Path(label).parts[3:])
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(staged / label, target)
+
+        return write
+
+    entry = edition.entry(chapter)
+    kept = entry.read_bytes() if entry.is_file() else None
+    try:
+        replace_folders(
+            {folder: copier(labels) if labels else None for folder, labels in folders.items()},
+            failure=f"cannot publish the results of chapter {chapter}",
+            remedy=(
+                f"fix that (or point BOOK_RESULTS_DIR at a folder you can write), then run chapter {chapter} again; "
+                f"the {profile} edition keeps its last good run of {chapter} (results, executed notebook and cache entry as they were)"
+            ),
+            before=lambda: entry.unlink(missing_ok=True),
+        )
+    except BookError:
+        if kept is not None and not entry.exists():
+            write_atomic(entry, lambda p: p.write_bytes(kept))
+        raise
 
 
 def _threads() -> int:
@@ -78,6 +112,10 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         jupytext.write(notebook, executed_in)
         os.environ[provenance.ENV] = str(log)  # the kernel inherits it: lib records what the chapter reads and writes
         os.environ[STAGING] = str(staged)  # and this: the chapter writes its results there (`settings.output_dir`)
+        # and this: the other chapters' results it may read, those their current runs vouch for (`vouching`)
+        vouched = Path(tmp) / "vouched.json"
+        vouched.write_text(json.dumps(vouched_outputs(edition, but=chapter)), encoding="utf-8")
+        os.environ[provenance.VOUCHED] = str(vouched)
         # and this: matplotlib writes it as the figures' PDF creation date, so the same results give byte-identical files
         # (a chapter executed again with nothing changed does not make the scorecard, which reads the results folder, stale)
         os.environ.setdefault("SOURCE_DATE_EPOCH", "0")
@@ -102,6 +140,7 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
         finally:
             os.environ.pop(provenance.ENV, None)
             os.environ.pop(STAGING, None)
+            os.environ.pop(provenance.VOUCHED, None)
         if guard is not None:
             guard()
         recorded = provenance.read(log)
@@ -114,9 +153,10 @@ def _execute_notebook(chapter: str, parameters: dict[str, Any], edition: Edition
                 f"chapter {chapter} recorded writing {missing[0]} but its run left no such file (was {staged} removed?); "
                 f"the edition keeps its last good run of {chapter}: run it again"
             )
-        edition.entry(chapter).unlink(missing_ok=True)  # from here to the new entry, nothing vouches for the chapter
-        _publish_results(staged, edition.profile, chapter, [r["label"] for r in recorded if r["kind"] == "output"])
-        shutil.rmtree(staged, ignore_errors=True)
+        try:
+            _publish_results(staged, edition, chapter, [r["label"] for r in recorded if r["kind"] == "output"])
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
         records = [{**r, "path": str(results_dir() / r["label"])} if r["kind"] == "output" else r for r in recorded]
         records = cache.with_digests(records)
         # the CPU threads the kernel computed with: float sums, and so the last digits of results, depend on them

@@ -10,7 +10,7 @@ import nbformat
 from ..core.sources import chapters, declared_parameters
 from ..datasets.pins import SOURCES
 from .cache import Entry
-from .chapter_notes import changed_parameters, hide_paths
+from .chapter_notes import changed_parameters, hide_paths, shown_value
 from .costs import duration
 from .folders import Edition
 
@@ -73,11 +73,12 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         values = {**declared_parameters(chapter), **entry.parts["parameters"]}
         changed = changed_parameters(chapter, entry.parts["parameters"])
         lines += ["| parameter | value in this edition | chapter default |", "|---|---|---|"]
+        defaults = declared_parameters(chapter)
         lines += [
-            f"| `{k}` | `{_table_text(repr(v))}`{' (changed)' if k in changed else ''} | `{_table_text(repr(declared_parameters(chapter).get(k)))}` |"
+            f"| `{k}` | `{_table_text(repr(shown_value(k, v)))}`{' (changed)' if k in changed else ''} | `{_table_text(repr(defaults.get(k)))}` |"
             for k, v in values.items()
         ]
-        reads = [i for i in entry.inputs if i["kind"] in ("data", "model")]
+        reads = [i for i in entry.inputs if i["kind"] in ("data", "model", "results")]
         if reads:
             lines += _reads_table(reads)
         lines += [f"\nWrote {len(entry.outputs)} result files (tables and figures) under `$BOOK_RESULTS_DIR/{edition.profile}/`."]

@@ -24,13 +24,16 @@ from .commit import commit
 from .execute import BUILD_STARTED, run_chapter
 from .folders import Edition
 from .planning import AHEAD, longest_first
+from .vouching import vouched_outputs
 
 
 def _staleness(edition: Edition, name: str, parameters: dict[str, Any], force: bool | frozenset[str]) -> tuple[dict[str, Any], str | None]:
     """The chapter's key parts, and why it must run (None: reuse it); force: every chapter, or the chapters named."""
     parts = cache.key_parts(source_file(name), parameters)
     forced = force if isinstance(force, bool) else name in force
-    return parts, "forced" if forced else cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name))
+    if forced:
+        return parts, "forced"
+    return parts, cache.stale(cache.Entry.load(edition.entry(name)), parts, edition.notebook(name), vouched_outputs(edition, but=name))
 
 
 def _execute(edition: Edition, name: str, parameters: dict[str, Any], parts: dict[str, Any], reason: str, start: float, timed: bool) -> None:

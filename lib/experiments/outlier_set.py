@@ -23,7 +23,7 @@ from ..encode.extraction import extract
 from ..encode.models import LoadedModel
 from ..errors import BookError, require
 from ..measure import outliers
-from ..provenance import record
+from ..provenance import is_vouched, record
 
 CHAPTER = "02_outlier_neurons"
 SOURCE_TABLE = "mean_vectors"  # chapter 02's average vectors, the reference every chapter that clips reads
@@ -114,9 +114,9 @@ def reference(lm: LoadedModel, spec: str, profile: str, criterion: Criterion, ro
     criterion it recorded), else the same statistics recomputed on chapter 02's sample. Either way the files are recorded
     as inputs, so a chapter that used them runs again when chapter 02 changes them."""
     table, meta = store.table_path(profile, spec, CHAPTER, SOURCE_TABLE, root), store.meta_path(profile, spec, CHAPTER, root)
-    record("data", table, f"chapter 02's average vectors of {spec} ({profile})")
-    record("data", meta, f"chapter 02's outlier criterion for {spec} ({profile})")
-    if table.is_file() and meta.is_file():
+    record("results", table, f"chapter 02's average vectors of {spec} ({profile})")
+    record("results", meta, f"chapter 02's outlier criterion for {spec} ({profile})")
+    if is_vouched(table) and is_vouched(meta):
         recorded = store.recorded_parameters(profile, spec, CHAPTER, root)
         try:
             used = Criterion(float(recorded["z_threshold"]), float(recorded["min_layer_share"]), int(recorded["n_sentences"]), int(recorded["seed"]))

@@ -32,7 +32,7 @@ from ..core import store
 from ..errors import require
 from ..measure import inference
 from ..measure.inference import Estimate
-from ..provenance import record
+from ..provenance import is_vouched, record
 from ..settings import results_dir
 from . import schema
 
@@ -88,18 +88,18 @@ class Outcome:
 
 
 class Tables:
-    """One profile's result tables in the results store (`core.store`), each read back through its declared schema. The
-    profile's results folder is recorded as an input of the running chapter, so the scorecard runs again when any
-    result changes."""
+    """One profile's result tables in the results store (`core.store`), each read back through its declared schema; in
+    a book build only those the chapters' current runs vouch for. The profile's results (so far as vouched) are
+    recorded as an input of the running chapter, so the scorecard runs again when any vouched result changes."""
 
     def __init__(self, profile: str, root: Path | None = None):
         self.profile, self.root = profile, root
-        record("data", (root or results_dir()) / profile, f"results of the {profile} edition")
+        record("results", (root or results_dir()) / profile, f"results of the {profile} edition")
 
     def read(self, model: str, chapter: str, table: str) -> pd.DataFrame | None:
-        """The table, checked against its schema, or None when it was not written."""
+        """The table, checked against its schema, or None when it was not written (or, in a build, is not vouched)."""
         path = store.table_path(self.profile, model, chapter, table, self.root)
-        return schema(chapter, table).check(pd.read_csv(path)) if path.is_file() else None
+        return schema(chapter, table).check(pd.read_csv(path)) if is_vouched(path) else None
 
     def models(self, chapter: str, table: str) -> list[str]:
         return store.models_with(self.profile, chapter, table, self.root)
