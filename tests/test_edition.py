@@ -159,8 +159,8 @@ def test_provenance_records_only_inside_a_build(tmp_path, monkeypatch):
     with open(log, "a") as f:
         f.write('{"kind": "out')  # a kernel killed mid-line
     assert provenance.read(log) == [
-        {"kind": "data", "path": str(tmp_path / "a.txt"), "label": "a"},
-        {"kind": "model", "path": "bert-base-uncased", "label": "bert-base-uncased"},
+        {"kind": "data", "path": str(tmp_path / "a.txt"), "label": "a", "sha256": "missing"},
+        {"kind": "model", "path": "bert-base-uncased", "label": "bert-base-uncased", "sha256": "name:bert-base-uncased"},
     ]
 
 
@@ -322,9 +322,10 @@ def test_publish_refuses_pages_with_local_paths(tmp_path, monkeypatch):
     ed = Edition("default")
     ed.html.mkdir(parents=True)
     (ed.html / "index.html").write_text('<a href="chapters/01.html">1</a>')
-    (ed.html / publishing.HTML_STAMP).write_text(json.dumps({"entries": vouching.entries_digest({})}))
+    publishing.stamp(ed.html, vouching.entries_digest({}))
     assert publishing.publish(ed) == ed.html and (ed.html / ".nojekyll").is_file()
     (ed.html / "bad.html").write_text(f"<p>{REPO_ROOT}/results/x.csv</p>")
+    publishing.stamp(ed.html, vouching.entries_digest({}))  # as if the build had written it
     with pytest.raises(BookError, match="bad.html contains the local path"):
         publishing.publish(ed)
     assert chapter_notes.hide_paths(f"{REPO_ROOT}/results/quick/t.csv") == "$BOOK_RESULTS_DIR/quick/t.csv"

@@ -16,12 +16,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ..core.profiles import profile_parameters
 from ..core.sources import chapters
 from ..errors import BookError, cli, require
-from ..io import write_atomic
+from ..io import sha256, write_atomic
 from ..settings import REPO_ROOT
 from . import pagecheck
 from .downloads import PDF_NAME, pdf_stamp
@@ -29,14 +30,62 @@ from .folders import Edition
 from .staging import stage
 from .vouching import entries_digest, unvouched, verified_entries
 
-HTML_STAMP = ".edition.json"  # in a built edition's HTML: the chapter runs its pages were made from (`entries_digest`)
+HTML_STAMP = ".edition.json"  # in a built edition's HTML: the chapter runs its pages were made from (`entries_digest`), and its files
+PUBLISH_ADDS = (".nojekyll",)  # what `publish` adds to a built edition: not the build's, so not in its record
+
+
+def _read_stamp(html: Path) -> dict:
+    """A built edition's stamp; empty when it has none that reads."""
+    try:
+        stamp = json.loads((html / HTML_STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
+
+
+def _site_files(html: Path) -> dict[str, str]:
+    """Each file of a built edition (its path in the folder → SHA-256), but the stamp and what `publish` adds."""
+    files = sorted(p for p in html.rglob("*") if p.is_file() and p.relative_to(html).as_posix() not in (HTML_STAMP, *PUBLISH_ADDS))
+    return {p.relative_to(html).as_posix(): sha256(p) for p in files}
+
+
+def stamp(html: Path, entries: str) -> None:
+    """Stamp a built edition: the chapter runs its pages were made from (`entries_digest`) and each file's digest."""
+    record = json.dumps({"entries": entries, "files": _site_files(html)})
+    write_atomic(html / HTML_STAMP, lambda p: p.write_text(record, encoding="utf-8"))
+
+
+def site_difference(html: Path) -> str | None:
+    """How a built edition differs from the files its HTML build recorded in the stamp: the first file (by name) that
+    differs, was added or is missing; None when it is as built."""
+    recorded, present = _read_stamp(html).get("files"), _site_files(html)
+    if not isinstance(recorded, dict):
+        return f"{html / HTML_STAMP} records no files (a build before files were recorded, or none)"
+    for name in sorted(recorded.keys() | present.keys()):
+        if name not in present:
+            return f"{html / name} is missing (the HTML build wrote it)"
+        if name not in recorded:
+            return f"{html / name} was added after the HTML build"
+        if present[name] != recorded[name]:
+            return f"{html / name} differs from the file the HTML build wrote (edited since?)"
+    return None
+
+
+def _undate(folder: Path) -> None:
+    """Date every file of folder whose time is in the future (written while the clock was ahead) at 0: Sphinx writes
+    a page again when its source or templates are newer than it, which nothing would be until the clock caught up."""
+    now = time.time_ns()
+    for path in folder.rglob("*"):
+        if path.is_file() and path.stat().st_mtime_ns > now:
+            os.utime(path, ns=(0, 0))
 
 
 def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> int:
     """Stage the edition and run Sphinx's `builder` on it with Jupyter Book's configuration (incremental: unchanged
     pages are not rebuilt); strict, so a warning or a broken reference fails the build. Its exit status. HTML is built
     into a copy beside `out` that replaces it only when the build passed (with the stamp of the runs it shows): a failed
-    build leaves the last good edition as it was."""
+    build leaves the last good edition as it was. The last edition is reused only while its files are those its build
+    recorded (`site_difference`): else every page is written again."""
     source = stage(edition)
     bin_dir = Path(sys.executable).parent
     subprocess.run([str(bin_dir / "jupyter-book"), "config", "sphinx", str(source)], check=True, stdout=subprocess.DEVNULL)
@@ -44,8 +93,12 @@ def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> i
     work = out.with_name(out.name + ".new") if whole else out
     if whole:
         shutil.rmtree(work, ignore_errors=True)
-        if out.is_dir():
+        changed = site_difference(out) if out.is_dir() else None
+        if changed:
+            print(f"{changed}: every page of the {edition.profile} edition is written again")
+        elif out.is_dir():
             shutil.copytree(out, work, symlinks=True)  # Sphinx then rewrites only the pages that changed
+            _undate(work)
     done = subprocess.run(
         [str(bin_dir / "sphinx-build"), "-b", builder, "-W", "-n", "--keep-going", "-q", "-d", str(edition.doctrees), str(source), str(work)], cwd=source
     )
@@ -58,7 +111,7 @@ def _sphinx(edition: Edition, builder: str, out: Path, strict: bool = True) -> i
         )
     if whole:
         _sync_static(source / "_static", work / "_static")
-        (work / HTML_STAMP).write_text(json.dumps({"entries": entries_digest(verified_entries(edition))}), encoding="utf-8")
+        stamp(work, entries_digest(verified_entries(edition)))
         old = out.with_name(out.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
         if out.exists():
@@ -128,16 +181,12 @@ def build_pdf(edition: Edition) -> Path:
 
 
 def publish(edition: Edition) -> Path:
-    """Check that the built site is ready to upload (relative links, no path of this machine in any page) and add
-    the marker GitHub Pages wants for folders that start with an underscore."""
+    """Check that the built site is ready to upload (its files those its build wrote, relative links, no path of this
+    machine in any page) and add the marker GitHub Pages wants for folders that start with an underscore."""
     html = edition.html
     require((html / "index.html").is_file(), f"no {edition.profile} edition in {html}; run `make book PROFILE={edition.profile}` first")
-    try:
-        built_from = json.loads((html / HTML_STAMP).read_text(encoding="utf-8"))["entries"]
-    except (OSError, ValueError, KeyError, TypeError):
-        built_from = None
     require(
-        built_from == entries_digest(verified_entries(edition)),
+        _read_stamp(html).get("entries") == entries_digest(verified_entries(edition)),
         f"{html} was not built by `make book` from the chapter runs the {edition.profile} edition's entries list (no stamp, or another one); "
         f"run `make book PROFILE={edition.profile}` again",
     )
@@ -151,6 +200,8 @@ def publish(edition: Edition) -> Path:
         )
     absent = [c for c in chapters() if not (html / "book" / "chapters" / f"{c}.html").is_file()]
     require(not absent, f"{html} lacks the page of {', '.join(absent[:3])}{' …' if len(absent) > 3 else ''}; run `make book PROFILE={edition.profile}` again")
+    changed = site_difference(html)
+    require(changed is None, f"{changed}; run `make book PROFILE={edition.profile}` again, which writes the edition's pages afresh")
     leaks = [str(REPO_ROOT), str(Path.home())]
     for page in sorted(p for p in html.rglob("*") if p.suffix in (".html", ".ipynb", ".md", ".txt")):  # pages and their downloads
         text = page.read_text(encoding="utf-8", errors="replace")

@@ -16,6 +16,7 @@ import pandas as pd
 import yaml
 
 from ..book import figure_labels, tables, tabs
+from ..book.markdown import code
 from ..book.output import FINDINGS
 from ..core.sources import chapters, declared_parameters
 from ..errors import BookError
@@ -23,7 +24,7 @@ from ..io import write_bytes_if_changed, write_if_changed
 from ..settings import REPO_ROOT
 from . import exercises, launch
 from .cache import Entry, digest
-from .chapter_notes import all_references, chapter_note, hide_paths, launch_links, title
+from .chapter_notes import all_references, chapter_note, hide_paths, launch_links, shown_value, title
 from .costs import chapter_costs, edition_time
 from .downloads import PDF_NAME, downloads_cell, downloads_line, stage_downloads, stage_tables
 from .folders import Edition
@@ -106,7 +107,7 @@ def _staged_notebook(
 
 def measured_text(parameters: dict[str, Any]) -> str:
     """This run's models and numeric settings in one sentence (the chapter's parameter reference says what each means)."""
-    models = f"models `{parameters['models']}`" if "models" in parameters else ""
+    models = f"models {code(shown_value('models', parameters['models']))}" if "models" in parameters else ""
     sizes = ", ".join(f"`{k}` = {v:,}" for k, v in parameters.items() if isinstance(v, int | float) and not isinstance(v, bool) and k != "seed")
     said = "; ".join(part for part in (models, sizes) if part)
     return f"This run: {said}." if said else ""
@@ -129,8 +130,10 @@ def run_parameters(cell: str, run: dict[str, Any]) -> str:
             continue
         last = lines[node.end_lineno - 1]
         comment = last[node.end_col_offset :].strip().removeprefix("#").strip()
-        note = f"  # this run; the chapter's default: {_literal(default)}" + (f". {comment}" if comment else "")
-        lines[node.lineno - 1 : node.end_lineno] = [f"{name} = {_literal(run[name])}{note}"]
+        shown = shown_value(name, run[name])  # a local model folder by its name: its path is of the machine that ran it
+        folders = " (local model folders, named here: give their paths)" if shown != run[name] else ""
+        note = f"  # this run{folders}; the chapter's default: {_literal(default)}" + (f". {comment}" if comment else "")
+        lines[node.lineno - 1 : node.end_lineno] = [f"{name} = {_literal(shown)}{note}"]
     return "\n".join(lines)
 
 
@@ -170,7 +173,9 @@ def _config(profile: str, student: bool = False) -> str:
     repository["url"] = os.environ.get("BOOK_REPOSITORY", repository.get("url", "")).rstrip("/")
     html["use_repository_button"] = html["use_issues_button"] = bool(repository["url"])
     root = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text(encoding="utf-8"))["root"]
-    sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+    extensions = config.setdefault("sphinx", {}).setdefault("extra_extensions", [])
+    extensions.append("lib.edition.source_digests")  # pages read again when their content changed, whatever the clock said
+    sphinx = config["sphinx"].setdefault("config", {})
     sphinx["latex_documents"] = [[root, f"{PDF_NAME[:-4]}.tex", config["title"], config["author"], "jupyterBook"]]
     return yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
 
