@@ -70,7 +70,7 @@ gpu-check: env  # one check on a GPU in at most 8 minutes (scripts/gpu_check.py)
 gpu-pack: env  # what a borrowed GPU machine needs for chapters 05 and 13 (data, MiniLM in 16-bit) into .gpu/; there: python3 -m scripts.gpu_edition run --out DIR
 	$(PY) -m scripts.gpu_edition pack
 
-gpu-grade: env  # FROM=DIR: the results a borrowed GPU sent back into results/, its measured times into _build/gpu/costs.yaml (make costs PROFILE=gpu commits them), the verdicts
+gpu-grade: env  # FROM=DIR: the archive a borrowed GPU sent back, checked against its manifest, into results/gpu/ (a smoke run: results/gpu-smoke/), its measured times into _build/gpu/costs.yaml (make costs PROFILE=gpu commits them), the verdicts
 	$(PY) -m scripts.gpu_edition grade $(FROM)
 
 clean:  # every edition (executed chapters, cache entries, HTML); results/ and models/ stay; refused while a build writes one

@@ -1,17 +1,21 @@
 """Chapters executed without Jupyter (`lib.edition.headless`), as on a borrowed GPU machine that has no notebook
 tooling, and the packing of what such a machine needs (`scripts/gpu_edition.py`)."""
 
+import copy
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from lib.core import sources
 from lib.edition import headless
@@ -111,21 +115,216 @@ def test_the_pack_holds_what_chapters_05_and_13_read_within_the_travel_limit(gpu
     assert tracked + sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) < 64 * 2**20
 
 
-def test_grading_a_failed_run_says_so_and_touches_nothing(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def full_scale() -> dict:
+    """The facts `run` records of the gpu edition at full scale from this checkout, as on an H200 that took a minute."""
     from scripts import gpu_edition
 
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "logs" / "13_isotropy_calibration.log").write_text("Traceback …")
-    (tmp_path / "facts.json").write_text('{"profile": "gpu", "scale": 1.0, "failed": "chapter 13_isotropy_calibration failed"}')
-    with tarfile.open(tmp_path / gpu_edition.ARCHIVE, "w:gz") as tar:
-        for part in ("logs", "facts.json"):
-            tar.add(tmp_path / part, arcname=part)
+    facts = gpu_edition.run_facts("gpu", 1.0, [], Path("no-pack"))
+    return facts | {"device": "NVIDIA H200", "seconds_from_start": dict.fromkeys(gpu_edition.CHAPTERS, 60.0)}
+
+
+@pytest.fixture
+def editions(tmp_path, monkeypatch) -> Path:
+    """Results and editions under tmp_path: the quick edition's chapter 05 and the gpu edition's chapter 07 already there."""
     monkeypatch.setenv("BOOK_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
+    for kept in ("quick/chapter/05_pretraining", "gpu/mpnet/07_wic"):
+        (tmp_path / "results" / kept).mkdir(parents=True)
+        (tmp_path / "results" / kept / "kept.csv").write_text("a\n1\n")
+    return tmp_path / "results"
+
+
+def _sent_back(tmp_path: Path, facts: dict, results: tuple[str, ...] = ()) -> Path:
+    """What `run` sends back (`gpu_edition.send_back`) from a tiny run: a table of each chapter (and any other results
+    folders named), a log, the facts and the manifest."""
+    from scripts import gpu_edition
+
+    work = tmp_path / "work"
+    for folder in (*(f"{facts['profile']}/chapter/{c}" for c in gpu_edition.CHAPTERS), *results):
+        (work / "results" / folder).mkdir(parents=True)
+        (work / "results" / folder / "notes.csv").write_text("step,seconds\n1,0.5\n")
+    (work / "logs").mkdir()
+    (work / "logs" / "13_isotropy_calibration.log").write_text("done\n")
+    return gpu_edition.send_back(work, copy.deepcopy(facts), tmp_path / "out")
+
+
+def _repacked(archive: Path, change) -> Path:
+    """The archive unpacked, changed by change(folder) and packed again in its place, its manifest as it was."""
+    folder = archive.parent / "unpacked"
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder, filter="data")
+    change(folder)
+    with tarfile.open(archive, "w:gz") as tar:
+        for part in sorted(folder.iterdir()):
+            tar.add(part, arcname=part.name)
+    return archive
+
+
+def _nothing_graded(results: Path) -> None:
+    """Neither edition's results nor costs were written, and the earlier results are as they were."""
+    assert sorted(p.relative_to(results).as_posix() for p in results.rglob("*.csv")) == ["gpu/mpnet/07_wic/kept.csv", "quick/chapter/05_pretraining/kept.csv"]
+    assert not (results.parent / "build" / "gpu" / "costs.yaml").exists()
+
+
+def test_a_full_scale_run_is_graded_into_the_gpu_edition_saying_where_when_and_at_what_scale(tmp_path, full_scale, editions, capsys):
+    """Chapters 05 and 13's results replace theirs in results/gpu (an old table goes), the other chapters' stay, the
+    seconds become the edition's measured costs, and what is printed names the device, the commit and the dates."""
+    from scripts import gpu_edition
+
+    (editions / "gpu" / "chapter" / "05_pretraining").mkdir(parents=True)
+    (editions / "gpu" / "chapter" / "05_pretraining" / "old.csv").write_text("a\n1\n")
+    gpu_edition.grade(_sent_back(tmp_path, full_scale).parent)
+    out = capsys.readouterr().out
+    tables = sorted(p.relative_to(editions).as_posix() for p in editions.rglob("*.csv"))
+    assert tables == [
+        "gpu/chapter/05_pretraining/notes.csv",
+        "gpu/chapter/13_isotropy_calibration/notes.csv",
+        "gpu/mpnet/07_wic/kept.csv",
+        "quick/chapter/05_pretraining/kept.csv",
+    ]
+    measured = yaml.safe_load((tmp_path / "build" / "gpu" / "costs.yaml").read_text())
+    assert {c: row["seconds"] for c, row in measured.items()} == dict.fromkeys(gpu_edition.CHAPTERS, 60)
+    assert "NVIDIA H200" in measured["05_pretraining"]["measured"]
+    header = f"at full scale, computed on NVIDIA H200 (torch {full_scale['torch']}"
+    assert header in out and f"at commit {full_scale['commit'][:7]}, from {full_scale['started']} to " in out and "SMOKE" not in out
+
+
+@pytest.mark.parametrize(
+    "change, refusal",
+    [
+        (lambda f: (f / "results/gpu/chapter/13_isotropy_calibration/notes.csv").write_text("step,seconds\n1,0.1\n"), "is not the file `run` wrote"),
+        (lambda f: (f / "results/gpu/chapter/05_pretraining/extra.csv").write_text("a\n1\n"), "is not in its manifest.json, so it cannot be checked"),
+        (lambda f: (f / "results/gpu/chapter/05_pretraining/notes.csv").unlink(), "listed in its manifest.json, is missing"),
+        (lambda f: (f / "manifest.json").unlink(), "holds no manifest.json, so its files cannot be checked"),
+    ],
+    ids=["changed", "added", "removed", "no-manifest"],
+)
+def test_an_archive_changed_after_the_run_is_refused_and_nothing_written(tmp_path, full_scale, editions, change, refusal):
+    from scripts import gpu_edition
+
+    archive = _repacked(_sent_back(tmp_path, full_scale), change)
+    with pytest.raises(BookError, match=re.escape(refusal)) as refused:
+        gpu_edition.grade(archive)
+    assert str(refused.value).startswith(str(archive)) and "\n" not in str(refused.value)
+    _nothing_graded(editions)
+
+
+def test_a_run_with_other_code_or_parameters_is_refused_the_same_at_another_commit_is_graded(tmp_path, full_scale, editions, capsys):
+    from scripts import gpu_edition
+
+    elsewhere = {**full_scale, "commit": "0123456789abcdef0123456789abcdef01234567"}
+    other = copy.deepcopy(elsewhere)
+    library = sorted(other["code"]["13_isotropy_calibration"]["lib"])[0]
+    other["code"]["13_isotropy_calibration"]["lib"][library] = "0" * 64
+    other["code"]["05_pretraining"]["parameters"]["steps"] = 5
+    refusal = r"was computed at commit 0123456 with other code or parameters for chapters 05 and 13 than this checkout's \(commit .{7}\): "
+    refusal += rf"05_pretraining parameter steps, 13_isotropy_calibration {re.escape(library)}; grade it in a checkout of its commit, or make the pack here"
+    with pytest.raises(BookError, match=refusal):
+        gpu_edition.grade(_sent_back(tmp_path / "other", other))
+    _nothing_graded(editions)
+    gpu_edition.grade(_sent_back(tmp_path / "same", elsewhere))
+    assert "at commit 0123456, from" in capsys.readouterr().out and (editions / "gpu" / "chapter" / "13_isotropy_calibration" / "notes.csv").is_file()
+
+
+def test_a_smoke_run_is_graded_into_a_folder_of_its_own_says_so_and_records_no_costs(tmp_path, editions, capsys):
+    from scripts import gpu_edition
+
+    facts = gpu_edition.run_facts("gpu", 0.001, [["seeds", "2"]], tmp_path / "no-pack")
+    gpu_edition.grade(_sent_back(tmp_path, facts | {"seconds_from_start": dict.fromkeys(gpu_edition.CHAPTERS, 9.0)}))
+    out = capsys.readouterr().out
+    assert (editions / "gpu-smoke" / "chapter" / "13_isotropy_calibration" / "notes.csv").is_file()
+    assert not (editions / "gpu" / "chapter").exists() and not (tmp_path / "build" / "gpu" / "costs.yaml").exists()
+    assert "a SMOKE RUN of its chapters 05 and 13 at scale 0.001 with -p seeds 2, computed on" in out
+    assert "verdicts of this smoke run (scale 0.001), not the gpu edition's:" in out
+
+
+def test_a_run_of_another_edition_or_with_other_results_is_refused_and_touches_none(tmp_path, editions):
+    """A run labelled quick never replaces results/quick; nor does a gpu run that carries a quick folder."""
+    from scripts import gpu_edition
+
+    quick = gpu_edition.run_facts("quick", 1.0, [], tmp_path / "no-pack") | {"seconds_from_start": dict.fromkeys(gpu_edition.CHAPTERS, 9.0)}
+    with pytest.raises(BookError, match="is a run of the quick edition; grade takes only the gpu edition's runs .* so nothing was written"):
+        gpu_edition.grade(_sent_back(tmp_path / "quick", quick))
+    _nothing_graded(editions)
+    gpu = quick | {"profile": "gpu"}
+    with pytest.raises(BookError, match=r"holds results/quick, not chapters 05 and 13's results in results/gpu/<model>/<chapter>; nothing was written"):
+        gpu_edition.grade(_sent_back(tmp_path / "gpu", gpu, results=("quick/chapter/05_pretraining",)))
+    _nothing_graded(editions)
+
+
+def test_grading_holds_the_gpu_edition_s_lock(tmp_path, full_scale, editions):
+    from lib.edition.folders import Edition
+    from scripts import gpu_edition
+
+    archive = _sent_back(tmp_path, full_scale)
+    with Edition("gpu").locked("make book PROFILE=gpu"), pytest.raises(BookError, match="the gpu edition is being written by make book PROFILE=gpu"):
+        gpu_edition.grade(archive)
+    _nothing_graded(editions)
+
+
+def _facts_without(key: str):
+    def change(folder: Path) -> None:
+        (folder / "facts.json").write_text(json.dumps({k: v for k, v in json.loads((folder / "facts.json").read_text()).items() if k != key}))
+        manifest = json.loads((folder / "manifest.json").read_text())
+        digest = hashlib.sha256((folder / "facts.json").read_bytes()).hexdigest()
+        (folder / "manifest.json").write_text(json.dumps({"files": {**manifest["files"], "facts.json": digest}}))
+
+    return change
+
+
+def _without_facts(folder: Path) -> None:
+    (folder / "facts.json").unlink()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({"files": {k: v for k, v in manifest["files"].items() if k != "facts.json"}}))
+
+
+@pytest.mark.parametrize(
+    "damage, refusal",
+    [
+        (lambda a: a.write_text("not an archive"), r"is not a whole archive \(ReadError: file could not be opened successfully\); grade only the archive"),
+        (lambda a: a.write_bytes(a.read_bytes()[: a.stat().st_size // 2]), r"is not a whole archive \(EOFError: .*\); grade only the archive"),
+        (lambda a: _repacked(a, _without_facts), r"holds no facts.json, so what it ran is unknown; grade only the archive"),
+        (lambda a: _repacked(a, _facts_without("profile")), r"its facts.json has no 'profile' of the kind `run` writes; grade only the archive"),
+    ],
+    ids=["not-an-archive", "truncated", "no-facts", "no-profile"],
+)
+def test_a_damaged_archive_is_one_line_that_names_it(tmp_path, full_scale, editions, capsys, damage, refusal):
+    from scripts import gpu_edition
+
+    archive = _sent_back(tmp_path, full_scale)
+    damage(archive)
+    with pytest.raises(SystemExit) as stopped:
+        gpu_edition.main(["grade", str(archive)])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and re.match(rf"error: {re.escape(str(archive))}:? .*{refusal}", err), err
+    _nothing_graded(editions)
+
+
+def test_grading_a_failed_run_says_so_and_touches_nothing(tmp_path, full_scale, editions):
+    from scripts import gpu_edition
+
+    archive = _sent_back(tmp_path, full_scale | {"failed": "chapter 13_isotropy_calibration failed"})
     with pytest.raises(BookError, match="that run failed .chapter 13_isotropy_calibration failed.; its logs are in the archive"):
-        gpu_edition.grade(tmp_path)
-    assert not (tmp_path / "results").exists()
+        gpu_edition.grade(archive)
+    _nothing_graded(editions)
     with pytest.raises(BookError, match="no such archive"):
         gpu_edition.grade(tmp_path / "nothing")
+
+
+def test_a_pack_whose_data_cannot_be_unpacked_is_one_line_sends_back_its_archive_and_leaves_no_folder(tmp_path, monkeypatch):
+    from scripts import gpu_edition
+
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "pack" / "data.tar.xz").write_bytes(b"not xz")
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    refusal = rf"{re.escape(str(tmp_path / 'pack' / 'data.tar.xz'))} is not a whole archive \(ReadError: .*\); make the pack again \(make gpu-pack\)"
+    with pytest.raises(BookError, match=refusal):
+        gpu_edition.run(tmp_path / "out", "gpu", 0.001, tmp_path / "pack")
+    assert list((tmp_path / "tmp").iterdir()) == []
+    with tarfile.open(tmp_path / "out" / gpu_edition.ARCHIVE) as tar:
+        assert re.match(refusal, json.loads(tar.extractfile("facts.json").read())["failed"])
 
 
 def test_a_failed_run_still_sends_back_its_logs(tmp_path, monkeypatch):
@@ -192,7 +391,8 @@ SMOKE = ["--scale", "0.001", *(a for name, value in SIZES.items() for a in ("-p"
 
 def test_the_gpu_edition_runs_from_its_pack_without_notebook_tooling_and_is_graded(gpu_pack, tmp_path):
     """Chapters 05 and 13 of the gpu edition as a borrowed GPU runs them (README, "On a borrowed GPU"): from the pack,
-    executed headless side by side in a Python that cannot import the notebook tooling, at smoke sizes, then graded."""
+    executed headless side by side in a Python that cannot import the notebook tooling, at smoke sizes, then graded as a
+    smoke: into results/gpu-smoke, said so, its times not recorded."""
     env = {**os.environ, "BOOK_RESULTS_DIR": str(tmp_path / "results"), "BOOK_BUILD_DIR": str(tmp_path / "build"), "BOOK_MODELS_DIR": str(tmp_path / "models")}
     bare = {**env, "PYTHONPATH": str(BARE)}
     out = tmp_path / "out"
@@ -202,11 +402,12 @@ def test_the_gpu_edition_runs_from_its_pack_without_notebook_tooling_and_is_grad
     grade = [sys.executable, "-m", "scripts.gpu_edition", "grade", str(out)]
     graded = subprocess.run(grade, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert graded.returncode == 0, graded.stderr[-2000:]
-    runs = pd.read_csv(tmp_path / "results" / "gpu" / "minilm" / "13_isotropy_calibration" / "runs.csv")
+    runs = pd.read_csv(tmp_path / "results" / "gpu-smoke" / "minilm" / "13_isotropy_calibration" / "runs.csv")
     assert set(runs["method"]) == {"none", "cosreg", "spectrum-pol", "spectrum-exp", "flow"} and set(runs["task"]) == {"RTE", "STS-B"}
     assert runs.groupby(["task", "method"])["seed"].nunique().eq(2).all()
-    summary = pd.read_csv(tmp_path / "results" / "gpu" / "chapter" / "05_pretraining" / "summary.csv")
+    summary = pd.read_csv(tmp_path / "results" / "gpu-smoke" / "chapter" / "05_pretraining" / "summary.csv")
     assert summary["position_embeddings"].tolist().count(True) == 2 and summary["valid_perplexity"].gt(1).all()
     verdicts = [line.strip().split("  ")[0] for line in graded.stdout.splitlines() if "(all-MiniLM-L6-v2)" in line]  # chapter 13's claims
     assert verdicts and set(verdicts) <= set(VERDICTS), graded.stdout[-2000:]
     assert not (tmp_path / "build" / "gpu" / "costs.yaml").exists()  # a scaled run's times are not what the chapters cost
+    assert not (tmp_path / "results" / "gpu").exists() and "a SMOKE RUN of its chapters 05 and 13 at scale 0.001 with -p tasks rte,stsb" in graded.stdout
