@@ -76,8 +76,8 @@ retrain = False  # True: train again even if a model with the same settings is s
 seed = 10  # the first seed; runs use seeds seed, seed + 1, … (10 on: seeds 0-3 chose the configuration, so the scored runs never took part)
 seeds = 3  # training runs per condition (each pair shares a seed: initial weights, batches and masks)
 device = "auto"  # "auto" uses CUDA when present
-dtype = "auto"  # analysis of the trained models: "auto" = float32 weights, bf16 matrix products where the hardware has them natively; "float32": all float32
-train_dtype = "float32"  # training steps: "float32" on every machine (see "Seeds and precision" below); "auto" = bf16 autocast where native
+dtype = "auto"  # analysis of the trained models: "auto": float32 weights, bf16 matrix products where the hardware has them natively; "float32": all float32
+train_dtype = "float32"  # training steps: "float32" on every machine (see "Seeds and precision" below); "auto": bf16 autocast where native
 
 # %%
 import lib.book.chapter as ch

@@ -56,7 +56,7 @@
 profile = "default"  # names the results folder
 models = "minilm,mpnet"  # comma-separated model specs
 datasets = "stsb,sick,sickall,sts12,sts13,sts14,sts15,sts16"  # comma-separated evaluation sets
-max_pairs = 0  # pairs per data set (0 = all)
+max_pairs = 0  # pairs per data set (0: all)
 variants = "raw,clipped,whitened,whitened-sentences"  # transforms compared (raw is always included); see the list above
 n_fit = 4000  # STS-B training sentences the whitening is fitted on (5,749 training pairs)
 clip = "model"  # "model": zero chapter 02's model-level outlier dims in every layer (the paper's base-model protocol); "layer": each layer's flagged dims

@@ -40,7 +40,7 @@ models = "minilm,mpnet,chapter05:pe,chapter05:nope"  # comma-separated model spe
 shifts = "0,1,2,4"  # toy example: distances of the sphere's centre from the origin
 toy_points = 500  # toy example: points on the sphere
 plane_points = 5000  # embeddings drawn for the projection plots
-check_rows = 0  # rows for the Appendix A check (0 = the whole matrix; the identity holds for any subset)
+check_rows = 0  # rows for the Appendix A check (0: the whole matrix; the identity holds for any subset)
 seed = 0
 device = "auto"
 dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the hardware has it natively (about 2x faster here); "float32": all float32

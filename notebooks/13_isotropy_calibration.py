@@ -64,7 +64,7 @@
 profile = "default"  # names the results folder
 models = "minilm"  # comma-separated model specs (paper: bert-base-uncased, roberta-base, distilbert-base-uncased)
 tasks = "sst2,mrpc,cola,rte,wnli,stsb"  # comma-separated GLUE tasks
-methods = "none,flow"  # comma-separated calibration methods; none = uncalibrated (all: none,cosreg,spectrum-pol,spectrum-exp,flow)
+methods = "none,flow"  # comma-separated calibration methods; none: uncalibrated (all: none,cosreg,spectrum-pol,spectrum-exp,flow)
 seeds = 3  # runs per (task, method); the paper runs 3
 n_train = 200  # training examples per task (a seeded sample; all when a task has fewer); paper: the full training sets
 n_dev = 500  # development examples per task scored (all when a task has fewer; paper: the full dev sets)
@@ -74,7 +74,7 @@ batch_size = 32  # examples per optimiser step (paper: 32)
 lr = 1e-4  # constant learning rate (paper, BERT: 2e-5 over thousands of steps; the paper profile uses it)
 max_length = 128  # tokens per example; longer inputs are truncated
 cos_strength = 1.0  # λ_c, weight of the CosReg term in the loss
-spectrum_strength = 1e-3  # λ_p = λ_e, weight of the spectrum-control term
+spectrum_strength = 1e-3  # λ_p and λ_e (the same), weight of the spectrum-control term
 spectrum_c2 = 0.1  # c2 of the exponential prior c1·exp(−c2·k^γ)
 spectrum_gamma_pol = -0.5  # γ of the polynomial prior c1·k^γ
 spectrum_gamma_exp = 0.5  # γ of the exponential prior

@@ -228,7 +228,7 @@ def test_pretraining_findings_give_each_run_the_position_table_and_the_ratio_ove
     )
     runs = {n: pretraining.TrainedRun(n, history, track, {}, None, None, report) for n in ("pe", "nope")}
     configs = {"pe": SimpleNamespace(position_embeddings=True), "nope": SimpleNamespace(position_embeddings=False)}
-    setup = pretraining.Setup({10: ("pe", "nope")}, configs, SimpleNamespace(z_threshold=10.0))
+    setup = pretraining.Setup({10: ("pe", "nope")}, configs, SimpleNamespace(z_threshold=10.0), "quick")
     summary = pd.DataFrame({"table": [AFTER_FIRST], "rows_with_flagged_dim_percent": [12.5], "argmax_dim": [7], "argmax_percent": [30.0]})
     table = pretraining.PositionTable("pe", SimpleNamespace(summary=summary), pd.DataFrame())
     gap = pd.DataFrame({"ratio_without_over_with": [2.0, 8.0], "ratio_low_95": [1.5, 6.0], "ratio_high_95": [2.5, 9.0]})

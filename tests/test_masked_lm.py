@@ -179,7 +179,7 @@ def test_tiny_run_reduces_loss_and_saves_and_loads_identically(tokenizer, blocks
     assert float(run.model.roberta.embeddings.position_embeddings.weight.abs().max()) == 0.0  # still no positional signal
 
     monkeypatch.setenv("BOOK_MODELS_DIR", str(tmp_path / "models"))
-    masked_lm.save(run, tmp_path / "models" / "tiny-nope")
+    masked_lm.save(run, tmp_path / "models" / "tiny-nope", "quick")
     loaded = load_model("trained:tiny-nope", device="cpu")
     enc = loaded.tokenizer(SENTENCES[2], return_tensors="pt", truncation=True)
     with torch.no_grad():

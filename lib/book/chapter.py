@@ -16,6 +16,7 @@ from ..encode.extraction import truncation_note
 from ..encode.models import check_available
 from ..errors import require
 from ..experiments import plotting
+from .markdown import escape
 from .output import FINDINGS, Markdown, display
 from .results import Results
 from .tables import show
@@ -103,9 +104,10 @@ def each_model(run: Callable[..., Run], specs: Sequence[str], **settings: Any) -
 
 
 def show_each(frames: Mapping[str, pd.DataFrame], caption: str, precision: int = 3, lift: bool = False) -> None:
-    """One table per model, each in its model's tab; `{name}` in the caption becomes the model's name (`lift`: see `show`)."""
+    """One table per model, each in its model's tab; `{name}` in the caption becomes the model's name, as text (`lift`:
+    see `show`)."""
     for name, frame in frames.items():
-        show(frame, caption.format(name=name), precision, tab=name, lift=lift)
+        show(frame, caption.format(name=escape(name)), precision, tab=name, lift=lift)
 
 
 def findings(lines: Sequence[str], title: str = "What our run shows") -> None:

@@ -10,7 +10,7 @@ import pandas as pd
 from ..experiments import verdicts
 from ..experiments.scorecard import claim_label
 from ..measure import inference
-from .tables import escape
+from .markdown import escape
 
 MARKS = {
     verdicts.HOLDS: "✓",

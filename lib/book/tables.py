@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..experiments.cells import annotated, cell_text, plus_minus  # noqa: F401  (`tables.plus_minus`, ... in the chapters and tests)
 from . import tabs
+from .markdown import escape
 from .output import display
 
 if TYPE_CHECKING:
@@ -66,14 +67,6 @@ def header(column: object) -> str:
     for pattern, words in UNITS:
         name = re.sub(pattern, words, name)
     return name.replace("_", " ").strip()
-
-
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>$|~^#])")
-
-
-def escape(text: str) -> str:
-    """Text that MyST prints as it is (no emphasis, math, roles or cell breaks)."""
-    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def numeric(series: pd.Series) -> bool:

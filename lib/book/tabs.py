@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import figure_labels
+from .markdown import escape
 
 if TYPE_CHECKING:
     import nbformat  # notebook tooling: staging only, not where a chapter executes (`lib.edition.headless`)
@@ -64,7 +65,7 @@ def _tab_set(run: list[nbformat.NotebookNode], folder: Path, write: Callable[[Pa
     items = []
     for name in names:
         body = "\n".join(_content(o, folder, write) for o in run if o["metadata"][KEY] == name)
-        items.append(f"::::{{tab-item}} {name}\n{body}\n::::")
+        items.append(f"::::{{tab-item}} {escape(name)}\n{body}\n::::")  # a model's name, as text
     text = ":::::{tab-set}\n" + "\n".join(items) + "\n:::::\n"
     import nbformat
 

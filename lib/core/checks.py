@@ -44,3 +44,10 @@ def share(name: str, value: object) -> float:
     """A parameter that must be a number in (0, 1]."""
     require(isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1, f"parameter {name} must be in (0, 1], got {value!r}")
     return value
+
+
+def per_task(name: str, value: object, tasks: list[str]) -> dict:
+    """A parameter that maps task names to values (`n_train = {"sst2": 4000, ...}`), with an entry for every task run."""
+    missing = [task for task in tasks if not isinstance(value, dict) or task not in value]
+    require(not missing, f"parameter {name} has no entry for {', '.join(missing)}: give one for every task in tasks ({', '.join(tasks)})")
+    return value

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +17,8 @@ import yaml
 from ..errors import BookError, require
 from ..provenance import record
 from ..settings import REPO_ROOT
-from .sources import chapters, declared_parameters, source_file
+from .checks import per_task
+from .sources import chapters, comma_list, declared_parameters, source_file
 
 T = TypeVar("T")
 
@@ -72,6 +73,22 @@ def _finite(value: Any, where: str) -> Any:
     return value
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (the safe loader keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        lines: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+            if isinstance(key, Hashable) and key in lines:
+                twice = f"key {key!r} is given twice, on lines {lines[key]} and {line}; keep one"
+                raise yaml.constructor.ConstructorError(None, None, twice, key_node.start_mark)
+            lines[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def command_line_values(pairs: list[list[str]]) -> dict[str, Any]:
     """`-p NAME VALUE` pairs of a command line as values (VALUE is YAML); one clear line for a value that is not."""
     values = {}
@@ -101,7 +118,7 @@ def load_profile(profile: str) -> dict[str, dict[str, Any]]:
     known = sorted(p.stem for p in PROFILES.glob("*.yaml"))
     require(path.is_file(), f"unknown profile {profile!r}; choose one of {', '.join(known)} (files in {PROFILES})")
     try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        spec = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeys) or {}  # a safe loader (yaml.SafeLoader)
     except UnicodeDecodeError as err:
         raise BookError(f"{path} is not UTF-8 text (byte {err.start}); save it as UTF-8") from None
     except yaml.YAMLError as err:
@@ -133,12 +150,17 @@ def description(profile: str) -> str:
     return comment.split(". ")[0].rstrip(".") + "." if comment else ""
 
 
+PROFILE_NAME = "{profile}"  # in a profile's text values, the profile's own name: a copied profile names its own models
+
+
 def profile_parameters(profile: str, chapter: str) -> dict[str, Any]:
-    """The values a profile changes for a chapter (its `all` values the chapter declares, then its own), plus the profile name."""
+    """The values a profile changes for a chapter (its `all` values the chapter declares, then its own), plus the profile
+    name, which also replaces `{profile}` in its text values (chapter 05's `names: "{profile}-roberta-pe,…"`)."""
     spec = load_profile(profile)
     declared = declared_parameters(chapter)
     shared = {k: v for k, v in spec.get(SHARED, {}).items() if k in declared}
-    return {**shared, **spec.get(chapter, {}), "profile": profile}
+    values = {**shared, **spec.get(chapter, {})}
+    return {k: v.replace(PROFILE_NAME, profile) if isinstance(v, str) else v for k, v in values.items()} | {"profile": profile}
 
 
 SIZES = frozenset(
@@ -193,6 +215,22 @@ def chapter_parameters(chapter: str, profile: str) -> dict[str, object]:
     return values
 
 
+TASKS = "tasks"  # a chapter's comma-separated tasks, which its mappings keyed by task name must each cover
+
+
+def check_per_task(chapter: str, values: dict[str, Any]) -> None:
+    """Each of the chapter's mappings keyed by task name (those whose default has an entry for each default task, as
+    chapter 09's `n_train`) checked to have an entry for every known task the run names, before any chapter runs."""
+    declared = declared_parameters(chapter)
+    if TASKS not in declared:
+        return
+    known = set(comma_list(declared[TASKS]))
+    tasks = [task for task in comma_list({**declared, **values}[TASKS]) if task in known]  # an unknown task: the chapter's own check
+    for name, default in declared.items():
+        if isinstance(default, dict) and set(default) == known:
+            per_task(f"{name} of {chapter}", values.get(name, default), tasks)
+
+
 def plan(profile: str, names: list[str], overrides: dict[str, Any], scale: float = 1.0) -> list[tuple[str, dict[str, Any]]]:
     """(chapter, parameters) for each chapter to run, every value checked. An override goes to the chapters that
     declare it; one that none of them declares is an error. With scale < 1 the profile's sizes shrink (`scaled`)."""
@@ -206,5 +244,7 @@ def plan(profile: str, names: list[str], overrides: dict[str, Any], scale: float
     for chapter in names:
         own = {k: checked_value(chapter, k, v) for k, v in overrides.items() if k in declared_parameters(chapter)}
         values = profile_parameters(profile, chapter)
-        out.append((chapter, {**(scaled(chapter, values, scale) if scale != 1 else values), **own}))
+        planned = {**(scaled(chapter, values, scale) if scale != 1 else values), **own}
+        check_per_task(chapter, planned)
+        out.append((chapter, planned))
     return out

@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..book.markdown import code
 from ..core.profiles import profile_parameters
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
+from ..encode.models import shown_name
 from ..settings import REPO_ROOT, cache_dir, data_dir, models_dir, results_dir
 from . import launch, reference
 from .cache import Entry
@@ -21,6 +23,11 @@ def changed_parameters(chapter: str, parameters: dict[str, Any]) -> dict[str, An
     """The parameters of a run that differ from the chapter's parameters cell (the profile name left out)."""
     declared = declared_parameters(chapter)
     return {k: v for k, v in parameters.items() if k != "profile" and declared.get(k) != v}
+
+
+def shown_value(name: str, value: Any) -> Any:
+    """A parameter's value as pages show it: a list of models by their names (a local folder's, never its path)."""
+    return ",".join(shown_name(spec) for spec in comma_list(value)) if name == "models" else value
 
 
 def hide_paths(text: str) -> str:
@@ -56,7 +63,7 @@ def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: boo
     every chapter's reference in its re-run chapter, and LaTeX cannot break a long table inside a box)."""
     facts = entry.facts
     changed = changed_parameters(chapter, entry.parts["parameters"])
-    settings = ", ".join(f"`{k} = {v!r}`" for k, v in changed.items()) if changed else "none"
+    settings = ", ".join(code(f"{k} = {shown_value(k, v)!r}") for k, v in changed.items()) if changed else "none"
     return (
         "::::{admonition} How this page was made\n:class: note\n"
         f"**{profile.capitalize()} edition**, executed {facts['finished'][:16].replace('T', ' ')} UTC at commit {commit_text(facts)}; "
@@ -79,8 +86,8 @@ def models_caveat(chapter: str, entry: Entry) -> str:
     if set(ran) == set(theirs):
         return ""
     return (
-        f"**Not the papers' models**: it measures {', '.join(f'`{m}`' for m in ran)}; the papers measured "
-        f"{', '.join(f'`{m}`' for m in theirs)}. Columns headed *paper* hold their numbers on their models, for comparison, "
+        f"**Not the papers' models**: it measures {', '.join(code(shown_name(m)) for m in ran)}; the papers measured "
+        f"{', '.join(code(m) for m in theirs)}. Columns headed *paper* hold their numbers on their models, for comparison, "
         "not as our result (the `paper` profile runs this chapter on their models). "
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..book.markdown import escape
 from ..book.scorecard_view import MARKS
 from ..core import paper, store
 from ..core.profiles import description
@@ -67,7 +68,7 @@ def _claim_lines(chapter: str, card: pd.DataFrame | None) -> list[str]:
     lines = []
     for claim_id, part in rows.groupby("claim_id", sort=False):
         first = part.iloc[0]
-        verdicts = "; ".join(f"{r.model}: **{r.verdict}**" if r.on_model else f"**{r.verdict}**" for r in part.itertuples())
+        verdicts = "; ".join(f"{escape(r.model)}: **{r.verdict}**" if r.on_model else f"**{r.verdict}**" for r in part.itertuples())
         where = f" ({{numref}}`Table %s <{scorecard.claim_label(claim_id)}>`)" if bool(part["on_model"].any()) else ""
         lines.append(f"- {first.claim} → {verdicts}{where}")
     return lines

@@ -14,7 +14,7 @@ from typing import Any
 
 import jupytext
 
-from ..core.profiles import KINDS, load_profile
+from ..core.profiles import KINDS, profile_parameters
 from ..core.sources import declared_parameters, source_file
 from ..errors import require
 from ..experiments import declaration
@@ -70,13 +70,12 @@ def reference(chapter: str) -> list[dict[str, Any]]:
     """One row per declared parameter, in the cell's order: name, meaning, default, quick, paper, allowed. A profile
     that does not change a parameter shows None there (it runs the default)."""
     declared, meaning = declared_parameters(chapter), meanings(chapter)
-    profiles = {p: load_profile(p) for p in PROFILES}
+    profiles = {p: profile_parameters(p, chapter) for p in PROFILES}
     rows = []
     for name, default in declared.items():
         row = {"parameter": name, "meaning": meaning[name], "default": default}
-        for profile, spec in profiles.items():
-            own, shared = spec.get(chapter, {}), spec.get("all", {})
-            row[profile] = profile if name == "profile" else own.get(name, shared.get(name))
+        for profile, values in profiles.items():
+            row[profile] = values.get(name)
         row["allowed"] = allowed(chapter, name, default)
         rows.append(row)
     return rows

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.sources import comma_list, declared_parameters
 from ..errors import cli, require
-from ..experiments.pretraining import pretraining_runs, train_unless_saved
+from ..experiments.pretraining import check_free, pretraining_runs, train_unless_saved
 from ..settings import models_dir
 from ..train import distributed, masked_lm
 from . import work_ahead
@@ -28,12 +28,15 @@ CHAPTER = "05_pretraining"
 def ahead(profile: str, parameters: dict[str, Any]) -> dict[str, list[str]]:
     """The commands that train chapter 05's runs not yet saved with these settings, one process each, named
     "05_pretraining:<run>": a build runs them as jobs of their own before the chapter, which then reuses them (none with
-    `retrain`, where the chapter trains again itself). `parameters`: the chapter's values as a build plans them."""
+    `retrain`, where the chapter trains again itself). `parameters`: the chapter's values as a build plans them. A run
+    that would replace another edition's model stops the build here, in one line (`check_free`)."""
     values = {**declared_parameters(CHAPTER), **parameters}
     if values.get("retrain") is True:
         return {}
     _, configs = pretraining_runs(values)
     todo = [name for name, cfg in configs.items() if masked_lm.saved_run(models_dir() / name, cfg) is None]
+    for name in todo:
+        check_free(name, configs[name], profile)
     command = work_ahead.command("lib.edition.train_ahead", profile, parameters)
     return {f"{CHAPTER}:{name}": [*command, "--only", name] for name in todo}
 
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         corpus,
         track_blocks=int(parameters["track_blocks"]),
         device=str(parameters["device"]),
+        edition=args.profile,
         micro_batch=args.micro_batch,
         processes=here.size,
         main=here.main,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import re
 import shutil
 import socket
 import zipfile
@@ -144,6 +145,28 @@ def mpnet_path(root: Path | None = None) -> Path:
     return write_folder_atomic(target, assemble)
 
 
+MARKUP = re.compile(r"[^\w .,+()/-]")  # characters a model's name may not have: pages would read them as Markdown or HTML
+
+
+def page_name(name: str, folder: Path) -> str:
+    """A model folder's name, which pages show as the model's name (never the folder's path), checked to hold no
+    character that Markdown or HTML reads as markup (`<b>`, backticks, `*`, `$`, ...)."""
+    found = "".join(dict.fromkeys(MARKUP.findall(name)))
+    require(
+        not found,
+        f"model folder {folder}: pages show a model by its folder's name, and {name!r} has characters Markdown or HTML read as markup "
+        f"({' '.join(found)}); rename the folder (letters, digits, spaces and . , + ( ) - _)",
+    )
+    return name
+
+
+def shown_name(spec: str) -> str:
+    """What a page calls the model of a spec, without loading it: a local folder by its name, never its path (a
+    chapter's parameters keep the path); any other spec as written."""
+    path = Path(spec.strip()).expanduser()
+    return path.resolve().name if path.is_absolute() or path.is_dir() else spec.strip()
+
+
 def resolve(spec: str) -> tuple[str, str]:
     """Return (where to load from, display name) for a spec, without loading weights."""
     if spec == "minilm":
@@ -161,13 +184,13 @@ def resolve(spec: str) -> tuple[str, str]:
             f"trained model {name!r} not found in {models_dir()}; create it with chapter 05: {rebuild}, or point BOOK_MODELS_DIR at a folder that holds it",
         )
         verify_manifest(folder, f"delete {folder} and train it again: {rebuild}")
-        return str(folder), name
+        return str(folder), page_name(name, folder)
     if Path(spec).expanduser().is_dir():
         folder = Path(spec).expanduser().resolve()
         require((folder / "config.json").is_file(), f"{folder} is a folder without config.json; point at a model folder (config, weights, tokenizer)")
         if (folder / MANIFEST).exists():
             verify_manifest(folder, f"restore {folder} from where it came from, or delete its {MANIFEST} if you changed it on purpose")
-        return str(folder), folder.name
+        return str(folder), page_name(folder.name, folder)
     return spec, spec
 
 

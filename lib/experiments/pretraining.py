@@ -23,7 +23,7 @@ from ..core.sources import comma_list
 from ..core.store import Writer
 from ..encode.collectors import LayerStats
 from ..encode.models import load_model
-from ..errors import require
+from ..errors import BookError, require
 from ..measure import inference, metrics, outliers, positional
 from ..measure.outliers import OutlierReport
 from ..measure.positional import AFTER_FIRST
@@ -69,6 +69,7 @@ def train_unless_saved(
     corpus: tuple,
     track_blocks: int,
     device: str,
+    edition: str,
     retrain: bool = False,
     micro_batch: int | None = None,
     processes: int = 1,
@@ -77,12 +78,16 @@ def train_unless_saved(
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """Each run's (training history, outlier track): the saved run's where one was saved in `models_dir()` with the same
     settings and training code (unless `retrain`), else trained now on `corpus` (tokenizer, training and validation
-    blocks) and saved by the main process. Chapter 05 calls this, and so does `python -m lib.edition.train_ahead`
-    (under torchrun, with the processes' barrier), so the runs it saves are the ones the chapter reuses."""
-    out, reused, trained = {}, [], []
+    blocks) and saved by the main process as the `edition`'s, once every run to train is checked to replace no other
+    edition's model (`check_free`). Chapter 05 calls this, and so does `python -m lib.edition.train_ahead` (under
+    torchrun, with the processes' barrier), so the runs it saves are the ones the chapter reuses."""
+    saved = {name: None if retrain else masked_lm.saved_run(models_dir() / name, cfg) for name, cfg in configs.items()}
     for name, cfg in configs.items():
-        saved = None if retrain else masked_lm.saved_run(models_dir() / name, cfg)
-        if saved is None:
+        if saved[name] is None:
+            check_free(name, cfg, edition)
+    reused, trained = [], []
+    for name, cfg in configs.items():
+        if saved[name] is None:
             what = "with" if cfg.position_embeddings else "without"
             many = f", {processes} processes" if processes > 1 else ""
             checkpoints = cache_dir() / "pretrain"
@@ -98,19 +103,45 @@ def train_unless_saved(
                 micro_batch=micro_batch,
             )
             if main:
-                masked_lm.save(run, models_dir() / name)
+                masked_lm.save(run, models_dir() / name, edition)
                 trained.append(name)
             barrier()
-            saved = (run.history, run.track)
+            saved[name] = (run.history, run.track)
             del run
         elif main:
             reused.append(name)
             record("reused", models_dir() / name, f"{name}: saved pre-training run")
-        out[name] = saved
     for names, done in ((trained, "saved in"), (reused, "saved with these settings, reused (retrain=True trains them again):")):
         if names:
             print(f"{', '.join(names)}: {done} {models_dir()}")
-    return out
+    return saved
+
+
+def check_free(name: str, cfg: masked_lm.PretrainConfig, edition: str) -> None:
+    """Stop with one line before training a run of the `edition` whose folder (`models_dir()/name`) holds a model that
+    other chapters may read by that name: one that chapter 05 did not save, or a run saved with other settings by
+    another edition (or before runs recorded their edition). A run with the same settings is the same model, which
+    editions share (saved by other training code, it is trained again in place); an edition's own run is replaced when
+    its settings change."""
+    folder = models_dir() / name
+    if not folder.exists():
+        return
+    saved = masked_lm.saved_record(folder)
+    remedy = (
+        f"give the {edition} edition's chapter 05 names of its own (in its profile, under 05_pretraining: "
+        f'names: "{edition}-roberta-pe,{edition}-roberta-nope"), or delete {folder} if no edition needs it'
+    )
+    require(saved is not None, f"{folder} holds a model that chapter 05 did not save (no training.json), which training {name} would replace; {remedy}")
+    ours = masked_lm.as_recorded(cfg)
+    theirs = saved.get("config") or {}
+    if saved.get("edition") == edition or theirs == ours:
+        return
+    field = next(k for k in ours if theirs.get(k) != ours[k])
+    owner = f"the {saved['edition']} edition" if "edition" in saved else "an edition that did not record its name"
+    raise BookError(
+        f"{folder} holds a model pre-trained by {owner} with other settings ({field} {theirs.get(field)!r} there, {ours[field]!r} in the "
+        f"{edition} edition), which that edition's chapters read by name: training {name} would replace it; {remedy}"
+    )
 
 
 def perplexity_gap(
@@ -450,6 +481,7 @@ class Setup:
     pairs: dict[int, tuple[str, str]]  # per seed: the (with, without position embeddings) model names
     configs: dict[str, masked_lm.PretrainConfig]  # every run's configuration
     criterion: Criterion  # chapter 02's outlier criterion, read in the trained models as in the others
+    edition: str  # the profile: the edition whose runs these are (`check_free`)
 
     @property
     def first(self) -> tuple[str, str]:
@@ -463,7 +495,35 @@ def inputs(parameters: Mapping[str, object], profile: str) -> Setup:
     positive_int("track_blocks", parameters["track_blocks"])
     positive_int("seeds", parameters["seeds"])
     pairs, configs = pretraining_runs(parameters)
-    return Setup(pairs, configs, outlier_set.outlier_criterion(profile))
+    criterion, source = recorded_criterion(profile)
+    print(f"outlier criterion: |robust z| ≥ {criterion.z_threshold:g} in ≥ {criterion.min_layer_share:.0%} of the contextual layers, {source}")
+    return Setup(pairs, configs, criterion, profile)
+
+
+def recorded_criterion(profile: str) -> tuple[Criterion, str]:
+    """Chapter 02's z threshold and layer share as its run in this edition recorded them beside each model's average
+    vectors (as `outlier_set.reference` reads them for the chapters that clip), with where they come from; where chapter
+    02 has not run in this edition, those of its parameters in it. (Chapter 05 analyses a sample of its own.)"""
+    planned = outlier_set.outlier_criterion(profile)
+    ran = store.models_with(profile, outlier_set.CHAPTER, outlier_set.SOURCE_TABLE)
+    if not ran:
+        return planned, f"chapter 02's parameters in the {profile} edition (chapter 02 has not run in it)"
+    used = {}
+    for model in ran:
+        record("results", store.meta_path(profile, model, outlier_set.CHAPTER), f"chapter 02's outlier criterion for {model} ({profile})")
+        recorded = store.recorded_parameters(profile, model, outlier_set.CHAPTER)
+        try:
+            used[model] = (float(recorded["z_threshold"]), float(recorded["min_layer_share"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise BookError(f"{store.meta_path(profile, model, outlier_set.CHAPTER)} records no outlier criterion ({err!r}); run chapter 02 again") from None
+    require(
+        len(set(used.values())) == 1,
+        f"chapter 02's results in the {profile} edition record different outlier criteria "
+        f"({'; '.join(f'{m}: z {z:g}, layer share {s:g}' for m, (z, s) in used.items())}); run chapter 02 again on all its models",
+    )
+    z_threshold, min_layer_share = used[ran[0]]
+    source = f"as chapter 02's run in the {profile} edition recorded it ({', '.join(ran)})"
+    return replace(planned, z_threshold=z_threshold, min_layer_share=min_layer_share), source
 
 
 @dataclass(frozen=True)
@@ -495,7 +555,8 @@ def train(
 ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """Every run trained (or reused where it was saved with the same settings and code): its training history and
     outlier track, both written."""
-    trained = train_unless_saved(setup.configs, (corpus.tokenizer, corpus.train, corpus.valid), track_blocks=track_blocks, device=device, retrain=retrain)
+    corpus_blocks = (corpus.tokenizer, corpus.train, corpus.valid)
+    trained = train_unless_saved(setup.configs, corpus_blocks, track_blocks=track_blocks, device=device, edition=setup.edition, retrain=retrain)
     for name, cfg in setup.configs.items():
         history, track = trained[name]
         results.table(history, TRAINING_HISTORY, f"trained:{name}", parameters=parameters, model_info={"name": name, "seed": cfg.seed})

@@ -515,12 +515,13 @@ def train(
     return Trained(model, tokenizer, pd.DataFrame(history), pd.concat(track, ignore_index=True) if track else pd.DataFrame(), cfg)
 
 
-def save(run: Trained, folder: Path) -> Path:
-    """Write model, tokenizer and training record (training.json) so `load_model(folder)` works; the folder
-    is replaced only once everything is written."""
+def save(run: Trained, folder: Path, edition: str) -> Path:
+    """Write model, tokenizer and training record (training.json: the configuration, the training code and the edition
+    that trained it) so `load_model(folder)` works; the folder is replaced only once everything is written."""
     record = {
         "config": asdict(run.config),
         "code": training_code(),
+        "edition": edition,
         "history": run.history.to_dict("records"),
         "track": run.track.to_dict("records"),
     }
@@ -543,13 +544,21 @@ def saved_block_losses(
     return block_losses(model, blocks, tokenizer, cfg, torch_device)
 
 
+def saved_record(folder: Path) -> dict | None:
+    """The training record (training.json) of a model saved in folder, or None where there is none."""
+    record_path = folder / "training.json"
+    return json.loads(record_path.read_text()) if record_path.exists() else None
+
+
+def as_recorded(cfg: PretrainConfig) -> dict:
+    """A configuration as a training record holds it (JSON: tuples become lists)."""
+    return json.loads(json.dumps(asdict(cfg)))
+
+
 def saved_run(folder: Path, cfg: PretrainConfig) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(history, track) of a model already saved in folder with exactly this configuration (same corpus
     split, tokenizer size, model and schedule) by the same training code, else None."""
-    record_path = folder / "training.json"
-    if not record_path.exists():
-        return None
-    record = json.loads(record_path.read_text())
-    if record.get("config") != json.loads(json.dumps(asdict(cfg))) or record.get("code") != training_code():
+    record = saved_record(folder)
+    if record is None or record.get("config") != as_recorded(cfg) or record.get("code") != training_code():
         return None
     return pd.DataFrame(record["history"]), pd.DataFrame(record["track"])
