@@ -102,8 +102,11 @@ def replace_folders(folders: Mapping[Path, Callable[[Path], None] | None], failu
         where = err.filename if err.filename is not None else "a folder"
         raise BookError(f"{failure}: {where}: {err.strerror or err}; {remedy}") from None
     finally:
-        for tmp in (*fresh.values(), *aside.values()):  # after a swap: the old folders
+        for tmp in fresh.values():
             shutil.rmtree(tmp, ignore_errors=True)
+        for tmp in aside.values():  # after a swap: the old folders; after a failed one, empty unless putting one back failed
+            if done or not tmp.exists() or not any(tmp.iterdir()):
+                shutil.rmtree(tmp, ignore_errors=True)
         for folder in created if not done else ():
             with suppress(OSError):
                 folder.rmdir()

@@ -101,9 +101,22 @@ def test_a_model_folder_chapter_05_did_not_save_is_never_replaced(folders, corpu
     folder = models_dir() / "tiny-pe"
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
-    with pytest.raises(BookError, match=r"holds a model that chapter 05 did not save \(no training.json\)"):
+    with pytest.raises(BookError, match=r"holds a model that chapter 05 did not save \(no readable training.json\)"):
         train(corpus, "quick")
     assert files(folder) == {"config.json": b"{}"}
+    (folder / "training.json").write_text("[1, 2")  # torn
+    with pytest.raises(BookError, match=r"no readable training.json"):
+        train(corpus, "quick")
+
+
+def test_a_record_from_older_training_code_is_refused_in_one_line(folders):
+    """A training.json whose configuration has a field the code no longer has, from no recorded edition."""
+    cfg = dataclasses.replace(CFG)
+    (models_dir() / "old").mkdir(parents=True)
+    record = {"config": {**dataclasses.asdict(cfg), "removed_field": 1}, "code": "older", "history": [], "track": []}
+    (models_dir() / "old" / "training.json").write_text(json.dumps(record))
+    with pytest.raises(BookError, match=r"an edition that did not record its name with other settings \(removed_field 1 there, None in the quick edition\)"):
+        pretraining.check_free("old", cfg, "quick")
 
 
 def saved_as(edition: str, configs: dict[str, masked_lm.PretrainConfig]) -> None:

@@ -18,7 +18,7 @@ import yaml
 from ..book import figure_labels, tables, tabs
 from ..book.markdown import code
 from ..book.output import FINDINGS
-from ..core.sources import chapters, declared_parameters
+from ..core.sources import chapters, comma_list, declared_parameters
 from ..errors import BookError
 from ..io import write_bytes_if_changed, write_if_changed
 from ..settings import REPO_ROOT
@@ -131,7 +131,7 @@ def run_parameters(cell: str, run: dict[str, Any]) -> str:
         last = lines[node.end_lineno - 1]
         comment = last[node.end_col_offset :].strip().removeprefix("#").strip()
         shown = shown_value(name, run[name])  # a local model folder by its name: its path is of the machine that ran it
-        folders = " (local model folders, named here: give their paths)" if shown != run[name] else ""
+        folders = " (local model folders, named here: give their paths)" if comma_list(shown) != comma_list(run[name]) else ""
         note = f"  # this run{folders}; the chapter's default: {_literal(default)}" + (f". {comment}" if comment else "")
         lines[node.lineno - 1 : node.end_lineno] = [f"{name} = {_literal(shown)}{note}"]
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from transformers import PreTrainedTokenizerFast
 from ..core import paper, store
 from ..core.checks import positive_int
 from ..core.declaration import chapter
-from ..core.profiles import config
+from ..core.profiles import chapter_parameters, config
 from ..core.sources import comma_list
 from ..core.store import Writer
 from ..encode.collectors import LayerStats
@@ -131,15 +131,15 @@ def check_free(name: str, cfg: masked_lm.PretrainConfig, edition: str) -> None:
         f"give the {edition} edition's chapter 05 names of its own (in its profile, under 05_pretraining: "
         f'names: "{edition}-roberta-pe,{edition}-roberta-nope"), or delete {folder} if no edition needs it'
     )
-    require(saved is not None, f"{folder} holds a model that chapter 05 did not save (no training.json), which training {name} would replace; {remedy}")
+    require(saved is not None, f"{folder} holds a model that chapter 05 did not save (no readable training.json), which training {name} would replace; {remedy}")
     ours = masked_lm.as_recorded(cfg)
     theirs = saved.get("config") or {}
     if saved.get("edition") == edition or theirs == ours:
         return
-    field = next(k for k in ours if theirs.get(k) != ours[k])
+    field = next((k for k in (*ours, *theirs) if theirs.get(k) != ours.get(k)), "config")
     owner = f"the {saved['edition']} edition" if "edition" in saved else "an edition that did not record its name"
     raise BookError(
-        f"{folder} holds a model pre-trained by {owner} with other settings ({field} {theirs.get(field)!r} there, {ours[field]!r} in the "
+        f"{folder} holds a model pre-trained by {owner} with other settings ({field} {theirs.get(field)!r} there, {ours.get(field)!r} in the "
         f"{edition} edition), which that edition's chapters read by name: training {name} would replace it; {remedy}"
     )
 
@@ -506,7 +506,9 @@ def recorded_criterion(profile: str) -> tuple[Criterion, str]:
     02 has not run in this edition, those of its parameters in it. (Chapter 05 analyses a sample of its own.)"""
     planned = outlier_set.outlier_criterion(profile)
     ran = store.models_with(profile, outlier_set.CHAPTER, outlier_set.SOURCE_TABLE)
-    if not ran:
+    if not ran:  # what it would have read, recorded as missing: chapter 02's first run makes this chapter stale
+        for model in comma_list(str(chapter_parameters(outlier_set.CHAPTER, profile)["models"])):
+            record("results", store.meta_path(profile, model, outlier_set.CHAPTER), f"chapter 02's outlier criterion for {model} ({profile})")
         return planned, f"chapter 02's parameters in the {profile} edition (chapter 02 has not run in it)"
     used = {}
     for model in ran:

@@ -545,9 +545,13 @@ def saved_block_losses(
 
 
 def saved_record(folder: Path) -> dict | None:
-    """The training record (training.json) of a model saved in folder, or None where there is none."""
-    record_path = folder / "training.json"
-    return json.loads(record_path.read_text()) if record_path.exists() else None
+    """The training record (training.json) of a model saved in folder, or None where there is none or it is not a
+    record (unreadable, not JSON, not a mapping)."""
+    try:
+        record = json.loads((folder / "training.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def as_recorded(cfg: PretrainConfig) -> dict:
