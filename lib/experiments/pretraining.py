@@ -131,7 +131,8 @@ def check_free(name: str, cfg: masked_lm.PretrainConfig, edition: str) -> None:
         f"give the {edition} edition's chapter 05 names of its own (in its profile, under 05_pretraining: "
         f'names: "{edition}-roberta-pe,{edition}-roberta-nope"), or delete {folder} if no edition needs it'
     )
-    require(saved is not None, f"{folder} holds a model that chapter 05 did not save (no readable training.json), which training {name} would replace; {remedy}")
+    unsaved = f"{folder} holds a model that chapter 05 did not save (no readable training.json), which training {name} would replace"
+    require(saved is not None, f"{unsaved}; {remedy}")
     ours = masked_lm.as_recorded(cfg)
     theirs = saved.get("config") or {}
     if saved.get("edition") == edition or theirs == ours:
