@@ -17,7 +17,7 @@ from ..encode.models import check_available
 from ..errors import require
 from ..experiments import plotting
 from .markdown import escape
-from .output import FINDINGS, Markdown, display
+from .output import ANSWER, FINDINGS, Markdown, display
 from .results import Results
 from .tables import show
 
@@ -115,3 +115,10 @@ def findings(lines: Sequence[str], title: str = "What our run shows") -> None:
     the inputs cut at a model's token limit where any was (`extraction.truncation_note`, said once, not per pass)."""
     note = truncation_note()
     display(Markdown(f"**{title}.**\n\n" + "\n".join([*lines, *([f"- {note}"] if note else [])])), metadata={FINDINGS: True})
+
+
+def answer(sentences: Sequence[str]) -> None:
+    """The chapter's answer to its question in two or three sentences computed from its results, with the key numbers
+    and how sure they are; the page shows it under the title (`lib.edition.staging` moves it there), the notebook
+    where it is called."""
+    display(Markdown(" ".join(s.strip() for s in sentences if s.strip())), metadata={ANSWER: True})

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import nbformat  # notebook tooling: staging only, not where a chapter executes (`lib.edition.headless`)
 
 
-KEY = "book_figure"  # output metadata: {"name": label, "caption": MyST text}
+KEY = "book_figure"  # output metadata: {"name": label, "caption": MyST text, "alt": what it shows (optional)}
 CONTINUED = "# (continued)"  # the hidden input of a cell that holds the outputs after a figure
 
 
@@ -42,7 +42,7 @@ def number_figures(nb: nbformat.NotebookNode) -> None:
                 continue
             if _worth_keeping(current):
                 cells.append(current)
-            options = {"figure": {"name": figure["name"], "caption": figure["caption"]}, "image": {"alt": alt_text(figure["caption"])}}
+            options = {"figure": {"name": figure["name"], "caption": figure["caption"]}, "image": {"alt": alt_text(figure.get("alt") or figure["caption"])}}
             cells.append(_cell(f"{base}-figure-{n}", f"# {figure['name']}", {"tags": ["remove-input"], "mystnb": options}, [output]))
             current = _cell(f"{base}-after-{n}", CONTINUED, {"tags": ["remove-input"]}, [])
         if _worth_keeping(current):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 FINDINGS = "book_findings"  # output metadata of a chapter's findings (`chapter.findings`), which its summary repeats
+ANSWER = "book_answer"  # output metadata of a chapter's answer (`chapter.answer`), which its page shows under the title
 
 try:
     from IPython.display import Markdown, display

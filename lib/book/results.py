@@ -81,10 +81,11 @@ class Results:
     def figure_path(self, name: str, ext: str = "png") -> Path:
         return self.root / "figures" / self.chapter / f"{slug(name)}.{ext}"
 
-    def figure(self, fig, name: str, caption: str, tab: str | None = None) -> None:
+    def figure(self, fig, name: str, caption: str, tab: str | None = None, alt: str | None = None) -> None:
         """Save a matplotlib figure as PNG (for the book) and PDF (for print), then show the PNG marked with its caption
         (MyST) and label (`figure_labels.label`), which the edition turns into a numbered figure (in `tab`'s tab, given a
-        model's name: `tabs`); the figure is closed."""
+        model's name: `tabs`); the figure is closed. `alt`: what the figure shows, for a reader who cannot see it (the
+        effect and its numbers, not the caption again); without it the caption's text."""
         plotting.readable(fig)
         dpi = 150
         smallest = plotting.smallest_text_px(fig, dpi)  # recorded in the PNG for the browser test
@@ -95,5 +96,6 @@ class Results:
         plt.close(fig)
         png = base64.b64encode(self.figure_path(name, "png").read_bytes()).decode("ascii")
         vector = f"{self.profile}/figures/{self.chapter}/{self.figure_path(name, 'pdf').name}"  # the PDF book prints this file
-        marks = {figure_labels.KEY: {"name": figure_labels.label(self.chapter, name), "caption": caption, "pdf": vector}} | ({tabs.KEY: tab} if tab else {})
+        shown = {"name": figure_labels.label(self.chapter, name), "caption": caption, "pdf": vector} | ({"alt": alt} if alt else {})
+        marks = {figure_labels.KEY: shown} | ({tabs.KEY: tab} if tab else {})
         display({"image/png": png}, raw=True, metadata=marks)

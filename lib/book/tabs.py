@@ -25,7 +25,8 @@ def _figure(output: nbformat.NotebookNode, folder: Path, write: Callable[[Path, 
     meta = output["metadata"][figure_labels.KEY]
     image = folder / f"{meta['name']}.png"
     write(image, base64.b64decode(output["data"]["image/png"]))
-    return f":::{{figure}} {FOLDER}/{image.name}\n:name: {meta['name']}\n:alt: {figure_labels.alt_text(meta['caption'])}\n\n{meta['caption']}\n:::\n"
+    alt = figure_labels.alt_text(meta.get("alt") or meta["caption"])
+    return f":::{{figure}} {FOLDER}/{image.name}\n:name: {meta['name']}\n:alt: {alt}\n\n{meta['caption']}\n:::\n"
 
 
 def _content(output: nbformat.NotebookNode, folder: Path, write: Callable[[Path, bytes], None]) -> str:
