@@ -272,7 +272,7 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     assert opening.startswith("# Tiny chapter 1\n\n:::{container} book-opening\n*Run it yourself*: ")
     assert opening.split(":::\n\n", 1)[1].startswith("Prose of chapter 1.")
     closing = next(c.source for c in page.cells if c.get("id") == "page-summary")  # the summary, then how the page was made
-    assert closing.startswith("(summary-01)=\n## Summary\n\n**Measured**: ") and "This run: `n` = 3." in closing
+    assert closing.startswith("(summary-01)=\n## Summary\n\n**Key results**:\n\n") and "**This run**: a number the chapter writes: 3." in closing
     first = closing[closing.index("::::{admonition} How this page was made") :]
     assert "**Quick edition**" in first and "{ref}`build report <build-01_tiny>`" in first
     assert "`n = 3`" not in first  # not changed from the cell's default

@@ -265,7 +265,7 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     record = {"kind": "output", "label": "planted/chapter/14_scorecard/scorecard.csv", "path": str(path), "sha256": digest(str(path))}
     entry = Entry(chapter="14_scorecard", key="k", parts={}, notebook="n", inputs=[], outputs=[record], facts={})
     summary = front_page.scorecard_summary(front_page.scorecard_card(entry))
-    assert "lists 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
+    assert "This edition tests 4 claims" in summary and "| paper | holds | does not hold | not testable | not run |" in summary
     assert "| Luo, Kulmizev & Mao (2021) | 1 | 1 | 0 | 0 |" in summary and "| Ding et al. (2022) | 0 | 0 | 1 | 1 |" in summary
     glance = scorecard_view.glance(card, {"holds": "✓", "does not hold": "✗"}, "At a glance")  # chapter 14's first table
     assert (
@@ -277,11 +277,11 @@ def test_front_page_summary_counts_the_editions_verdicts(planted, monkeypatch):
     verdict = card.loc[card["claim_id"] == REGISTRY[0]["id"], "verdict"].iloc[0]
     box = front_page.findings_box(chapter, verified)  # the line under a chapter's title: verdicts counted, with marks
     assert f"{scorecard_view.MARKS[verdict]} 1 {verdict}" in box and f"<summary-{chapter[:2]}>" in box
-    end = front_page.summary(chapter, verified, "Measures a thing.", "This run: `n` = 3.", "")  # the chapter's summary: each claim
+    end = front_page.summary(chapter, verified, "", "**This run**: n: 3.")  # the chapter's summary: each claim
     assert REGISTRY[0]["claim"] in end and f"**{verdict}**" in end and f"<{scorecard.claim_label(REGISTRY[0]['id'])}>" in end
-    assert end.startswith(f"(summary-{chapter[:2]})=\n## Summary\n\n**Measured**: Measures a thing. This run: `n` = 3.")
+    assert end.startswith(f"(summary-{chapter[:2]})=\n## Summary\n\n**Key results**:") and end.rstrip().endswith("**This run**: n: 3.")
     assert front_page.findings_box("14_scorecard", verified) == "" and front_page.findings_box(chapter, None) == ""
-    assert "**Found**: 3 verdicts" in front_page.summary("14_scorecard", verified, "", "", "**In this edition.**\n\n3 verdicts")
+    assert "**Key results**:\n\n3 verdicts" in front_page.summary("14_scorecard", verified, "**In this edition.**\n\n3 verdicts", "")
     path.write_text(path.read_text().replace("holds", "does not hold"))  # a table its run did not write: no summary
     assert front_page.scorecard_card(entry) is None and front_page.scorecard_summary(None) == ""
 

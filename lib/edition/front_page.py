@@ -10,7 +10,7 @@ from ..book.scorecard_view import MARKS
 from ..core import paper, store
 from ..core.profiles import description
 from ..experiments import scorecard
-from ..experiments.verdicts import VERDICTS
+from ..experiments.verdicts import FAILS, HOLDS, INCONCLUSIVE, MIXED, VERDICTS
 from .cache import Entry, digest
 
 
@@ -41,8 +41,57 @@ def scorecard_card(entry: Entry | None) -> pd.DataFrame | None:
     return pd.read_csv(record["path"])
 
 
+PLURAL = {HOLDS: "hold", FAILS: "do not hold"}  # a verdict's words after a count above one
+
+
+def counted(n: int, verdict: str) -> str:
+    """A count of verdicts in words: "1 holds", "2 hold", "3 do not hold", "2 inconclusive"."""
+    return f"{n} {PLURAL.get(verdict, verdict) if n != 1 else verdict}"
+
+
+def claim_standing(card: pd.DataFrame) -> pd.Series:
+    """Per claim (by id, in the card's order) where it stands across the models it was tested on: "everywhere" (it
+    holds on every model with a decided verdict and none undecided), "some" (it holds, or is mixed, on some), "none"
+    (decided, and it holds on none), "undecided" (inconclusive wherever it was tested) or "untested"."""
+    out = {}
+    for claim_id, rows in card.groupby("claim_id", sort=False):
+        seen = set(rows["verdict"])
+        decided = seen & {HOLDS, MIXED, FAILS}
+        if seen == {HOLDS}:
+            out[claim_id] = "everywhere"
+        elif decided & {HOLDS, MIXED}:
+            out[claim_id] = "some"
+        elif decided:
+            out[claim_id] = "none"
+        else:
+            out[claim_id] = "undecided" if INCONCLUSIVE in seen else "untested"
+    return pd.Series(out, dtype=object)
+
+
+def headline(card: pd.DataFrame) -> str:
+    """The front page's five sentences: what holds across the book, then per paper, from the scorecard's verdicts."""
+    standing = claim_standing(card)
+    told = standing.value_counts()
+    models = card.loc[card["on_model"], "model"].nunique()
+    lines = [
+        f"This edition tests {len(standing)} claims of the papers on {models} models: {told.get('everywhere', 0)} hold on every model they "
+        f"were decided on, {told.get('some', 0)} on some, {told.get('none', 0)} on none; {told.get('undecided', 0)} stay inconclusive at this "
+        f"edition's sample sizes and {told.get('untested', 0)} cannot be tested here."
+    ]
+    for key, rows in card.groupby("paper", sort=False):
+        mine = standing[list(dict.fromkeys(rows["claim_id"]))]
+        held, failed = mine[mine.isin(["everywhere", "some"])], mine[mine == "none"]
+        claim = rows.drop_duplicates("claim_id").set_index("claim_id")["claim"]
+        quoted = {i: f"“{escape(claim[i].rstrip('.'))}”" for i in [*held.index[:1], *failed.index[:1]]}
+        example = f", among them {quoted[held.index[0]]}" if len(held) else ""
+        against = f"; {len(failed)} hold{'s' if len(failed) == 1 else ''} on none, among them {quoted[failed.index[0]]}" if len(failed) else ""
+        lines.append(f"{paper.name(key)}: {len(held)} of {len(mine)} claims hold on at least one model{example}{against}.")
+    return " ".join(lines)
+
+
 def scorecard_summary(card: pd.DataFrame | None) -> str:
-    """The front page's summary of the scorecard's verdicts per paper; empty without a verified card."""
+    """The front page's summary of the scorecard: what holds across the book (`headline`), then its verdicts counted
+    per paper; empty without a verified card."""
     if card is None:
         return ""
     counts = card.groupby(["paper", "verdict"]).size().unstack("verdict", fill_value=0)
@@ -51,8 +100,8 @@ def scorecard_summary(card: pd.DataFrame | None) -> str:
     lines += [f"| {paper.name(key)} | " + " | ".join(str(int(row[c])) for c in columns) + " |" for key, row in counts.iterrows()]
     return (
         "## What holds, in this edition\n\n"
-        f"The {{doc}}`scorecard <chapters/14_scorecard>` lists {card['claim_id'].nunique()} claims of the papers and tests those it can on "
-        "the models of this edition, from the chapters' result tables. Verdicts per paper, one per claim and model "
+        f"{headline(card)}\n\n"
+        f"The {{doc}}`scorecard <chapters/14_scorecard>` gives each verdict with its numbers. Verdicts per paper, one per claim and model "
         "(a claim the book cannot test offline, or has not run, counts once):\n\n" + "\n".join(lines) + "\n\n"
         "The models are the book's, not the papers' (the scorecard names them): a claim that does not hold for a "
         "sentence-transformer or a small model trained here is not thereby refuted for the BERT-base and RoBERTa-base "
@@ -61,31 +110,38 @@ def scorecard_summary(card: pd.DataFrame | None) -> str:
 
 
 def _claim_lines(chapter: str, card: pd.DataFrame | None) -> list[str]:
-    """Per claim the chapter tests: the claim, its verdict on each model and a link to its evidence in chapter 14."""
+    """Per claim the chapter tests: the claim, its verdict on each model with the number that decided it, and a link
+    to its evidence in chapter 14."""
     rows = card[card["chapter"] == chapter] if card is not None else None
     if rows is None or rows.empty:
         return []
     lines = []
     for claim_id, part in rows.groupby("claim_id", sort=False):
         first = part.iloc[0]
-        verdicts = "; ".join(f"{escape(r.model)}: **{r.verdict}**" if r.on_model else f"**{r.verdict}**" for r in part.itertuples())
+        verdicts = "; ".join(
+            f"{escape(r.model)}: {MARKS.get(r.verdict, '')} **{r.verdict}**" + (f" ({escape(r.ours)})" if isinstance(r.ours, str) and r.ours else "")
+            if r.on_model
+            else f"**{r.verdict}**"
+            for r in part.itertuples()
+        )
         where = f" ({{numref}}`Table %s <{scorecard.claim_label(claim_id)}>`)" if bool(part["on_model"].any()) else ""
-        lines.append(f"- {first.claim} → {verdicts}{where}")
+        lines.append(f"- {escape(first.claim)} → {verdicts}{where}")
     return lines
 
 
 def findings_box(chapter: str, card: pd.DataFrame | None) -> str:
-    """The verdicts of this edition's scorecard on the claims the chapter tests, in one line under its title (counted
-    by verdict, with their marks; each claim's verdicts are in the chapter's summary); empty when the chapter tests
-    none or the scorecard has not run."""
+    """The scorecard's verdicts on the claims the chapter tests, in one line under its answer (counted by verdict,
+    with their marks; each claim's verdicts are in the chapter's summary); empty when the chapter tests none or the
+    scorecard has not run."""
     rows = card[card["chapter"] == chapter] if card is not None else None
     if rows is None or rows.empty:
         return ""
     counts = rows["verdict"].value_counts()
-    told = " · ".join(f"{MARKS.get(v, '')} {counts[v]} {v}".strip() for v in VERDICTS if v in counts)
+    told = " · ".join(f"{MARKS.get(v, '')} {counted(int(counts[v]), v)}".strip() for v in VERDICTS if v in counts)
+    claims = rows["claim_id"].nunique()
     return (
-        f"**Verdicts in this edition**: {told} on {rows['claim_id'].nunique()} claims "
-        f"(per claim and model: the {{ref}}`summary <{summary_label(chapter)}>`).\n\n"
+        f"**The {{doc}}`scorecard <14_scorecard>` on this chapter's {claims} claim{'s' if claims != 1 else ''}**: {told} "
+        f"(one verdict per claim and model; each with its numbers in the {{ref}}`summary <{summary_label(chapter)}>`).\n\n"
     )
 
 
@@ -93,13 +149,10 @@ def summary_label(chapter: str) -> str:
     return f"summary-{chapter[:2]}"
 
 
-def summary(chapter: str, card: pd.DataFrame | None, overview: str, measured: str, findings: str) -> str:
-    """The section that ends a chapter: what it measured (its overview, the models and sizes of this run) and what it
-    found (the scorecard's verdict on each claim it tests, per model; for a chapter that tests none, its findings)."""
+def summary(chapter: str, card: pd.DataFrame | None, findings: str, measured: str) -> str:
+    """The section that ends a chapter: its key results (its findings, with their numbers), the scorecard's verdict on
+    each claim it tests, per model, with the number that decided it, and what this run measured."""
+    results = findings.partition("\n")[2].strip() or "No finding was computed (the chapter has not shown its findings)."
     lines = _claim_lines(chapter, card)
-    found = (
-        "**Found**: the verdicts of this edition's {doc}`scorecard <14_scorecard>` on the claims this chapter tests:\n\n" + "\n".join(lines)
-        if lines
-        else f"**Found**: {findings.partition(chr(10))[2].strip() or 'no finding was computed (the chapter has not shown its findings)'}"
-    )
-    return f"({summary_label(chapter)})=\n## Summary\n\n**Measured**: {overview} {measured}\n\n{found}\n"
+    claims = "\n\n**The papers' claims tested here**, as the {doc}`scorecard <14_scorecard>` grades them:\n\n" + "\n".join(lines) if lines else ""
+    return f"({summary_label(chapter)})=\n## Summary\n\n**Key results**:\n\n{results}{claims}\n\n{measured}\n"

@@ -16,13 +16,16 @@ import pandas as pd
 import yaml
 
 from ..book import figure_labels, tables, tabs
-from ..book.markdown import code
-from ..book.output import FINDINGS
+from ..book.chapter import trained_spec
+from ..book.markdown import escape
+from ..book.output import ANSWER, FINDINGS
+from ..core.profiles import profile_parameters
 from ..core.sources import chapters, comma_list, declared_parameters
+from ..encode.models import reader_name
 from ..errors import BookError
 from ..io import write_bytes_if_changed, write_if_changed
 from ..settings import REPO_ROOT
-from . import exercises, launch
+from . import exercises, launch, reference
 from .cache import Entry, digest
 from .chapter_notes import all_references, chapter_note, hide_paths, launch_links, shown_value, title
 from .costs import chapter_costs, edition_time
@@ -84,20 +87,20 @@ def _staged_notebook(
     if downloads:
         nb.cells.append(nbformat.v4.new_markdown_cell(downloads_cell(downloads), id="result-tables"))  # a fixed id: unchanged pages stay unchanged
     note = chapter_note(chapter, entry, profile, folded_reference=not vector, student=student)
-    overview = ""
+    answer = _lifted(nb, ANSWER)
+    opening = (f":::{{container}} book-answer\n{answer}\n:::\n\n" if answer else "") + (
+        f":::{{container}} book-opening\n{findings}{launch_links(chapter, student)}:::\n\n" if findings or launch_links(chapter, student) else ""
+    )
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("# "):
             title, _, rest = cell.source.lstrip().partition("\n")
-            opening = f":::{{container}} book-opening\n{findings}{launch_links(chapter, student)}:::\n\n"  # two short lines (book.css)
             cell.source = f"{title}\n\n{opening}{rest.lstrip()}"
-            found = re.search(r"\*\*Overview\.\*\*\s+(.*?)(?:\n\s*\n|\n:::)", rest, re.S)
-            overview = " ".join(found.group(1).split()) if found else ""
             break
     else:
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(findings, id="page-findings"))
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(opening, id="page-findings"))
     shown = [o["data"]["text/markdown"] for c in nb.cells for o in c.get("outputs", []) if o.get("metadata", {}).get(FINDINGS)]
     values = declared_parameters(chapter) | entry.parts.get("parameters", {})
-    closing = summary(chapter, card, overview, measured_text(values), shown[-1] if shown else "") + "\n" + note
+    closing = summary(chapter, card, shown[-1] if shown else "", measured_text(values, chapter, profile)) + "\n" + note
     exercises_at = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("## Exercises")), len(nb.cells))
     if downloads and exercises_at == len(nb.cells):
         exercises_at -= 1  # before the result tables' links
@@ -105,12 +108,54 @@ def _staged_notebook(
     return hide_paths(nbformat.writes(nb))
 
 
-def measured_text(parameters: dict[str, Any]) -> str:
-    """This run's models and numeric settings in one sentence (the chapter's parameter reference says what each means)."""
-    models = f"models {code(shown_value('models', parameters['models']))}" if "models" in parameters else ""
-    sizes = ", ".join(f"`{k}` = {v:,}" for k, v in parameters.items() if isinstance(v, int | float) and not isinstance(v, bool) and k != "seed")
-    said = "; ".join(part for part in (models, sizes) if part)
-    return f"This run: {said}." if said else ""
+def _lifted(nb: nbformat.NotebookNode, key: str) -> str:
+    """The Markdown of the outputs marked `key` (a chapter's answer: `chapter.answer`), taken out of their cells; a cell
+    left without outputs whose input was hidden is removed from the page."""
+    texts = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not any(o.get("metadata", {}).get(key) for o in cell.get("outputs", [])):
+            continue
+        texts += [o["data"]["text/markdown"] for o in cell.outputs if o.get("metadata", {}).get(key)]
+        cell.outputs = [o for o in cell.outputs if not o.get("metadata", {}).get(key)]
+        tags = cell.get("metadata", {}).get("tags", [])
+        if not cell.outputs and ("hide-input" in tags or "remove-input" in tags):
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    return "\n\n".join(texts)
+
+
+SHOWN_SIZES = 6  # "This run" names at most this many settings; the page's box lists them all
+
+
+def _meaning_of(meaning: str, name: str, value: Any) -> str:
+    """A setting as a reader reads it: "SST-2 training sentences: 2,000 (paper: 2,000)", "pairs per data set: all"."""
+    paper = next((g.split(";")[0] for g in re.findall(r"\(([^()]*)\)", meaning) if g.startswith("paper")), "")
+    plain = re.sub(r"\s*\((?:paper|[^()]*:)[^()]*\)", "", meaning)  # without its asides on the paper's value and special values
+    depth, cut = 0, len(plain)
+    for i, char in enumerate(plain):  # the meaning up to its first ";" or ":" outside parentheses
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and char in ";:":
+            cut = i
+            break
+    head = plain[:cut].strip() or name
+    said = re.search(rf"(?<![\d.-]){re.escape(str(value))}(?: is|:) ([^;,)]+)", meaning)  # "0: all", "-1 is the last layer"
+    shown = said.group(1).strip() if said else f"{value:,}" if isinstance(value, int) else f"{value:g}"
+    return f"{head}: {shown}" + (f" ({paper})" if paper else "")
+
+
+def measured_text(parameters: dict[str, Any], chapter: str | None = None, profile: str = "default") -> str:
+    """This run's models and its sizes in one sentence, each size by its meaning (the comment on its line in the
+    parameters cell); the sizes that differ from the paper profile's first, at most `SHOWN_SIZES` (the box below lists
+    every parameter)."""
+    specs = [trained_spec(m, profile) for m in comma_list(parameters.get("models", ""))]  # chapter 05's models by their names
+    models = f"models {', '.join(escape(reader_name(m)) for m in specs)}" if specs else ""
+    numeric = {k: v for k, v in parameters.items() if isinstance(v, int | float) and not isinstance(v, bool) and k != "seed"}
+    meaning = reference.meanings(chapter) if chapter else {}
+    paper = (declared_parameters(chapter) | profile_parameters("paper", chapter)) if chapter else {}
+    ordered = [k for k in numeric if paper.get(k) != numeric[k]] + [k for k in numeric if paper.get(k) == numeric[k]]
+    sizes = [_meaning_of(meaning.get(k, k), k, numeric[k]) for k in ordered[:SHOWN_SIZES]]
+    more = len(ordered) - len(sizes)
+    said = "; ".join(part for part in (models, "; ".join(sizes)) if part)
+    return f"**This run**: {said}" + (f"; {more} more settings in the box below." if more > 0 else ".") if said else ""
 
 
 def _literal(value: Any) -> str:

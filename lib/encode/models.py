@@ -160,6 +160,16 @@ def page_name(name: str, folder: Path) -> str:
     return name
 
 
+EMBEDDED = {"minilm": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}  # the specs of the models that ship as packages: their names
+
+
+def reader_name(spec: str) -> str:
+    """What reader text calls the model of a spec, without loading it: a packaged model by its name, a model the book
+    trained by its folder's name, a local folder by its name."""
+    spec = spec.strip()
+    return EMBEDDED.get(spec) or (spec.split(":", 1)[1] if spec.startswith("trained:") else shown_name(spec))
+
+
 def shown_name(spec: str) -> str:
     """What a page calls the model of a spec, without loading it: a local folder by its name, never its path (a
     chapter's parameters keep the path); any other spec as written."""
@@ -170,9 +180,9 @@ def shown_name(spec: str) -> str:
 def resolve(spec: str) -> tuple[str, str]:
     """Return (where to load from, display name) for a spec, without loading weights."""
     if spec == "minilm":
-        return str(minilm_path()), "all-MiniLM-L6-v2"
+        return str(minilm_path()), EMBEDDED[spec]
     if spec == "mpnet":
-        return str(mpnet_path()), "all-mpnet-base-v2"
+        return str(mpnet_path()), EMBEDDED[spec]
     if spec.startswith("trained:"):
         name = spec.split(":", 1)[1]
         folder = models_dir() / name
