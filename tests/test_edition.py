@@ -13,7 +13,7 @@ import yaml
 
 from lib import codegraph, codehash, provenance
 from lib.core import profiles, sources
-from lib.edition import cache, chapter_notes, publishing, reference, report, schedule, staging, vouching
+from lib.edition import cache, chapter_notes, costs, publishing, reference, report, schedule, staging, vouching
 from lib.edition.cache import Entry
 from lib.edition.folders import Edition
 from lib.errors import BookError
@@ -298,6 +298,23 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     shutil.copy(folder / "02_tiny.py", folder / "03_tiny.py")
     staging.stage(ed)
     assert "has not been executed for the **quick** edition" in (source / "book" / "chapters" / "03_tiny.md").read_text()
+
+
+def test_the_build_report_counts_the_work_run_ahead_and_says_the_builds_wall_time(tiny_book):
+    _build()  # one build executes both chapters and stamps their times with its start
+    ed = Edition("quick")
+    in_chapters = sum(Entry.load(ed.entry(c)).facts["seconds"] for c in sources.chapters())
+    text = (staging.stage(ed) / "book" / "build_report.md").read_text()
+    assert f"Executing every chapter once took {costs.duration(in_chapters)} in all (the sum of the times above)." in text
+    wall = report.build_wall_time({c: Entry.load(ed.entry(c)) for c in sources.chapters()}, costs.measured("quick"))
+    assert wall is not None and wall >= max(Entry.load(ed.entry(c)).facts["seconds"] for c in sources.chapters()) - 1
+    assert f"The build that ran all of it took {costs.duration(wall)} of wall time" in text
+    costs.record("quick", "01_tiny:job", 600, "elsewhere")  # a job run ahead of chapter 01, outside that build
+    text = (staging.stage(ed) / "book" / "build_report.md").read_text()
+    assert "| ↳ work run ahead of it, 1 job | – | 10.0 min | – | – | – |" in text
+    total = costs.duration(in_chapters + 600)
+    assert f"took {total} in all: {costs.duration(in_chapters)} in the chapters and 10.0 min in the work run ahead of them" in text
+    assert "of wall time" not in text  # the chapters and the job ahead were not one build's
 
 
 def test_changed_parameters_show_on_the_page():

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..book.markdown import code
+from ..book.markdown import code, escape
 from ..core.profiles import profile_parameters
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
-from ..encode.models import shown_name
+from ..encode.models import reader_name, shown_name
 from ..settings import REPO_ROOT, cache_dir, data_dir, models_dir, results_dir
 from . import launch, reference
 from .cache import Entry
@@ -86,18 +86,19 @@ def models_caveat(chapter: str, entry: Entry) -> str:
     if set(ran) == set(theirs):
         return ""
     return (
-        f"**Not the papers' models**: it measures {', '.join(code(shown_name(m)) for m in ran)}; the papers measured "
-        f"{', '.join(code(m) for m in theirs)}. Columns headed *paper* hold their numbers on their models, for comparison, "
+        f"**Not the papers' models**: it measures {', '.join(escape(reader_name(m)) for m in ran)}; the papers measured "
+        f"{', '.join(escape(reader_name(m)) for m in theirs)}. Columns headed *paper* hold their numbers on their models, for comparison, "
         "not as our result (the `paper` profile runs this chapter on their models). "
     )
 
 
 def launch_links(chapter: str, student: bool = False) -> str:
     """The line under a chapter's title that opens it as a live notebook (for students without the solutions) and
-    shows its source; without a GitHub repository setting there are none, and the line says how to get them."""
+    shows its source; without a GitHub repository setting there are none, and the line links to how to run it from a clone
+    (the rerun page tells builders which setting adds them)."""
     binder, colab, repo = launch.binder_url(chapter, student), launch.colab_url(chapter, student), launch.repository()
     if repo is None:
-        return "*Run it yourself*: from a clone ({doc}`how <../rerun>`); building with `BOOK_REPOSITORY` set adds Binder, Colab and repository buttons.\n\n"
+        return "*Run it yourself*: from a clone ({doc}`how <../rerun>`)\n\n"
     source = f"https://github.com/{repo[0]}/blob/{repo[1]}/notebooks/{chapter}.py"
     return f"*Run it yourself*: [▶ Binder]({binder}) (CPU) · [▶ Colab]({colab}) (GPU) · [source]({source}) · {{doc}}`how <../rerun>`\n\n"
 

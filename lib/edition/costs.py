@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from ..errors import BookError, cli
 from ..io import write_atomic
 from ..settings import build_dir
 from .cache import Entry
+from .commit import now
 
 HEADER = (
     "# Seconds each chapter of this profile took when a build last executed it (wall clock, on the machine named with\n"
@@ -29,6 +31,7 @@ HEADER = (
     "# Builds write their times to _build/<profile>/costs.yaml; `make costs PROFILE=<profile>` copies them here.\n"
 )
 MEASURED_HEADER = "# Seconds each chapter took when this machine's builds last executed it; `make costs` commits them to profiles/costs.\n"
+STAMPS = ("build", "finished")  # a time's build (when it started) and the end of the job, UTC: the build report's wall time
 
 
 def path(profile: str) -> Path:
@@ -42,14 +45,15 @@ def measured_path(profile: str) -> Path:
 
 
 def _read(file: Path) -> dict[str, dict[str, Any]]:
-    """chapter → {"seconds", "measured"}; empty where there is no file (or an unreadable one: times are hints)."""
+    """chapter → {"seconds", "measured"} and the `STAMPS` a build wrote; empty where there is no file (or an unreadable
+    one: times are hints)."""
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         return {}
     rows = data if isinstance(data, dict) else {}
     return {
-        str(k): {"seconds": float(v["seconds"]), "measured": str(v.get("measured", ""))}
+        str(k): {"seconds": float(v["seconds"]), "measured": str(v.get("measured", ""))} | {s: str(v[s]) for s in STAMPS if v.get(s)}
         for k, v in rows.items()
         if isinstance(v, dict) and isinstance(v.get("seconds"), (int, float))
     }
@@ -91,16 +95,28 @@ def record_unless_reused(profile: str, chapter: str, facts: dict[str, Any], wher
 
 
 def _write(file: Path, header: str, rows: dict[str, dict[str, Any]]) -> None:
-    rows = {name: {"seconds": round(row["seconds"]), "measured": row["measured"]} for name, row in sorted(rows.items())}
+    stamps = {name: {s: row[s] for s in STAMPS if s in row} for name, row in rows.items()}
+    rows = {name: {"seconds": round(row["seconds"]), "measured": row["measured"], **stamps[name]} for name, row in sorted(rows.items())}
     text = header + yaml.safe_dump(rows, sort_keys=False, allow_unicode=True)
     write_atomic(file, lambda p: p.write_text(text, encoding="utf-8"))
 
 
 def record(profile: str, chapter: str, seconds: float, where: str) -> None:
-    """Write a chapter's measured seconds into the edition's untracked file (atomically; the runner is its only writer)."""
+    """Write a chapter's (or a job ahead's) measured seconds into the edition's untracked file, stamped with its build
+    (`build_stamps`; atomically: the runner is its only writer)."""
     rows = measured(profile)
-    rows[chapter] = {"seconds": round(float(seconds)), "measured": f"{dt.date.today().isoformat()}, {where}"}
+    rows[chapter] = {"seconds": round(float(seconds)), "measured": f"{dt.date.today().isoformat()}, {where}"} | build_stamps()
     _write(measured_path(profile), MEASURED_HEADER, rows)
+
+
+def build_stamps() -> dict[str, str]:
+    """When the build running now started (`execute.BUILD_STARTED`) and now, UTC, as `STAMPS`; none outside a build."""
+    from .execute import BUILD_STARTED  # imported here: execute imports this module
+
+    started = os.environ.get(BUILD_STARTED)
+    if not started:
+        return {}
+    return {"build": dt.datetime.fromtimestamp(float(started), dt.timezone.utc).isoformat(timespec="seconds"), "finished": now()}
 
 
 def commit_measured(profile: str) -> list[str]:

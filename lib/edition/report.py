@@ -1,7 +1,9 @@
-"""The build report page: when and how each chapter ran, its parameters, and the data files and models it read."""
+"""The build report page: when and how each chapter ran, with the work run ahead of it, its parameters, and the data
+files and models it read."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,7 @@ import nbformat
 
 from ..core.sources import chapters, declared_parameters
 from ..datasets.pins import SOURCES
+from . import costs
 from .cache import Entry
 from .chapter_notes import changed_parameters, hide_paths, shown_value
 from .costs import duration
@@ -45,6 +48,7 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         "|---|---|---|---|---|---|",
     ]
     total, dirty, reasons, slow = 0.0, False, [], ["| chapter | slowest cell | in section |", "|---|---|---|"]
+    measured, ahead_total = costs.measured(edition.profile), 0.0
     for chapter in chapters():
         entry, status = entries.get(chapter), statuses.get(chapter, {})
         if status.get("status") in ("executed", "failed"):
@@ -60,8 +64,13 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         slowest = (slowest_cells(edition.notebook(chapter), 1) or [{"seconds": 0.0, "section": ""}])[0]
         threads = facts.get("threads", "–")
         lines.append(f"| {{ref}}`{chapter} <build-{chapter}>` | {status.get('status', '–')} | {duration(facts['seconds'])} | {threads} | {when} | {sha} |")
+        if ahead := work_ahead(measured, chapter):  # jobs a build ran before the chapter (`planning.AHEAD`), as last measured here
+            seconds = sum(r["seconds"] for r in ahead.values())
+            ahead_total += seconds
+            last = max((r.get("finished", "") for r in ahead.values()), default="")[5:16].replace("T", " ") or "–"
+            lines.append(f"| ↳ work run ahead of it, {len(ahead)} job{'s' * (len(ahead) > 1)} | – | {duration(seconds)} | – | {last} | – |")
         slow.append(f"| {chapter} | {duration(slowest['seconds'])} | {_table_text(slowest['section'])} |")
-    lines.append(f"\nExecuting every chapter once took {duration(total)} in all (the sum of the wall times above).")
+    lines.append("\n" + time_spent(total, ahead_total, build_wall_time(entries, measured)))
     if reasons:
         lines.append("Executed by the last build, and why: " + "; ".join(reasons) + ".")
     if dirty:
@@ -87,6 +96,31 @@ def build_report(edition: Edition, entries: dict[str, Entry]) -> str:
         lines += ["\n## Software\n", "| package | version |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in environment.items()]
     return "\n".join(lines) + "\n"
+
+
+def work_ahead(measured: dict[str, dict[str, Any]], chapter: str) -> dict[str, dict[str, Any]]:
+    """The measured times of the jobs run ahead of a chapter ("05_pretraining:roberta-pe", …)."""
+    return {name: row for name, row in measured.items() if name.startswith(chapter + ":")}
+
+
+def build_wall_time(entries: dict[str, Entry], measured: dict[str, dict[str, Any]]) -> float | None:
+    """Seconds from the start of the one build that executed every chapter shown and ran all their work ahead to the end
+    of its last job (`costs.STAMPS`); None where they come from several builds, or from a build that stamped no times."""
+    rows = [measured.get(c) for c in entries] + [r for c in entries for r in work_ahead(measured, c).values()]
+    if not rows or any(r is None or "build" not in r for r in rows) or len({r["build"] for r in rows}) > 1:
+        return None
+    start = rows[0]["build"]
+    if any(not start <= e.facts.get("started", "") <= e.facts["finished"] <= measured[c]["finished"] for c, e in entries.items()):
+        return None  # an entry from another run than the one whose time was recorded (a run with -p values records none)
+    return (dt.datetime.fromisoformat(max(r["finished"] for r in rows)) - dt.datetime.fromisoformat(start)).total_seconds()
+
+
+def time_spent(in_chapters: float, ahead: float, wall: float | None) -> str:
+    """What executing the edition took: the sum of its chapters' times and their work ahead's, and where one build ran
+    them all, its wall time."""
+    parts = f": {duration(in_chapters)} in the chapters and {duration(ahead)} in the work run ahead of them" if ahead else ""
+    text = f"Executing every chapter once took {duration(in_chapters + ahead)} in all{parts} (the sum of the times above)."
+    return text + (f" The build that ran all of it took {duration(wall)} of wall time, from its start to its end." if wall is not None else "")
 
 
 FOLDED = 12  # a chapter that read more files than this from one folder (a corpus) lists them in a closed dropdown
