@@ -1,6 +1,7 @@
-"""A built edition as a reader meets it, for before → after comparisons: every fault the browser test finds, where each
-chapter's text starts on a phone, the scorecard's and rerun page's landmarks, and screenshots of the figures and tables
-issue 58 named. Nothing here is asserted (tests/test_browser.py does that); it prints and saves.
+"""A built edition as a reader meets it, for before → after comparisons: every fault the browser test finds, by kind
+and counted, where each chapter's text starts on a phone and how long its page is, the scorecard's and rerun page's
+landmarks, and screenshots of the figures and tables issue 58 named (an element in a tab with its tab opened). Nothing
+here is asserted (tests/test_browser.py does that); it prints and saves.
 
     python -m tests.page_shots _build/default/html OUT    # OUT/faults.txt, OUT/landmarks.json, OUT/<shot>.png
 """
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 
 from . import browser
-from .test_browser import _checked
+from .test_browser import CHECKS, faults
 
 FIND = "[...document.querySelectorAll('figure, table')].find((e) => ((e.querySelector('.caption-number') || {}).textContent || '').trim() === %s)"
 SHOTS = [  # (file name, page, device, caption number; None: the page's first screen)
@@ -45,15 +46,19 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     pages = sorted(p.relative_to(args.html).as_posix() for p in args.html.glob("book/**/*.html"))
     with browser.serve(args.html) as base, browser.Browser() as window:
-        faults = [fault for page in pages for fault in _checked(page, base, args.html, window)]
-        (args.out / "faults.txt").write_text("".join(f"{f}\n" for f in faults), encoding="utf-8")
-        marks = {}
+        found: dict[str, list[str]] = {check: [] for check in CHECKS}
+        for page in pages:
+            for check, listed in faults(page, base, args.html, window).items():
+                found[check] += listed
+        (args.out / "faults.txt").write_text("".join(f"[{check}] {f}\n" for check, listed in found.items() for f in listed), encoding="utf-8")
+        marks: dict = {"faults by kind": {check: len(listed) for check, listed in found.items()}}
         for page in (p for p in pages if "/chapters/" in p):
-            marks[page] = {"prose_at_390": round(window.load(base + page, browser.PHONE)["prose"] or 0)}
+            laptop, phone = window.load(base + page, browser.LAPTOP), window.load(base + page, browser.PHONE)
+            marks[page] = {"prose_at_390": round(phone["prose"] or 0), "height_at_1280": laptop["height"], "height_at_390": phone["height"]}
         for page, js in LANDMARKS.items():
             window.load(f"{base}book/{page}.html", browser.LAPTOP)
-            found = window._call("Runtime.evaluate", {"expression": js, "returnByValue": True}, page=True)["result"]
-            marks[page] = found.get("value")  # None: the page lacks the landmark (a chapter not executed)
+            value = window._call("Runtime.evaluate", {"expression": js, "returnByValue": True}, page=True)["result"]
+            marks[page] = value.get("value")  # None: the page lacks the landmark (a chapter not executed)
         (args.out / "landmarks.json").write_text(json.dumps(marks, indent=1), encoding="utf-8")
         for name, page, device, caption in SHOTS:
             window.load(f"{base}book/{page}.html", device)
@@ -62,7 +67,9 @@ def main() -> None:
                 window.screenshot(args.out / f"{name}.png", screen if caption is None else FIND % json.dumps(caption))
             except KeyError:  # the browser found no such element
                 print(f"{name}: {caption} is not on {page} (a chapter not executed?)")
-    print(f"{len(faults)} faults on {len(pages)} pages; landmarks and {len(SHOTS)} screenshots in {args.out}")
+    print("".join(f"{len(listed):5d} {check}\n" for check, listed in found.items()), end="")
+    total = sum(map(len, found.values()))
+    print(f"{total} faults on {len(pages)} pages; landmarks and {len(SHOTS)} screenshots in {args.out}")
 
 
 if __name__ == "__main__":

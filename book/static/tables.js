@@ -1,7 +1,7 @@
 // A short cell ("STS-12", "bert-base") stays on one line; a table still wider than the text column is stacked on a
 // phone (each row a block, each cell under its column's name: book.css) and scrolls with a visible cue on a wider
-// screen (a shadow and a "scroll" line); every figure opens at full size when tapped, so a multi-panel figure can be
-// read on a phone.
+// screen (a shadow and a "scroll" line), measured again when the window is resized or a tab is opened; every figure
+// opens at full size when tapped, so a multi-panel figure can be read on a phone.
 function keepShortCellsWhole() {
   "use strict";
   document.querySelectorAll("table.table td, table.table th").forEach((cell) => {
@@ -45,3 +45,6 @@ document.addEventListener("DOMContentLoaded", () => {
   zoomableFigures();
 });
 window.addEventListener("resize", markWideTables);
+// A table in a tab that is not open measures 0 px wide: it is marked again when a reader opens its tab (sphinx-design's
+// tabs are radio inputs, each checked by its label).
+document.addEventListener("change", (event) => { if (event.target.matches(".sd-tab-set > input")) markWideTables(); });

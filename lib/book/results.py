@@ -9,6 +9,7 @@ Layout, with a stable schema a scorecard can read:
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 from pathlib import Path
@@ -35,6 +36,17 @@ def _json_default(obj: Any) -> Any:
     if hasattr(obj, "item"):
         return obj.item()
     return str(obj)
+
+
+def _text_boxes(fig, dpi: float) -> str:
+    """`plotting.text_boxes` as JSON, in the pixels of the figure's PNG (drawn once in memory, as `Results.figure` saves it)."""
+    drawn: list[list[dict]] = []
+    hook = fig.canvas.mpl_connect("draw_event", lambda event: drawn.append(plotting.text_boxes(fig, event.renderer)))
+    try:
+        fig.savefig(io.BytesIO(), format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        fig.canvas.mpl_disconnect(hook)
+    return json.dumps(drawn[-1], separators=(",", ":"))
 
 
 class Results:
@@ -85,11 +97,12 @@ class Results:
         """Save a matplotlib figure as PNG (for the book) and PDF (for print), then show the PNG marked with its caption
         (MyST) and label (`figure_labels.label`), which the edition turns into a numbered figure (in `tab`'s tab, given a
         model's name: `tabs`); the figure is closed. `alt`: what the figure shows, for a reader who cannot see it (the
-        effect and its numbers, not the caption again); without it the caption's text."""
+        effect and its numbers, not the caption again); without it the caption's text. The PNG's text entries tell the
+        browser test the smallest text's size and where legends and axis texts lie (`plotting.SMALLEST_TEXT`, `TEXT_BOXES`)."""
         plotting.readable(fig)
         dpi = 150
-        smallest = plotting.smallest_text_px(fig, dpi)  # recorded in the PNG for the browser test
-        entries = {"pdf": None, "png": {plotting.SMALLEST_TEXT: f"{smallest:.1f}"} if smallest else None}
+        smallest = plotting.smallest_text_px(fig, dpi)
+        entries = {"pdf": None, "png": ({plotting.SMALLEST_TEXT: f"{smallest:.1f}"} if smallest else {}) | {plotting.TEXT_BOXES: _text_boxes(fig, dpi)}}
         for ext in ("pdf", "png"):
             path = write_atomic(self.figure_path(name, ext), lambda p, e=ext: fig.savefig(p, format=e, dpi=dpi, bbox_inches="tight", metadata=entries[e]))
             record("output", path, f"{self.profile}/figures/{self.chapter}/{path.name}")

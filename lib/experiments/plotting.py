@@ -8,6 +8,7 @@ import textwrap
 
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
@@ -87,6 +88,30 @@ def smallest_text_px(fig, dpi: float) -> float | None:
     return min(sizes) * dpi / 72 if sizes else None
 
 
+TEXT_BOXES = "Text boxes (px)"  # a PNG text entry: JSON of `text_boxes` in the saved image's pixels
+
+
+def text_boxes(fig, renderer) -> list[dict]:
+    """Where the figure's legends and its panels' titles, axis labels and tick labels were drawn by `renderer`: one
+    {"kind", "text", "box"} each, kind "legend", "title", "label" or "tick", box [left, top, right, bottom] in the
+    renderer's pixels from the top left (called while a saved image is drawn: that image's pixels)."""
+    found = [("legend", legend) for legend in fig.legends] + [("legend", ax.get_legend()) for ax in fig.axes if ax.get_legend()]
+    for ax in fig.axes:
+        found += [("title", ax.title), ("label", ax.xaxis.label), ("label", ax.yaxis.label)]
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            slack = 1e-9 * (high - low)  # a tick at an end of the axis, up to rounding: drawn (beyond it: not)
+            ticks = [t for t in axis.get_major_ticks() + axis.get_minor_ticks() if low - slack <= t.get_loc() <= high + slack]
+            found += [("tick", label) for t in ticks for label in (t.label1, t.label2)]
+    boxes = []
+    for kind, artist in found:
+        text = "" if kind == "legend" else artist.get_text().strip()
+        if artist.get_visible() and (kind == "legend" or text):
+            box = artist.get_window_extent(renderer)
+            boxes.append({"kind": kind, "text": text, "box": [round(v, 1) for v in (box.x0, renderer.height - box.y1, box.x1, renderer.height - box.y0)]})
+    return boxes
+
+
 def _layout(fig) -> None:
     engine = fig.get_layout_engine()
     if engine is None or isinstance(engine, PlaceHolderLayoutEngine):  # fig.tight_layout() leaves a placeholder that does nothing
@@ -132,3 +157,16 @@ def apart(labels: list) -> None:
             y += step
             label.xyann = (x, y)
         placed.append(label.get_window_extent(renderer))
+
+
+def differences(ax, x, estimate, low, high, label: str, color: str, marker: str = "o") -> None:
+    """Differences from a baseline with their 95% intervals, on `ax`: the estimates at the numeric positions `x` joined
+    by a line, each interval (`low` to `high`, the same length, in the axis's units) as an error bar, and a zero line
+    ("no difference"), drawn once per panel. `label` is the series' legend entry, `color` one of `COLORS` (not the
+    yellow, which is unreadable on white). Several series on one panel: shift each one's `x` a little so that intervals
+    at one position do not hide each other."""
+    x, estimate = np.asarray(x, dtype=float), np.asarray(estimate, dtype=float)
+    below, above = np.maximum(estimate - np.asarray(low, dtype=float), 0), np.maximum(np.asarray(high, dtype=float) - estimate, 0)
+    ax.errorbar(x, estimate, yerr=[below, above], fmt=f"-{marker}", color=color, ms=4, lw=1.2, elinewidth=1, capsize=2, label=label, zorder=3)
+    if not any(line.get_gid() == "zero" for line in ax.lines):
+        ax.axhline(0, color="0.4", lw=1.1, gid="zero", zorder=2)
