@@ -280,7 +280,7 @@ def test_staged_pages_carry_their_provenance(tiny_book):
     assert first.count("{admonition}") == 1  # one box: provenance and parameters together
     injected = [c for c in page.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "remove-cell" in injected[0].metadata["tags"]
-    assert page.cells[-1].source.startswith("## Result tables of this page") and "{download}`m/t.csv <tables/quick/m/01_tiny/t.csv>`" in page.cells[-1].source
+    assert page.cells[-1].source.startswith("## Result tables of this page") and "{download}`m: t <tables/quick/m/01_tiny/t.csv>`" in page.cells[-1].source
     staged_table = source / "book" / "chapters" / "tables" / "quick" / "m" / "01_tiny" / "t.csv"
     assert staged_table.read_text() == (Path(os.environ["BOOK_RESULTS_DIR"]) / "quick" / "m" / "01_tiny" / "t.csv").read_text()
     report = (source / "book" / "build_report.md").read_text()

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
+from ..book.markdown import escape
+from ..core.store import CHAPTER as CHAPTER_FOLDER
+from ..encode.models import reader_name
 from ..errors import require
 from ..io import write_bytes_if_changed
 from .cache import Entry, digest
@@ -83,11 +87,19 @@ def stage_tables(source: Path, entry: Entry, profile: str) -> list[str]:
     return staged
 
 
+def _table_words(table: str) -> str:
+    """A staged table's link text: its model (`reader_name` of its folder) and its name in words, "all-MiniLM-L6-v2:
+    best layer per data set"; the chapter's tables that are about no one model without one."""
+    folder, name = table.split("/")[2], Path(table).stem
+    model = reader_name(folder.replace("trained_", "trained:", 1)) if folder != CHAPTER_FOLDER else ""
+    return (f"{model}: " if model else "") + re.sub(r"[_-]+", " ", name)
+
+
 def downloads_cell(tables: list[str]) -> str:
-    """The closing section of a chapter page: every result table of its run as a CSV download."""
-    items = "\n".join(f"- {{download}}`{t.split('/')[2]}/{t.split('/')[-1]} <{t}>`" for t in tables)
+    """The closing section of a chapter page: every result table of its run as a CSV download, named in words."""
+    items = "\n".join(f"- {{download}}`{escape(_table_words(t))} <{t}>`" for t in tables)
     return (
         "## Result tables of this page\n\n"
-        "The tables and figures above are drawn from these files, written by the run that produced this page "
-        f"(one folder per model; CSV):\n\n{items}\n"
+        "The tables and figures above are drawn from these tables, written by the run that produced this page "
+        f"(each a CSV file to download):\n\n{items}\n"
     )
