@@ -58,7 +58,7 @@ def run_times(chapter: str) -> str:
 
 
 def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: bool = True, student: bool = False) -> str:
-    """The one box at the top of an executed chapter: how this page was made (edition, date, commit, run time, models
+    """The one box at the end of an executed chapter's Summary: how this page was made (edition, date, commit, run time, models
     measured, parameters changed), with the chapter's parameter reference folded inside (not in print: the PDF has
     every chapter's reference in its re-run chapter, and LaTeX cannot break a long table inside a box)."""
     facts = entry.facts
@@ -111,7 +111,7 @@ def title(chapter: str) -> str:
 
 
 def parameters_dropdown(chapter: str) -> str:
-    """The chapter's parameter reference, folded, for the box at the top of its page."""
+    """The chapter's parameter reference, folded, for the box at the end of its Summary."""
     return (
         ":::{dropdown} Parameters of this chapter\n"
         "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); the quick and paper editions' "

@@ -1,5 +1,6 @@
-"""What the edition adds to its front page: which edition it is, and the scorecard's verdicts (summed per paper, and
-per claim in the box under each chapter's title)."""
+"""What the edition adds to its front page and chapters from the scorecard: what holds across the book, the verdicts
+summed per paper, a chapter's verdicts counted under its answer, and each claim's verdicts with their numbers in its
+Summary."""
 
 from __future__ import annotations
 
