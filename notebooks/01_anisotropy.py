@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Measures how far apart random token vectors point, layer by layer, in each model:
-# the anisotropy that the rest of the book explains.
+# **Overview.** Do the token vectors of a layer share one direction (are they *anisotropic*), and in
+# which layers most?
 #
 # **Read or run first.** Nothing: this is where the book starts. The introduction says which
 # models the book uses and why.
@@ -75,11 +75,11 @@ parameters = ch.parameters("01_anisotropy", globals())
 settings = dict(n_pairs=n_pairs, pca_tokens=pca_tokens, pca_layer=pca_layer, seed=seed, device=device, dtype=dtype)
 runs = ch.each_model(anisotropy.run, specs, sentences=sentences, results=results, parameters=parameters, **settings)
 
-# %%
+# %% tags=["hide-input"]
 anisotropy.figure_by_layer(runs, results)
 
-# %%
-ch.show(anisotropy.by_layer_table(runs), "Mean cosine similarity of 1 token from each of two random sentences, by layer (ours)")
+# %% tags=["hide-input"]
+ch.show(anisotropy.by_layer_table(runs), "Mean cosine similarity of one token from each of two random sentences, by layer (ours)")
 ch.show(
     paper.table("luo2021", "anisotropy_claims"), "What Luo et al. (2021) report for BERT-base and RoBERTa-base (paper; their figure has no printed numbers)"
 )
@@ -87,12 +87,15 @@ ch.show(
 # %% tags=["hide-input"]
 ch.findings(anisotropy.findings(runs))
 
+# %% tags=["hide-input"]
+ch.answer(anisotropy.answer(runs))
+
 # %% [markdown]
 # Both models on the offline profile are sentence-transformers: they were trained further, after
 # masked-language-model pre-training, to make cosine similarity of *mean-pooled sentence vectors*
 # meaningful, so their layers need not look like BERT-base's; compare the curves with the
-# paper's statement above, and re-run with `-p models bert-base-uncased,roberta-base` (needs
-# internet once) to see the paper's models.
+# paper's statement above. The paper's own models run in the `paper` profile (it needs internet
+# once; see {doc}`../rerun`).
 #
 # ## The last layer in two dimensions
 #
@@ -101,7 +104,7 @@ ch.findings(anisotropy.findings(runs))
 # panel title gives the length of the mean vector relative to the average vector length: near 0
 # for a cloud centred on the origin, near 1 when every vector points the same way.
 
-# %%
+# %% tags=["hide-input"]
 anisotropy.figure_pca(runs, results)
 
 # %% tags=["hide-input"]
@@ -129,7 +132,7 @@ ch.say(anisotropy.pca_lines(runs))
 # (overlapping 95% bands are a cautious check: two means can differ while their bands still touch).
 # This run's answer:
 
-# %%
+# %% tags=["hide-input"]
 ch.say(anisotropy.layer_order(runs))
 
 # %% [markdown]
@@ -153,7 +156,7 @@ ch.say(anisotropy.layer_order(runs))
 # The band's half-width is $1.96\,s/\sqrt{n}$: a quarter of the pairs doubles it ($\sqrt{4} = 2$), whatever the
 # model. For this edition's run that means:
 
-# %%
+# %% tags=["hide-input"]
 ch.say(anisotropy.band_widths(runs, 250))
 
 # %% [markdown]
@@ -193,8 +196,8 @@ ch.say(
 
 # %% [markdown]
 # A reusable version is in `lib/measure/geometry.py`: `geometry.centered`, which this chapter's
-# table already uses for its `centered_mean_cosine` column, the isotropic baseline the scorecard
-# compares the raw mean cosine with. For one layer at a time there is also the transform
+# table already uses for its centred mean cosine, the isotropic baseline the scorecard compares
+# the raw mean cosine with. For one layer at a time there is also the transform
 # `transforms.Center` ({doc}`chapter 12 <12_isotropy_word_similarity>` uses it).
 #
 # :::{solution-end}

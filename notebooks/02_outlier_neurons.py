@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Finds the few dimensions whose average value stands far out in every layer, and
-# how often one of them holds a vector's largest or smallest value.
+# **Overview.** Do a few dimensions stand far out of the average vector in every layer, and does one
+# of them hold the largest or smallest value of most token vectors?
 #
 # **Read or run first.** {doc}`01_anisotropy` (what a common direction is).
 # :::
@@ -34,12 +34,12 @@
 # are counted like all other tokens, as in the paper's "all subword vectors".
 #
 # **Which dimensions are outliers** is decided by the code, not typed in. The criterion: in a
-# layer's average vector, a dimension is an outlier of that layer when it lies at least
-# `z_threshold` robust standard deviations from the median of the vector (robust standard
+# layer's average vector, a dimension is an outlier of that layer when it lies at least a
+# threshold number of robust standard deviations from the median of the vector (robust standard
 # deviation = 1.4826 × median absolute deviation, which one huge value cannot inflate). A
-# dimension is an outlier *of the model* when this holds in at least `min_layer_share` of the
-# contextual (non-input) layers. This chapter's average vectors are the book's one record of each model's outlier
-# dimensions (`lib/experiments/outlier_set.py`): chapters 3-9 read them from here, so every chapter that clips zeroes
+# dimension is an outlier *of the model* when this holds in at least a set share of the
+# contextual (non-input) layers; the captions below give both values. This chapter's average vectors are the book's
+# one record of each model's outlier dimensions: chapters 3-9 read them from here, so every chapter that clips zeroes
 # the same set, as the paper zeroes 557 (BERT-base) or 77 and 588 (RoBERTa-base) everywhere.
 
 # %% tags=["parameters"]
@@ -68,16 +68,17 @@ runs = ch.each_model(outlier_neurons.run, specs, sentences=sentences, results=re
 # ## The average vector of every layer
 #
 # One panel per layer (layer 0 is the embedding output: token + position (+ segment)
-# embeddings after LayerNorm). Orange labels mark the dimensions the criterion flags in that
-# layer. Compare with the paper's Figures 1-2, where one spike dominates every BERT-base layer.
+# embeddings after LayerNorm). Each outlier dimension of the model has a colour of its own,
+# filled in the layers where the criterion flags it; grey dots are dimensions flagged in that
+# layer alone. Compare with the paper's Figures 1-2, where one spike dominates every BERT-base layer.
 
-# %%
+# %% tags=["hide-input"]
 outlier_neurons.figures_average_vectors(runs, z_threshold, results)
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(
     {name: r.report.detected for name, r in runs.items()},
-    f"{{name}}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); model_outlier = flagged in ≥ {min_layer_share:.0%} of contextual layers",
+    f"{{name}}: dimensions flagged in any layer (|robust z| ≥ {z_threshold:g}); outlier of the model: flagged in ≥ {min_layer_share:.0%} of contextual layers",
     precision=1,
 )
 
@@ -89,12 +90,14 @@ ch.show_each(
 # decides the extreme of nearly every vector, whatever the token and its context
 # ({numref}`fig-02-extreme-dimension-shares`).
 
-# %%
+# %% tags=["hide-input"]
 outlier_neurons.figure_extreme_shares(runs, results)
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(
-    {name: r.report.extremes for name, r in runs.items()}, "{name}: most frequent minimum and maximum dimension per layer (% of its token vectors)", precision=2
+    {name: outlier_neurons.extremes_view(r.report.extremes) for name, r in runs.items()},
+    "{name}: most frequent minimum and maximum dimension per layer (% of its token vectors)",
+    precision=2,
 )
 
 # %% [markdown]
@@ -102,7 +105,7 @@ ch.show_each(
 # RoBERTa-base) before counting. The next table does the same for our models and puts the
 # paper's figures beside ours where the model is one the paper studied (the `paper` profile).
 
-# %%
+# %% tags=["hide-input"]
 ch.show_beside_paper(
     outlier_neurons.pooled_of(runs),
     outlier_neurons.paper_dims(),
@@ -118,6 +121,9 @@ ch.show_beside_paper(
 # %% tags=["hide-input"]
 ch.findings(outlier_neurons.findings(runs))
 
+# %% tags=["hide-input"]
+ch.answer(outlier_neurons.answer(runs))
+
 # %% [markdown]
 # ## What the last LayerNorm does to the outliers
 #
@@ -126,9 +132,9 @@ ch.findings(outlier_neurons.findings(runs))
 # there, and clipping it removes nothing. The chapters that clip therefore test their claims only in the layers where
 # the clipped dimensions are flagged (chapters 06-09).
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(
-    {name: r.last_norm for name, r in runs.items()},
+    {name: outlier_neurons.layernorm_view(r.last_norm) for name, r in runs.items()},
     "{name}: the last LayerNorm's γ and β on the model-level outlier dimensions, and the median over all dimensions",
     precision=4,
 )
@@ -158,7 +164,7 @@ ch.say(outlier_neurons.layernorm_lines(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(outlier_neurons.gap_to_paper(runs))
 
 # %% [markdown]
@@ -183,7 +189,7 @@ ch.say(outlier_neurons.gap_to_paper(runs))
 # The layer means are already in memory, so the count at any threshold is one call away (it is
 # what the run with `-p z_threshold 5` tabulates):
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
     outlier_neurons.flags_at(runs, (z_threshold, 5.0), min_layer_share),
     "Flagged dimensions at this chapter's threshold and at 5 (this run's layer means)",
@@ -212,7 +218,7 @@ ch.show(
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
     outlier_neurons.robust_vs_plain(runs, z_threshold), f"(layer, dimension) cells flagged at |z| ≥ {z_threshold:g}, summed over layers (this run)", precision=1
 )

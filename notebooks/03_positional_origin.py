@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Traces the outlier dimensions back to the position embeddings and the LayerNorm
-# parameters, and follows them through the first layers.
+# **Overview.** Do the outlier dimensions come from the position embeddings and the LayerNorm's
+# gains and biases, and from which layer on do they stand out at every position?
 #
 # **Read or run first.** {doc}`02_outlier_neurons` (the outlier criterion used here).
 # :::
@@ -61,7 +61,7 @@ parameters = ch.parameters("03_positional_origin", globals())
 settings = dict(profile=profile, max_positions=max_positions, device=device, dtype=dtype)
 runs = ch.each_model(positional_origin.run, specs, sentences=sentences, results=results, parameters=parameters, **settings)
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
     positional_origin.outlier_overview(runs),
     "The models' outlier dimensions (chapter 02's set, the same in every chapter), and the position-table row read by sequence position 0",
@@ -70,11 +70,12 @@ ch.show(
 # %% [markdown]
 # ## Position embeddings
 #
-# Each panel is one row of the position-embedding table, value by dimension; labelled points are
-# dimensions at least `z_threshold` robust standard deviations from that row's median. Shown:
+# Each panel is one row of the position-embedding table, value by dimension. The model's outlier
+# dimensions have a colour each, filled where they lie at least chapter 02's threshold of robust
+# standard deviations from that row's median; grey dots are other dimensions that do. Shown:
 # the first three sequence positions, the position whose row is most extreme, and position 50.
 
-# %%
+# %% tags=["hide-input"]
 positional_origin.figures_position_embeddings(runs, results)
 
 # %% [markdown]
@@ -84,7 +85,7 @@ positional_origin.figures_position_embeddings(runs, results)
 # first" leaves out the `[CLS]`/`<s>` position, as the paper's "from the 4th position on" does
 # for RoBERTa.
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(positional_origin.embedding_tables(runs), "{name}: embedding tables — most frequent maximum/minimum dimension, rows with a flagged dimension")
 ch.show(
     positional_origin.argmax_beside_paper(runs),
@@ -105,8 +106,8 @@ ch.show(paper.table("luo2021", "position_embedding_claims"), "Luo et al. (2021),
 # bias for a positive outlier, smallest for a negative one). Layer 0 is the embedding LayerNorm;
 # "first" is the LayerNorm after attention, "second" the one after the feed-forward block.
 
-# %%
-positional_origin.figure_layernorm_ranks(runs, results)
+# %% tags=["hide-input"]
+positional_origin.figures_layernorm_ranks(runs, results)
 ch.show_each(positional_origin.rank_tables(runs), "{name}: rank of each outlier dimension among the LayerNorm parameters of its layer (1 = top)", precision=0)
 ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (paper): LayerNorm parameters of BERT-base and RoBERTa-base")
 
@@ -118,7 +119,7 @@ ch.show(paper.table("luo2021", "layernorm_claims"), "Luo et al. (2021), §3 (pap
 # control, how many of the dimensions that were never flagged clear one of the bars in every layer:
 # a bar that many ordinary dimensions clear says little about the outliers.
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(
     positional_origin.criteria_tables(runs),
     "{name}: outlier dimensions against the paper's bars in each layer's first LayerNorm",
@@ -135,7 +136,7 @@ ch.say(positional_origin.criteria_controls(runs))
 # through every layer: the paper says the outlier "is subsequently observed in every layer and token after the first LN
 # is applied", and the scorecard asks that of every layer.
 
-# %%
+# %% tags=["hide-input"]
 positional_origin.figures_propagation(runs, results)
 ch.show_each(
     positional_origin.propagation_tables(runs),
@@ -145,6 +146,9 @@ ch.show_each(
 
 # %% tags=["hide-input"]
 ch.findings(positional_origin.findings(runs))
+
+# %% tags=["hide-input"]
+ch.answer(positional_origin.answer(runs))
 
 # %% [markdown]
 # Read the summary against the paper's story. Where a dimension is flagged at the input at only
@@ -173,7 +177,7 @@ ch.findings(positional_origin.findings(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(positional_origin.offset_lines(runs))
 
 # %% [markdown]
@@ -196,7 +200,7 @@ ch.say(positional_origin.offset_lines(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(positional_origin.margin_lines(runs))
 
 # %% [markdown]
@@ -218,7 +222,7 @@ ch.say(positional_origin.margin_lines(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(positional_origin.top_layernorm_lines(runs))
 
 # %% [markdown]

@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Trains a linear probe that reads a token's position from each layer and measures
-# how much each neuron, outliers included, contributes.
+# **Overview.** How well can a linear probe read a token's position from each layer, and do the
+# outlier dimensions carry what it reads?
 #
 # **Read or run first.** {doc}`02_outlier_neurons` and {doc}`03_positional_origin`.
 # :::
@@ -32,7 +32,7 @@
 # the lowest three layers and less so higher up, RoBERTa keeping more than BERT; BERT's
 # dimension 557 and RoBERTa's 77 and 588 have the highest contributions, 588 in every layer.
 #
-# Here the probe runs on every layer of every model of the profile (`lib/experiments/position_probe.py`). The outlier
+# Here the probe runs on every layer of every model of the profile. The outlier
 # dimensions are the model's outlier set of {doc}`chapter 02 <02_outlier_neurons>`, the same in every chapter. Tokens are all subword tokens,
 # special tokens included (position 0 is always `[CLS]` / `<s>`). The training sample is a
 # parameter: SST-2's training split has 67,349 phrases, and the probe's cost grows with it.
@@ -41,9 +41,9 @@
 # seeded generator, so a re-run gives the same numbers.
 #
 # The paper does not give Adam's learning rate. With Adam's usual 1e-3, the probe on MPNet's
-# small-valued vectors (mean |v| ≈ 0.16 at the embedding output) is still far from converged
-# after 10 epochs (development accuracy 49% at layer 0 on a 1,500-phrase sample, against 74%
-# with 1e-2, which has levelled off by then), so the book uses 1e-2; `lr` is a parameter.
+# small-valued vectors was still far from converged after 10 epochs when this chapter was
+# written, while with 1e-2 it had levelled off, so the book uses 1e-2; the learning rate is a
+# parameter, and an exercise below asks what the smaller one does.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
@@ -82,13 +82,13 @@ runs = ch.each_model(position_probe.run, specs, splits=splits, results=results, 
 # would score about 1/(average sentence length).
 #
 # A probe that is still learning when its epochs run out reports less than a linear map can read from the layer. Each
-# accuracy table says so per layer: `best_epoch` (the epoch kept) and `converged` (false when the last epoch still added
-# half a point or more of development accuracy). A claim read from a layer whose probe had not levelled off is "not
-# testable" at this scale in the scorecard, with the parameters that would test it (`epochs`, `n_train`).
+# accuracy table says so per layer: the epoch kept, and whether the probe had levelled off (✗ when the last epoch still
+# added half a point or more of development accuracy). A claim read from a layer whose probe had not levelled off is "not
+# testable" at this scale in the scorecard, which names what would test it: more epochs or more training sentences.
 
-# %%
+# %% tags=["hide-input"]
 position_probe.figure_accuracy(runs, results)
-ch.show_each({name: r.accuracy for name, r in runs.items()}, "{name}: position-prediction accuracy by layer", precision=3, lift=True)
+ch.show_each(position_probe.accuracy_tables(runs), "{name}: position-prediction accuracy by layer", precision=3, lift=True)
 
 # %% [markdown]
 # ## Which neurons the probe relies on
@@ -97,7 +97,7 @@ ch.show_each({name: r.accuracy for name, r in runs.items()}, "{name}: position-p
 # largest non-outlier neuron (its index labelled), and the average of all neurons. The tables
 # add each outlier dimension's rank among all neurons (1 = the largest contribution).
 
-# %%
+# %% tags=["hide-input"]
 position_probe.figure_contributions(runs, results)
 ch.show_each(
     position_probe.contribution_tables(runs),
@@ -112,7 +112,7 @@ ch.show(position_probe.paper_claims(), "Luo et al. (2021), §3 and Appendix B.1 
 # The paper's probe has no bias. A dimension that is large and nearly the same in every vector
 # can then act as the bias: its weight for each position sets that position's prior, and its
 # contribution |w·v| is large although it says nothing about *which* position a token is at.
-# Two controls are trained beside the paper's probe on every layer (`position_probe.PROBES`):
+# Two controls are trained beside the paper's probe on every layer:
 # the same probe on **centred** vectors (each layer's training mean subtracted, so no constant
 # can stand in for the bias), and the paper's probe trained on **shuffled** positions (no
 # position information; its accuracy is the chance level). An outlier dimension that ranks first
@@ -120,7 +120,7 @@ ch.show(position_probe.paper_claims(), "Luo et al. (2021), §3 and Appendix B.1 
 # one earns its contribution by its size, not by position. The scorecard tests the claim with
 # the centred probe's ranks and reports the shuffled one beside it.
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(
     position_probe.control_tables(runs),
     "{name}: test accuracy of the three probes, and the rank of each outlier dimension's mean contribution (1 = largest) under each",
@@ -131,14 +131,17 @@ ch.show_each(
 # ## Contribution by position and layer
 #
 # As in the paper's Appendix B.1: for each outlier dimension, its mean contribution at each
-# position (first `heatmap_positions` positions) and layer; the last panel shows, per cell, the
-# largest mean contribution of any non-outlier neuron. One colour scale per model.
+# of the first positions and layer; the last panel shows, per cell, the largest mean
+# contribution of any non-outlier neuron. Each panel has its own colour scale.
 
-# %%
+# %% tags=["hide-input"]
 position_probe.figures_heatmaps(runs, results)
 
 # %% tags=["hide-input"]
 ch.findings(position_probe.findings(runs))
+
+# %% tags=["hide-input"]
+ch.answer(position_probe.answer(runs))
 
 # %% [markdown]
 # The paper's claims are about BERT-base and RoBERTa-base; the `paper` profile runs them where
@@ -149,7 +152,7 @@ ch.findings(position_probe.findings(runs))
 # A caution about the contribution measure: the probe has no regularisation, so which neurons
 # get large weights depends on how far training has gone: while building this chapter, a less
 # converged run (learning rate 1e-3) ranked the outlier dimensions differently from the run
-# above. Re-run with `-p lr 1e-3` to compare; rankings that change with the optimiser's
+# above; the exercise on the learning rate below compares the two. Rankings that change with the optimiser's
 # settings are weak evidence about what a neuron encodes.
 
 # %% [markdown]
@@ -168,7 +171,7 @@ ch.findings(position_probe.findings(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(position_probe.layers_above(runs, 0.9))
 
 # %% [markdown]
@@ -181,7 +184,7 @@ ch.say(position_probe.layers_above(runs, 0.9))
 #
 # The paper gives no learning rate; the book uses 1e-2. Before running
 # `python -m lib.edition.runner --chapters 04_position_probe -p lr 0.001`, look at the column
-# `best_epoch` of the accuracy tables: what does it tell you about how the smaller rate will do
+# "epoch kept" of the accuracy tables: what does it tell you about how the smaller rate will do
 # within the same 10 epochs?
 # :::
 
@@ -190,7 +193,7 @@ ch.say(position_probe.layers_above(runs, 0.9))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(position_probe.convergence_lines(runs, epochs))
 
 # %% [markdown]

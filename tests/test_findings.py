@@ -173,7 +173,7 @@ def test_scorecard_findings_count_the_verdicts_and_the_claims_without_one():
     assert text.startswith("3 verdicts on 2 claims and 2 models — 1 holds, 0 mixed, 1 does not hold, 1 inconclusive, 0 not testable")
     assert "3 of them rest on a p-value" in text and "Luo, Kulmizev & Mao (2021): 2, Ding et al. (2022): 1" in text
     assert "1 became inconclusive by the correction" in text and "1 of the 3 verdicts would differ" in text
-    assert text.endswith("1 claims have none (1 because their chapter has not run in this edition, 0 because the book cannot test them offline at all).")
+    assert text.endswith("1 claim has none (1 because their chapter has not run in this edition, 0 because the book cannot test them offline at all).")
 
 
 def test_position_probe_findings_give_the_accuracy_and_the_outlier_ranks():
@@ -186,7 +186,7 @@ def test_position_probe_findings_give_the_accuracy_and_the_outlier_ranks():
             rows.append({"layer": layer, "probe": probe_kind, "mean_all": 0.1, "dim 7": 0.5 if rank < 5 else 0.05, "dim 7 rank": rank})
     run = position_probe.ProbeRun(accuracy, None, pd.DataFrame(rows), None, {}, 0, ({}, {}), "m", np.array([7]))
     assert position_probe.findings({"m": run}) == [
-        "- **m**: test accuracy 99.0% at the embedding output, 98.0–98.0% in layer 1 (the lowest quarter of the depth), 40.0% in the last layer; "
+        "- **m**: test accuracy 99.0% at the embedding output, 98.0% in layer 1 (the lowest quarter of the depth), 40.0% in the last layer; "
         "the probe had levelled off in 4 of 5 layers. Dim 7 contributes more than the average neuron in 3 of 5 layers and is the top neuron in 2 "
         "(best rank 1); with the centred probe it is the top neuron in 0 (best rank 3)."
     ]
@@ -209,7 +209,7 @@ def test_positional_origin_findings_follow_a_dimension_from_the_position_table_t
     spread = pd.DataFrame({"dim": 588, "stage": ["input", "layer 0", "layer 1", "layer 2"], "median_z": [0.5, 1.0, 12.0, 11.0]})
     run = positional_origin.OriginRun("m", "s", {}, 10.0, np.array([588]), ["+"], pd.DataFrame(), view, ranks, pd.DataFrame(), spread, None, [])
     assert positional_origin.findings({"m": run}) == [
-        "- **m**: the position-0 embedding has 2 flagged dimension(s) (77 588); 2.5% of the later positions have one, and dimension 588 is the "
+        "- **m**: the position-0 embedding has 2 flagged dimensions (77, 588); 2.5% of the later positions have one, and dimension 588 is the "
         "maximum of 99.8% of them (token table: 0.1% of rows flagged). Dim 588 is in the top 5 of the first LayerNorm's β in 2 of 2 layers (1-2); "
         "its median z over positions is +0.5 (input), +1.0 (layer 0), +12.0 (layer 1), +11.0 (layer 2)."
     ]

@@ -19,7 +19,7 @@ from ..encode.extraction import extract
 from ..encode.models import layer_index, load_model
 from ..errors import require
 from ..measure import geometry, inference
-from . import figure_kinds, outlier_set
+from . import figure_kinds, outlier_set, plotting
 from .plotting import COLORS
 from .verdicts import Claim, Outcome, Tables, contextual, from_units, unit
 
@@ -82,6 +82,29 @@ def by_layer_table(runs: dict[str, AnisotropyRun]) -> pd.DataFrame:
     return pd.concat({name: r.table.set_index("layer")["mean_cosine"] for name, r in runs.items()}, axis=1).reset_index()
 
 
+PAPER_LEVEL = 0.5  # Luo et al. (2021), §4.1: RoBERTa-base's average cosine of random words lies above it after the first non-input layer
+
+
+def answer(runs: dict[str, AnisotropyRun]) -> list[str]:
+    """The chapter's answer: in how many contextual layers random pairs are closer than orthogonal (95% interval above
+    zero), where the shared direction is strongest (with its interval), and how that compares with the paper's level."""
+    closer, peaks, everywhere, below = [], [], True, True
+    for name, r in runs.items():
+        c = r.table[r.table["layer"] >= 1]
+        top = c.loc[c["mean_cosine"].idxmax()]
+        closer.append(f"{int((c['ci95_low'] > 0).sum())} of {len(c)}{'' if closer else ' layers'} of {name}")
+        peaks.append(f"{top['mean_cosine']:.3f} ({top['ci95_low']:.3f} to {top['ci95_high']:.3f}) in layer {int(top['layer'])} of {name}")
+        everywhere &= bool((c["ci95_low"] > 0).all())
+        below &= bool((c["ci95_high"] < PAPER_LEVEL).all())
+    pairs = int(next(iter(runs.values())).table["n_pairs"].iloc[0])
+    paper = f"the {PAPER_LEVEL:g} the paper reports for RoBERTa-base"
+    return [
+        f"{'In every contextual layer' if everywhere else 'In some contextual layers only'}, token vectors share a direction: two random tokens from "
+        f"different sentences have a mean cosine above zero, 95% interval included, in {' and '.join(closer)} ({pairs:,} pairs per layer).",
+        f"It peaks at {' and '.join(peaks)}, " + (f"every interval below {paper}." if below else f"against {paper}."),
+    ]
+
+
 def findings(runs: dict[str, AnisotropyRun]) -> list[str]:
     """What our run shows: per model, the embedding output and the range over the contextual layers."""
     lines = []
@@ -94,7 +117,7 @@ def findings(runs: dict[str, AnisotropyRun]) -> list[str]:
             f"- **{name}** ({r.info['n_layers']} layers, {r.info['width']} dimensions): the embedding output has mean "
             f"cosine {t['mean_cosine'].iloc[0]:.3f}; across the contextual layers it ranges from {low['mean_cosine']:.3f} "
             f"(layer {int(low['layer'])}) to {top['mean_cosine']:.3f} (layer {int(top['layer'])}); "
-            f"{int((contextual['ci95_low'] > 0.5).sum())} of {len(contextual)} contextual layers lie clearly above 0.5."
+            f"{int((contextual['ci95_low'] > PAPER_LEVEL).sum())} of {len(contextual)} contextual layers lie clearly above {PAPER_LEVEL:g}."
         )
     return lines
 
@@ -136,26 +159,41 @@ def band_widths(runs: dict[str, AnisotropyRun], pairs: int = 250) -> str:
 
 def figure_by_layer(runs: dict[str, AnisotropyRun], results: Writer) -> None:
     caption = "Anisotropy by layer: the average cosine between random pairs of token vectors of different sentences, per model."
-    results.figure(_anisotropy_by_layer({name: r.table for name, r in runs.items()}), "anisotropy_by_layer", caption)
+    results.figure(_anisotropy_by_layer({name: r.table for name, r in runs.items()}), "anisotropy_by_layer", caption, alt=by_layer_alt(runs))
+
+
+def by_layer_alt(runs: dict[str, AnisotropyRun]) -> str:
+    """What the by-layer figure shows, in numbers: each model's curve from the embedding output to its peak and last layer."""
+    curves = []
+    for name, r in runs.items():
+        t = r.table.set_index("layer")["mean_cosine"]
+        peak = t.iloc[1:].idxmax() if len(t) > 1 else t.index[0]
+        curves.append(f"{name} from {t.iloc[0]:.3f} at the embedding output to {t[peak]:.3f} in layer {peak}, then {t.iloc[-1]:.3f} in its last layer")
+    return "Mean cosine of random token pairs by layer: " + "; ".join(curves) + "."
 
 
 def figure_pca(runs: dict[str, AnisotropyRun], results: Writer) -> None:
     views = {name: r.view for name, r in runs.items()}
     fig = figure_kinds.plane_views(views, {n: r.positions for n, r in runs.items()}, "position in sentence", special={n: r.special for n, r in runs.items()})
     caption = "Token vectors of the last layer projected on their first two principal components, coloured by position in the sentence; special tokens marked."
-    results.figure(fig, "pca_last_layer", caption)
+    alt = "The last layer's token cloud and where the origin falls: " + "; ".join(
+        f"for {name} the mean vector is {r.view.mean_vector_norm_ratio:.2f} of the average vector's length, and the two components shown explain "
+        f"{100 * r.view.explained.sum():.1f}% of the variance"
+        for name, r in runs.items()
+    )
+    results.figure(fig, "pca_last_layer", caption, alt=alt + ".")
 
 
 def _anisotropy_by_layer(tables: dict[str, pd.DataFrame]):
     """One line per model: mean cosine by layer with its 95% interval; layer 0 is the embedding output."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["layer"], t["mean_cosine"], marker="o", color=color, label=name)
         ax.fill_between(t["layer"], t["ci95_low"], t["ci95_high"], color=color, alpha=0.2)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel="layer (0 = embedding output)", ylabel="mean cosine similarity", ylim=(min(-0.05, ax.get_ylim()[0]), 1.0))
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    ax.legend(frameon=False)
+    plotting.legend_above(fig, ax)
     return fig
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+
 import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -65,32 +67,78 @@ def vector_panels(vectors: np.ndarray, flags: np.ndarray, panel_titles: list[str
     return fig
 
 
-def average_vectors(mean_vectors: np.ndarray, flags: np.ndarray):
-    """The average vector of every layer, flagged dimensions labelled."""
+# how a model's outlier dimensions are drawn, in order: colours at least 3:1 against white, then other markers
+MARKS = [(color, marker) for marker in "o^sD" for color in (COLORS[1], COLORS[2], COLORS[3], COLORS[7])]
+
+
+def marked_vectors(vectors: np.ndarray, flags: np.ndarray, titles: list[str], marked: Sequence[int], ylabel: str = "mean value"):
+    """Small multiples, one vector per panel (value by dimension): each `marked` dimension (a model's outlier set) in a
+    colour of its own (`MARKS`), filled where it is flagged in that panel and open where it is not, the other flagged
+    dimensions as grey dots; one legend above the panels names them, so no label on a point runs into another."""
+    n = len(vectors)
+    fig, axes = plotting.grid(n, columns=2 if n <= 4 else 3, panel_height=2.2)
+    dims = np.arange(vectors.shape[1])
+    styles = dict(zip((int(d) for d in marked), itertools.cycle(MARKS)))
+    for ax, values, flagged, title in zip(axes, vectors, flags, titles):
+        ax.plot(dims, values, lw=0.7, color=COLORS[0])
+        other = [d for d in np.flatnonzero(flagged) if d not in styles]
+        ax.plot(other, values[other], "o", ms=3.5, color="grey", ls="none")
+        for d, (color, marker) in styles.items():
+            ax.plot([d], [values[d]], marker, ms=6, color=color, mfc=color if flagged[d] else "white", zorder=3)
+        ax.margins(y=0.15)
+        ax.set_title(title, fontsize=10)
+        ax.tick_params(labelsize=8)
+    for d, (color, marker) in styles.items():
+        axes[0].plot([], [], marker, ms=6, color=color, ls="none", label=f"dim {d}")
+    axes[0].plot([], [], "o", ms=3.5, color="grey", ls="none", label="other flagged")
+    if styles:
+        axes[0].plot([], [], "o", ms=6, color="black", mfc="white", ls="none", label="open: not flagged")
+    plotting.legend_above(fig, axes[0])
+    fig.supxlabel("dimension", fontsize=10)
+    fig.supylabel(ylabel, fontsize=10)
+    return fig
+
+
+def average_vectors(mean_vectors: np.ndarray, flags: np.ndarray, marked: Sequence[int]):
+    """The average vector of every layer, the model's outlier dimensions marked (`marked_vectors`)."""
     titles = [f"layer {layer}" + (" (embeddings)" if layer == 0 else "") for layer in range(len(mean_vectors))]
-    return vector_panels(mean_vectors, flags, titles)
+    return marked_vectors(mean_vectors, flags, titles, marked)
 
 
-def layernorm_ranks(ranks: dict[str, pd.DataFrame]):
-    """Per model, γ and β panels: rank of each outlier dimension in each LayerNorm by layer (1 = top, log scale)."""
-    fig, axes = plt.subplots(len(ranks), 2, figsize=(11, 3.8 * len(ranks)), squeeze=False)
-    styles = {"embedding": "s", "first": "-o", "second": "--^"}
-    for row, (name, frame) in zip(axes, ranks.items()):
-        width = int(frame["width"].iloc[0])
-        for ax, param in zip(row, ["gamma", "beta"]):
-            part = frame[frame["param"] == param]
-            for color, (dim, by_dim) in zip(COLORS, part.groupby("dim", sort=False)):
-                for which, line in by_dim.groupby("layernorm", sort=False):
-                    ax.plot(line["layer"], line["rank"], styles.get(which, "-"), color=color, ms=5, label=f"dim {dim} ({line['sign'].iloc[0]}), {which} LN")
-            ax.set_yscale("log")
-            ax.set_ylim(width * 1.3, 0.8)
-            ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-            ax.set(
-                xlabel="layer (0 = embedding LayerNorm)",
-                ylabel=f"rank among {width} (1 = top)",
-                title=f"{name}: {'γ (gain)' if param == 'gamma' else 'β (bias), ranked toward the outlier sign'}",
-            )
-            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-        row[1].legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
+def average_vectors_alt(name: str, mean_vectors: np.ndarray, flags: np.ndarray, marked: Sequence[int]) -> str:
+    """What an average-vectors figure shows, in numbers: in how many layers each marked dimension is flagged and its
+    largest |value|, against the median |value| of all dimensions."""
+    spikes = [
+        f"dimension {d} is flagged in {int(flags[:, d].sum())} of {len(flags)} layers, reaching {float(np.abs(mean_vectors[:, d]).max()):.2f}"
+        for d in (int(m) for m in marked)
+    ]
+    shown = "; ".join(spikes) if spikes else "no dimension stands out in most layers"
+    return f"The average vector of each layer of {name}: {shown}, against a median |value| of {float(np.median(np.abs(mean_vectors))):.3f}."
+
+
+LAYERNORM_STYLES = {"embedding": {"marker": "s", "ls": "none"}, "first": {"marker": "o", "ls": "-"}, "second": {"marker": "^", "ls": "--"}}
+
+
+def layernorm_ranks(frame: pd.DataFrame):
+    """One model's outlier dimensions ranked among every LayerNorm's gains (left) and biases (right), by layer (1 = top,
+    log scale): a colour per dimension (as in `marked_vectors`), a line style per LayerNorm; one legend above the panels."""
+    fig, axes = plotting.grid(2, columns=2, panel_height=3.4, sharey=True)
+    width = int(frame["width"].iloc[0])
+    colours = {d: color for d, (color, _) in zip(dict.fromkeys(frame["dim"]), itertools.cycle(MARKS))}
+    for ax, param, title in zip(axes, ("gamma", "beta"), ("γ (gain)", "β (bias, toward the outlier's sign)")):
+        for (dim, which), line in frame[frame["param"] == param].groupby(["dim", "layernorm"], sort=False):
+            ax.plot(line["layer"], line["rank"], color=colours[dim], ms=4, lw=1.2, **LAYERNORM_STYLES.get(which, {}))
+        ax.set_yscale("log")
+        ax.set_ylim(width * 1.3, 0.8)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set(title=title, xlabel="layer (0 = embedding LayerNorm)")
+    axes[0].set_ylabel(f"rank among {width} (1 = top)")
+    for dim, color in colours.items():
+        axes[0].plot([], [], color=color, lw=2.5, label=f"dim {dim} ({frame.loc[frame['dim'] == dim, 'sign'].iloc[0]})")
+    for which, style in LAYERNORM_STYLES.items():
+        if which in set(frame["layernorm"]):
+            axes[0].plot([], [], color="black", ms=4, **style, label=f"{which} LayerNorm")
+    plotting.legend_above(fig, axes[0])
     return fig

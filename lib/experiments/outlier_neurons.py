@@ -19,7 +19,7 @@ from ..encode.collectors import LayerStats, SentenceExtremes
 from ..encode.models import LoadedModel, load_model
 from ..measure import inference, outliers, positional
 from ..measure.outliers import OutlierReport
-from . import figure_kinds, outlier_set
+from . import figure_kinds, outlier_set, plotting
 from .outlier_set import OUTLIER_COLUMNS, SOURCE_TABLE
 from .plotting import COLORS
 from .verdicts import HOLDS, Claim, Outcome, Tables, best_of, decide, from_units, outcome, unit
@@ -29,8 +29,9 @@ CHAPTER = chapter("02_outlier_neurons")
 
 def extreme_shares(tables: dict[str, pd.DataFrame]):
     """Per model and layer: % of vectors whose minimum (maximum) is the most frequent such dimension, labelled with
-    that dimension where it changes from the layer before (each model's labels on their own side of its line)."""
-    fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.5), sharex=True)
+    that dimension where it changes from the layer before (each model's labels on their own side of its line); one
+    legend above the panels."""
+    fig, axes = plt.subplots(2, 1, figsize=(7.5, 7.5), sharex=True, layout="constrained")
     for ax, kind in zip(axes, ["argmin", "argmax"]):
         for i, ((name, t), color) in enumerate(zip(tables.items(), COLORS)):
             ax.plot(t["layer"], t[f"{kind}_percent"], marker="o", color=color, label=name)
@@ -48,15 +49,16 @@ def extreme_shares(tables: dict[str, pd.DataFrame]):
                     textcoords="offset points",
                     ha="center",
                     va="bottom" if above else "top",
+                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
                 )
-        word = "minimum" if kind == "argmin" else "maximum"
-        ax.set(ylabel="% of vectors", title=f"the dimension that is most often a vector's {word} (labelled where it changes)", ylim=(-9, 108))
+        ax.set(ylabel="% of vectors", title=f"most often a vector's {EXTREME[kind]}", ylim=(-9, 108))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[1].set_xlabel("layer (0 = embedding output)")
-    axes[0].legend(frameon=False)
-    fig.tight_layout()
+    plotting.legend_above(fig, axes[0])
     return fig
 
+
+EXTREME = {"argmin": "minimum", "argmax": "maximum"}  # a result table's kind of extreme, in words
 
 EXTREMES_BY_LAYER = CHAPTER.table("extreme_dimensions_by_layer", "layer argmin_dim argmin_percent argmax_dim argmax_percent")
 
@@ -121,21 +123,37 @@ def last_layernorm(lm: LoadedModel, detected: pd.DataFrame) -> pd.DataFrame:
     return LAST_LAYERNORM.frame(rows)
 
 
-def layernorm_finding(name: str, frame: pd.DataFrame, n_layers: int, relative: float = 1e-3) -> str:
-    """One line on what the last LayerNorm does to the model's outlier dimensions: erased where both |γ| and |β| are
-    below `relative` × the median of all dimensions'."""
+def erased(frame: pd.DataFrame, relative: float = 1e-3) -> pd.DataFrame:
+    """The rows of a LAST_LAYERNORM table whose dimension the last LayerNorm erases from the model's output: both |γ| and
+    |β| below `relative` × the median of all dimensions'."""
+    return frame[(frame["gamma"].abs() < relative * frame["median_abs_gamma"]) & (frame["beta"].abs() < relative * frame["median_abs_beta"])]
+
+
+def layernorm_finding(name: str, frame: pd.DataFrame, n_layers: int) -> str:
+    """One line on what the last LayerNorm does to the model's outlier dimensions: which it erases (`erased`)."""
     if frame.empty:
         return f"- **{name}**: no model-level outlier dimension, so nothing for the last LayerNorm to erase."
-    erased = frame[(frame["gamma"].abs() < relative * frame["median_abs_gamma"]) & (frame["beta"].abs() < relative * frame["median_abs_beta"])]
-    values = "; ".join(f"dim {int(r.dim)}: γ {r.gamma:.1e}, β {r.beta:.1e}" for r in frame.itertuples())
+    gone = erased(frame)
+
+    def value(v: float) -> str:
+        return "≈ 0" if abs(v) < 1e-3 else f"{v:.2f}"
+
+    values = "; ".join(f"dim {int(r.dim)}: γ {value(r.gamma)}, β {value(r.beta)}" for r in frame.itertuples())
     median = f"median |γ| {frame['median_abs_gamma'].iloc[0]:.2f}, |β| {frame['median_abs_beta'].iloc[0]:.2f}"
-    if len(erased) == len(frame):
+    if len(gone) == len(frame):
         verdict = f"the last LayerNorm sets every outlier dimension to about zero in layer {n_layers}'s output: nothing stands out there to clip"
-    elif len(erased):
-        verdict = f"it erases dim{'s' * (len(erased) > 1)} {', '.join(str(int(d)) for d in erased['dim'])} from layer {n_layers}'s output"
+    elif len(gone):
+        verdict = f"it erases dim{'s' * (len(gone) > 1)} {', '.join(str(int(d)) for d in gone['dim'])} from layer {n_layers}'s output"
     else:
         verdict = f"it keeps the outlier dimensions in layer {n_layers}'s output"
     return f"- **{name}**: last LayerNorm on the outlier dimensions ({values}; {median}): {verdict}."
+
+
+def layernorm_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """A LAST_LAYERNORM table as the page shows it: γ and β in words, a value that rounds to zero as 0 (not −0)."""
+    shown = frame.rename(columns={"layers": "flagged in layers", "gamma": "γ", "beta": "β", "median_abs_gamma": "median |γ|", "median_abs_beta": "median |β|"})
+    numbers = ["γ", "β", "median |γ|", "median |β|"]
+    return shown.assign(**{c: shown[c].round(4) + 0.0 for c in numbers})
 
 
 def inputs(n_sentences: int, seed: int, z_threshold: float, min_layer_share: float) -> list[str]:
@@ -152,6 +170,7 @@ class OutlierRun:
     stats: LayerStats  # per layer: the average vector and the extreme counts
     report: OutlierReport  # the flagged dimensions, the extremes, pooled and by layer
     last_norm: pd.DataFrame  # LAST_LAYERNORM
+    by_sentence: pd.DataFrame | None = None  # EXTREMES_BY_SENTENCE: the pooled extremes per sentence, the unit resampled
 
 
 def run(
@@ -166,40 +185,69 @@ def run(
     report = outliers.analyse(st.mean, st.argmin_counts, st.argmax_counts, n_vectors=st.count, z_threshold=z_threshold, min_layer_share=min_layer_share)
     report.pooled = report.pooled.assign(model=lm.name, spec=spec)
     last_norm = last_layernorm(lm, report.detected)
+    sentences_table = by_sentence(report.pooled, per_sentence)
     for schema, frame in [
         (EXTREMES_BY_LAYER, report.extremes),
         (EXTREMES_POOLED, report.pooled),
-        (EXTREMES_BY_SENTENCE, by_sentence(report.pooled, per_sentence)),  # the unit the scorecard resamples
+        (EXTREMES_BY_SENTENCE, sentences_table),  # the unit the scorecard resamples
         (EXTREMES_BY_LAYER_SENTENCE, by_layer_sentence(report.pooled, per_sentence, lm.n_layers)),
         (OUTLIER_DIMENSIONS, report.detected),
         (MEAN_VECTORS, outlier_set.mean_table(st.mean)),  # the reference every chapter that clips reads
         (LAST_LAYERNORM, last_norm),
     ]:
         results.table(frame, schema, spec, parameters=parameters, model_info=info)
-    return OutlierRun(lm.name, info, st, report, last_norm)
+    return OutlierRun(lm.name, info, st, report, last_norm, sentences_table)
 
 
 def figures_average_vectors(runs: dict[str, OutlierRun], z_threshold: float, results: Writer) -> None:
-    """Per model (a tab each): the average vector of every layer, flagged dimensions marked."""
+    """Per model (a tab each): the average vector of every layer, its outlier dimensions and the other flagged ones marked."""
     for name, r in runs.items():
-        caption = f"{name}: the average token vector of every layer ({r.stats.count:,} tokens); flagged dimensions (|robust z| ≥ {z_threshold:g}) marked."
-        results.figure(figure_kinds.average_vectors(r.stats.mean, r.report.flags), f"average_vectors_{name}", caption, tab=name)
+        caption = (
+            f"{name}: the average token vector of every layer ({r.stats.count:,} tokens); the outlier dimensions of the model in colour (filled "
+            f"where |robust z| ≥ {z_threshold:g} in that layer), other flagged dimensions grey."
+        )
+        marked = r.report.model_outliers["dim"].astype(int).tolist()
+        fig = figure_kinds.average_vectors(r.stats.mean, r.report.flags, marked)
+        alt = figure_kinds.average_vectors_alt(name, r.stats.mean, r.report.flags, marked)
+        results.figure(fig, f"average_vectors_{name}", caption, tab=name, alt=alt)
 
 
 def figure_extreme_shares(runs: dict[str, OutlierRun], results: Writer) -> None:
     fig = extreme_shares({name: r.report.extremes for name, r in runs.items()})
+    caption = (
+        "The share of token vectors whose minimum (maximum) lies in the most frequent dimension, by layer and model; labelled where that dimension changes."
+    )
+    peaks = []
+    for name, r in runs.items():
+        t = r.report.extremes
+        for kind in EXTREME:
+            top = t.loc[t[f"{kind}_percent"].idxmax()]
+            peaks.append(f"{name}'s {EXTREME[kind]}: dimension {int(top[f'{kind}_dim'])}, {top[f'{kind}_percent']:.1f}% in layer {int(top['layer'])}")
     results.figure(
-        fig, "extreme_dimension_shares", "The share of token vectors whose minimum (maximum) lies in the most frequent dimension, by layer and model."
+        fig, "extreme_dimension_shares", caption, alt="The largest share of vectors one dimension holds the extreme of, per model: " + "; ".join(peaks) + "."
+    )
+
+
+def extremes_view(extremes: pd.DataFrame) -> pd.DataFrame:
+    """An EXTREMES_BY_LAYER table as the page shows it: the kind of extreme in words."""
+    return extremes.rename(
+        columns={
+            "argmin_dim": "minimum: dimension",
+            "argmin_percent": "minimum: % of vectors",
+            "argmax_dim": "maximum: dimension",
+            "argmax_percent": "maximum: % of vectors",
+        }
     )
 
 
 def pooled_of(runs: dict[str, OutlierRun]) -> pd.DataFrame:
-    return pd.concat([r.report.pooled for r in runs.values()], ignore_index=True)
+    """Every model's pooled extremes, the kind of extreme in words (as `paper_dims`)."""
+    return pd.concat([r.report.pooled for r in runs.values()], ignore_index=True).replace({"kind": EXTREME})
 
 
 def paper_dims() -> pd.DataFrame:
     """Luo et al.'s §2: the dimension that is most often the minimum (maximum) in BERT-base and RoBERTa-base."""
-    return paper.table("luo2021", "outlier_dims").rename(columns={"paper_kind": "kind"})
+    return paper.table("luo2021", "outlier_dims").rename(columns={"paper_kind": "kind"}).replace({"kind": EXTREME})
 
 
 def findings(runs: dict[str, OutlierRun]) -> list[str]:
@@ -212,9 +260,38 @@ def findings(runs: dict[str, OutlierRun]) -> list[str]:
         quiet = [str(layer) for layer, row in enumerate(report.flags) if not row.any()]
         lines.append(
             f"- **{name}**: model-level outlier dimensions: {dims}. Over all contextual layers, dimension {best['dim']} is the "
-            f"{'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors. "
+            f"{EXTREME[best['kind']]} of {best['percent']:.1f}% of vectors. "
             f"Layers in which no dimension is flagged: {', '.join(quiet) or 'none'}."
         )
+    return lines
+
+
+def answer(runs: dict[str, OutlierRun]) -> list[str]:
+    """The chapter's answer: the dimensions that stand out in most layers, whether one holds the extreme of most vectors
+    (the largest pooled share, with its 95% interval from a bootstrap over sentences), and which of them the last
+    LayerNorm erases."""
+    found, shares, gone, most, some = [], [], [], True, False
+    for name, r in runs.items():
+        level = r.report.model_outliers["dim"].astype(int).tolist()
+        found.append(f"{', '.join(map(str, level)) or 'none'} in {name}")
+        best = r.report.pooled.loc[r.report.pooled["percent"].idxmax()]
+        rows = r.by_sentence[(r.by_sentence["kind"] == best["kind"]) & (r.by_sentence["dim"] == best["dim"])]
+        share = inference.cluster_share(rows["hits"], rows["vectors"], "sentences").scaled(100)
+        shares.append(f"the {EXTREME[best['kind']]} of {share.text(1, '%', method=False)} in {name} (dimension {int(best['dim'])})")
+        most &= share.low > 50
+        some |= share.high > 50
+        gone += [f"{int(d)} in {name}" for d in erased(r.last_norm)["dim"]]
+    verdict = "One dimension holds" if most else "Whether one dimension holds" if some else "No single dimension holds"
+    sentences = next(iter(runs.values())).by_sentence["sentence"].nunique()
+    lines = [
+        f"A few dimensions stand far out of the average vector in most layers: {'; '.join(found)}."
+        if any(len(r.report.model_outliers) for r in runs.values())
+        else "No dimension stands far out of the average vector in most layers of any model.",
+        f"{verdict} the extreme value of most vectors{' differs by model' if some and not most else ''}: the most frequent is "
+        f"{' and '.join(shares)}, 95% intervals over {sentences:,} sentences.",
+    ]
+    if gone:
+        lines.append(f"The last LayerNorm zeroes {' and '.join(gone)}, erasing {'it' if len(gone) == 1 else 'them'} from the output.")
     return lines
 
 
@@ -228,7 +305,7 @@ def gap_to_paper(runs: dict[str, OutlierRun]) -> str:
     for name, r in runs.items():
         best = r.report.pooled.loc[r.report.pooled["percent"].idxmax()]
         lines.append(
-            f"- **{name}**: dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% "
+            f"- **{name}**: dimension {best['dim']} is the {EXTREME[best['kind']]} of {best['percent']:.1f}% "
             f"of {int(best['n_vectors']):,} contextual vectors, {96.60 - best['percent']:.1f} points below BERT-base's 96.60% (paper)."
         )
     return (
@@ -243,7 +320,9 @@ def flags_at(runs: dict[str, OutlierRun], thresholds: tuple[float, ...], min_lay
     for name, r in runs.items():
         for t in thresholds:
             flagged = outliers.detect_outliers(r.stats.mean, t, min_layer_share)
-            rows.append({"model": name, "threshold": t, "flagged in some layer": len(flagged), "model-level outliers": int(flagged["model_outlier"].sum())})
+            rows.append(
+                {"model": name, "threshold": f"{t:g}", "flagged in some layer": len(flagged), "model-level outliers": int(flagged["model_outlier"].sum())}
+            )
     return pd.DataFrame(rows)
 
 

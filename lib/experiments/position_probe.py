@@ -225,7 +225,28 @@ def _paper_probe(run: ProbeRun) -> pd.DataFrame:
 
 def figure_accuracy(runs: dict[str, ProbeRun], results: Writer) -> None:
     fig = probe_accuracy({name: r.accuracy for name, r in runs.items()})
-    results.figure(fig, "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer.")
+    alt = "Test accuracy of the position probe by layer: " + "; ".join(
+        f"{name} {100 * r.accuracy['test_accuracy'].iloc[0]:.1f}% at the embedding output, {100 * r.accuracy['test_accuracy'].max():.1f}% at best "
+        f"(layer {int(r.accuracy.loc[r.accuracy['test_accuracy'].idxmax(), 'layer'])}) and {100 * r.accuracy['test_accuracy'].iloc[-1]:.1f}% in the last layer"
+        for name, r in runs.items()
+    )
+    results.figure(fig, "probe_accuracy", "Accuracy of the linear probe that predicts a token's position from its vector, by layer.", alt=alt + ".")
+
+
+ACCURACY_WORDS = {
+    "dev_accuracy": "development accuracy",
+    "best_epoch": "epoch kept",
+    "converged": "levelled off",
+    "centred_converged": "centred probe levelled off",
+    "train_tokens": "training tokens",
+    "centred_test_accuracy": "centred probe: test accuracy",
+    "shuffled_test_accuracy": "shuffled positions: test accuracy",
+}
+
+
+def accuracy_tables(runs: dict[str, ProbeRun]) -> dict[str, pd.DataFrame]:
+    """Per model: the PROBE_ACCURACY table as the page shows it, its columns in words."""
+    return {name: r.accuracy.rename(columns=ACCURACY_WORDS) for name, r in runs.items()}
 
 
 def figure_contributions(runs: dict[str, ProbeRun], results: Writer) -> None:
@@ -233,7 +254,12 @@ def figure_contributions(runs: dict[str, ProbeRun], results: Writer) -> None:
     with_dims = {name: _paper_probe(r) for name, r in runs.items() if len(r.dims)}
     if with_dims:
         caption = "Mean contribution of the outlier dimensions and of the other dimensions to the probe's prediction, by layer."
-        results.figure(contributions_by_layer(with_dims), "contribution_by_layer", caption)
+        alt = "Mean contribution to the probe's prediction by layer: " + "; ".join(
+            f"in {name} an outlier dimension contributes most in {int((t.filter(like=' rank').min(axis=1) == 1).sum())} of {len(t)} layers, "
+            f"the largest other neuron peaks at {t['top_other'].max():.3f} and the average neuron at {t['mean_all'].max():.3f}"
+            for name, t in with_dims.items()
+        )
+        results.figure(contributions_by_layer(with_dims), "contribution_by_layer", caption, alt=alt + ".")
 
 
 def contribution_tables(runs: dict[str, ProbeRun]) -> dict[str, pd.DataFrame]:
@@ -267,14 +293,25 @@ def control_tables(runs: dict[str, ProbeRun]) -> dict[str, pd.DataFrame]:
             index=wide.index,
         )
         acc = r.accuracy.set_index("layer")[["test_accuracy", "centred_test_accuracy", "shuffled_test_accuracy"]]
-        out[name] = acc.join(ranks).reset_index()
+        out[name] = acc.rename(columns=ACCURACY_WORDS).join(ranks).reset_index()
     return out
 
 
 def figures_heatmaps(runs: dict[str, ProbeRun], results: Writer) -> None:
     for name, r in runs.items():
         caption = f"{name}: contribution of each dimension to the prediction of each position (each panel on its own colour scale)."
-        results.figure(contribution_heatmaps(r.heatmaps), f"contribution_heatmaps_{name}", caption, tab=name)
+        peaks = "; ".join(
+            f"{label} peaks at {np.nanmax(m):.3f} (position {at[0]}, layer {at[1]})"
+            for label, m in r.heatmaps.items()
+            for at in [np.unravel_index(np.nanargmax(m), m.shape)]
+        )
+        results.figure(
+            contribution_heatmaps(r.heatmaps),
+            f"contribution_heatmaps_{name}",
+            caption,
+            tab=name,
+            alt=f"{name}, mean contribution by position and layer: {peaks}.",
+        )
 
 
 def findings(runs: dict[str, ProbeRun]) -> list[str]:
@@ -286,9 +323,10 @@ def findings(runs: dict[str, ProbeRun]) -> list[str]:
         centred = r.contribution[r.contribution["probe"] == "centred"]
         low = acc[acc["layer"].between(1, lowest_layers(int(acc["layer"].max())))]
         span = f"layer{'s' if len(low) > 1 else ''} {'-'.join(str(int(v)) for v in low['layer'].iloc[[0, -1]].unique())}"
+        lowest, highest = (f"{100 * v:.1f}" for v in (low["test_accuracy"].min(), low["test_accuracy"].max()))
         text = (
             f"- **{name}**: test accuracy {100 * acc['test_accuracy'].iloc[0]:.1f}% at the embedding output, "
-            f"{100 * low['test_accuracy'].min():.1f}–{100 * low['test_accuracy'].max():.1f}% in {span} (the lowest quarter of the depth), "
+            f"{lowest if lowest == highest else f'{lowest}–{highest}'}% in {span} (the lowest quarter of the depth), "
             f"{100 * acc['test_accuracy'].iloc[-1]:.1f}% in the last layer; the probe had levelled off in {int(acc['converged'].sum())} of {len(acc)} layers."
         )
         for d in dims:
@@ -305,6 +343,45 @@ def findings(runs: dict[str, ProbeRun]) -> list[str]:
     return lines
 
 
+def answer(runs: dict[str, ProbeRun]) -> list[str]:
+    """The chapter's answer: the paper's probe's test accuracy in layer 1 against the shuffled-position control, its fall
+    from layer 1 to the last layer (points, paired over the same sentences), in how many contextual layers an outlier
+    dimension contributes most to the centred probe (and to the paper's), and where the probe was still improving; 95%
+    intervals from a bootstrap over test sentences, each sentence's hits averaged over the probe's trainings."""
+    reads, controls, falls, firsts, still, fading = [], [], [], [], [], True
+    for name, r in runs.items():
+        by_layer, acc = sentence_means(r.by_sentence), r.accuracy.set_index("layer")
+        first, last = (by_layer[layer].set_index("sentence") for layer in (1, max(by_layer)))
+        seeds = int(min(first["seeds"].min(), last["seeds"].min()))
+        reads.append(f"{sentence_share(first['hits'], first['tokens'], seeds).scaled(100).text(1, '%', method=False)} of the time in {name}")
+        controls.append(f"{100 * acc.loc[1, 'shuffled_test_accuracy']:.1f}%")
+        fall = sentence_share(first["hits"] - last["hits"].reindex(first.index), first["tokens"], seeds).scaled(100)
+        falls.append(fall.text(1, "", method=False))
+        fading &= fall.low > 0
+        ranks = [f"dim {d} rank" for d in r.dims]
+        if ranks:
+            first_in = {kind: int((part[ranks].min(axis=1) == 1).sum()) for kind, part in r.contribution[r.contribution["layer"] >= 1].groupby("probe")}
+            firsts.append((f"{first_in['centred']} of {len(acc) - 1}", str(first_in["paper"])))
+        still.append(f"{int((~acc['converged'].astype(bool)).sum())} of {len(acc)}")
+    test = next(iter(runs.values())).by_sentence
+    sample = f"95% intervals over {test['sentence'].nunique():,} test sentences and {test['seed'].nunique()} probe trainings"
+    respectively = " respectively" if len(runs) > 1 else ""
+    depth = "by the last layer it loses" if fading else "layer 1 minus the last layer is"
+    lines = [
+        f"In layer 1 a linear probe reads a test token's exact position {' and '.join(reads)}, against {' and '.join(controls)} "
+        f"when trained on shuffled positions ({sample}); {depth} {' and '.join(falls)} points{respectively}."
+    ]
+    improving = f"the probe was still improving at its last epoch in {' and '.join(still)} layers" if any(not s.startswith("0 ") for s in still) else ""
+    if firsts:
+        lines.append(
+            f"On centred vectors an outlier dimension contributes most in {' and '.join(c for c, _ in firsts)} contextual layers "
+            f"({' and '.join(p for _, p in firsts)} without centring){respectively}" + (f"; {improving}." if improving else ".")
+        )
+    elif improving:
+        lines.append(improving[:1].upper() + improving[1:] + ".")
+    return lines
+
+
 def layers_above(runs: dict[str, ProbeRun], level: float = 0.9) -> str:
     """Exercise ex-04-read: the layers whose test accuracy reaches `level`, and where it first falls below."""
     lines = []
@@ -313,7 +390,8 @@ def layers_above(runs: dict[str, ProbeRun], level: float = 0.9) -> str:
         high = frame[frame["test_accuracy"] >= level]["layer"].tolist()
         first_below = frame[frame["test_accuracy"] < level]["layer"].min()
         lines.append(
-            f"- **{name}**: test accuracy ≥ {level:.0%} in layers {', '.join(map(str, high)) or 'none'}"
+            f"- **{name}**: test accuracy ≥ {level:.0%} "
+            + (f"in layer{'s' * (len(high) > 1)} {', '.join(map(str, high))}" if high else "in no layer")
             + (
                 f"; it first falls below in layer {int(first_below)} ({frame.set_index('layer').loc[first_below, 'test_accuracy']:.1%})."
                 if pd.notna(first_below)
@@ -369,13 +447,13 @@ def paper_claims() -> pd.DataFrame:
 
 def probe_accuracy(tables: dict[str, pd.DataFrame]):
     """Position-prediction accuracy by layer, one line per model (test set; dev as a thin dashed line)."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["layer"], 100 * t["test_accuracy"], "-o", color=color, label=f"{name} (test)")
-        ax.plot(t["layer"], 100 * t["dev_accuracy"], "--", lw=0.8, color=color, label=f"{name} (dev)")
+        ax.plot(t["layer"], 100 * t["dev_accuracy"], "--", lw=0.8, color=color, label=f"{name} (development)")
     ax.set(xlabel="layer (0 = embedding output)", ylabel="accuracy (%)", ylim=(0, 102))
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    ax.legend(frameon=False)
+    plotting.legend_above(fig, ax)
     return fig
 
 
@@ -459,12 +537,16 @@ def unconverged(accuracy: pd.DataFrame, column: str) -> Outcome | None:
     )
 
 
-def layer_accuracies(tables: Tables, model: str, claim: Claim) -> dict[int, pd.DataFrame]:
-    """Per layer, each test sentence's tokens right by the paper's probe, averaged over its trainings (`hits`), and the
-    sentence's tokens: the sampled unit of an accuracy is the sentence, whose tokens go together."""
-    t = tables.read(model, claim.chapter, PROBE_SENTENCES.name)
+def sentence_means(t: pd.DataFrame) -> dict[int, pd.DataFrame]:
+    """A PROBE_SENTENCES table per layer: each test sentence's tokens right by the paper's probe, averaged over its
+    trainings (`hits`), and the sentence's tokens: the sampled unit of an accuracy is the sentence, whose tokens go together."""
     mean = t.groupby(["layer", "sentence"], sort=True).agg(hits=("hits", "mean"), tokens=("tokens", "first"), seeds=("seed", "nunique")).reset_index()
     return {int(layer): part for layer, part in mean.groupby("layer")}
+
+
+def layer_accuracies(tables: Tables, model: str, claim: Claim) -> dict[int, pd.DataFrame]:
+    """`sentence_means` of the model's PROBE_SENTENCES table."""
+    return sentence_means(tables.read(model, claim.chapter, PROBE_SENTENCES.name))
 
 
 def sentence_share(hits: pd.Series, tokens: pd.Series, seeds: int, seed: int = 0) -> inference.Estimate:

@@ -3,10 +3,10 @@ figure and verdict rules."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -21,8 +21,7 @@ from ..encode.models import load_model
 from ..measure import inference, outliers, positional
 from ..measure.outliers import descending_ranks
 from ..measure.positional import AFTER_FIRST, LayerNormParameters
-from . import figure_kinds, outlier_set
-from .plotting import COLORS, PAGE_WIDTH
+from . import figure_kinds, outlier_set, plotting
 from .verdicts import HOLDS, UNTESTABLE, Claim, Decision, Outcome, Tables, aggregate, best_of, decide, outcome, unit, units_text
 
 CHAPTER = chapter("03_positional_origin", reads=(outlier_set.CHAPTER,))
@@ -30,25 +29,26 @@ CHAPTER = chapter("03_positional_origin", reads=(outlier_set.CHAPTER,))
 
 def propagation(z: np.ndarray, stages: list[str], dims: list[int], threshold: float):
     """One panel per stage, two to a row at the page's width: robust z of each outlier dimension in the average vector
-    at each position."""
-    rows = -(-len(stages) // 2)
-    fig, axes = plt.subplots(rows, 2, figsize=(PAGE_WIDTH, 2.6 * rows + 0.6), sharex=True, sharey=True, squeeze=False)
+    at each position (a colour per dimension, as in `figure_kinds.marked_vectors`); one legend above the panels."""
+    fig, axes = plotting.grid(len(stages), columns=2, panel_height=2.6, sharex=True, sharey=True)
     positions = np.arange(z.shape[1])
-    for ax, stage, values in zip(axes.flat, stages, z):
-        for color, d in zip(COLORS, dims):
-            ax.plot(positions, values[:, d], "-o", ms=2.5, lw=1, color=color, label=f"dim {d}")
+    for ax, stage, values in zip(axes, stages, z):
+        for (color, marker), d in zip(itertools.cycle(figure_kinds.MARKS), dims):
+            ax.plot(positions, values[:, d], f"-{marker}", ms=2.5, lw=1, color=color, label=f"dim {d}")
         ax.axhspan(-threshold, threshold, color="grey", alpha=0.15, lw=0, label=f"|z| < {threshold:g} (not flagged)")
-        ax.set_title(stage if stage != INPUT_STAGE else "input (before the embedding LayerNorm)", fontsize=10)
-    for ax in axes.flat[len(stages) :]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("robust z")
-    for ax in axes[-1]:
-        ax.set_xlabel("position in the sequence")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, frameon=False, loc="lower center", ncol=len(labels))
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+        ax.set_title(STAGE_TITLES.get(stage, stage), fontsize=10)
+    fig.supxlabel("position in the sequence", fontsize=10)
+    fig.supylabel("robust z", fontsize=10)
+    plotting.legend_above(fig, axes[0])
     return fig
+
+
+STAGE_TITLES = {INPUT_STAGE: "before the embedding LayerNorm", "layer 0": "layer 0 (after the embedding LayerNorm)"}
+
+
+def layernorm_ranks_alt(name: str, ranks: pd.DataFrame) -> str:
+    """What a LayerNorm-ranks figure shows, in words: where each outlier dimension ranks in the top 5 most often."""
+    return f"{name}: " + "; ".join(f"dimension {d} is {_top_layernorm(ranks[ranks['dim'] == d])}" for d in dict.fromkeys(ranks["dim"])) + "."
 
 
 EMBEDDING_TABLES = CHAPTER.table(
@@ -249,9 +249,9 @@ def outlier_overview(runs: dict[str, OriginRun]) -> pd.DataFrame:
         [
             {
                 "model": name,
-                "outlier dims (sign)": ", ".join(f"{d} ({s})" for d, s in zip(r.dims, r.signs)) or "none",
+                "outlier dimensions (sign)": ", ".join(f"{d} ({s})" for d, s in zip(r.dims, r.signs)) or "none",
                 "tokens": r.info["n_tokens"],
-                "position offset": r.info["position_offset"],
+                "row of the position table read by position 0": r.info["position_offset"],
             }
             for name, r in runs.items()
         ]
@@ -259,14 +259,26 @@ def outlier_overview(runs: dict[str, OriginRun]) -> pd.DataFrame:
 
 
 def figures_position_embeddings(runs: dict[str, OriginRun], results: Writer) -> None:
-    """Per model: a few rows of the position-embedding table, flagged dimensions marked."""
+    """Per model: a few rows of the position-embedding table, its outlier dimensions and the other flagged ones marked."""
     for name, r in runs.items():
         chosen = r.view.example_rows()
         matrix = r.view.matrix(chosen)
         flags = np.abs(outliers.robust_z(matrix)) >= r.z_threshold
         titles = [f"position {p} (row {p + r.info['position_offset']})" for p in chosen]
-        fig = figure_kinds.vector_panels(matrix, flags, titles, ylabel="value")
-        results.figure(fig, f"position_embeddings_{name}", f"{name}: learned position embeddings of a few positions; flagged dimensions marked.", tab=name)
+        fig = figure_kinds.marked_vectors(matrix, flags, titles, r.dims, ylabel="value")
+        caption = (
+            f"{name}: learned position embeddings of a few positions; the model's outlier dimensions in colour (filled where flagged in that row), "
+            "other flagged dimensions grey."
+        )
+        results.figure(fig, f"position_embeddings_{name}", caption, tab=name, alt=rows_alt(name, chosen, flags, r.dims))
+
+
+def rows_alt(name: str, positions: list[int], flags: np.ndarray, dims: np.ndarray) -> str:
+    """What a figure of position-table rows shows, in numbers: in how many of the rows shown each outlier dimension is
+    flagged, and how many other dimensions are."""
+    mine = "; ".join(f"dimension {d} is flagged in {int(flags[:, d].sum())} of them" for d in dims) or "the model has no outlier dimension"
+    others = int(flags.sum() - flags[:, dims].sum()) if len(dims) else int(flags.sum())
+    return f"{name}'s position embeddings at positions {', '.join(map(str, positions))}: {mine}; {others} other flags in these rows."
 
 
 def embedding_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
@@ -278,14 +290,16 @@ def argmax_beside_paper(runs: dict[str, OriginRun]) -> pd.DataFrame:
     ours = pd.concat([r.view.summary.assign(model=name, spec=r.spec) for name, r in runs.items()], ignore_index=True)
     theirs = paper.table("luo2021", "position_argmax").rename(columns={"paper_table": "table"})
     compare = paper.beside(ours[ours["table"] == AFTER_FIRST], theirs[["model", "table", "paper_dim", "paper_percent"]], on=["table"])
-    return compare[["model", "table", "argmax_dim", "argmax_percent", "paper_dim", "paper_percent"]]
+    shown = {"argmax_dim": "dimension", "argmax_percent": "% of rows", "paper_dim": "paper: dimension", "paper_percent": "paper: % of rows"}
+    return compare[["model", *shown]].rename(columns=shown)
 
 
-def figure_layernorm_ranks(runs: dict[str, OriginRun], results: Writer) -> None:
-    with_dims = {name: r.ranks for name, r in runs.items() if len(r.dims)}
-    if with_dims:
-        caption = "Rank of each outlier dimension among the LayerNorm gains and biases of every layer (1 = largest)."
-        results.figure(figure_kinds.layernorm_ranks(with_dims), "layernorm_ranks", caption)
+def figures_layernorm_ranks(runs: dict[str, OriginRun], results: Writer) -> None:
+    """Per model with outlier dimensions (a tab each): their ranks among every LayerNorm's gains and biases."""
+    for name, r in runs.items():
+        if len(r.dims):
+            caption = f"{name}: rank of each outlier dimension among the LayerNorm gains and biases of every layer (1 = largest)."
+            results.figure(figure_kinds.layernorm_ranks(r.ranks), f"layernorm_ranks_{name}", caption, tab=name, alt=layernorm_ranks_alt(name, r.ranks))
 
 
 def rank_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
@@ -297,23 +311,35 @@ def rank_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
             continue
         wide = r.ranks.pivot_table(index=["layer", "layernorm"], columns=["param", "dim"], values="rank", sort=False)
         wide.columns = [f"{'γ' if p == 'gamma' else 'β'} rank, dim {d}" for p, d in wide.columns]
-        out[name] = wide.reset_index()
+        out[name] = wide.reset_index().rename(columns={"layernorm": "LayerNorm"})
     return out
 
 
 def criteria_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
-    """Per model with outlier dimensions: each against the paper's bars in every layer's first LayerNorm."""
-    return {name: r.criteria[r.criteria["flagged"]].drop(columns="flagged") for name, r in runs.items() if r.criteria["flagged"].any()}
+    """Per model with outlier dimensions: each against the paper's bars in every layer's first LayerNorm, in words."""
+    out = {}
+    for name, r in runs.items():
+        flagged = r.criteria[r.criteria["flagged"]]
+        if len(flagged):
+            out[name] = pd.DataFrame(
+                {
+                    "dimension": flagged["dim"],
+                    f"γ among the {GAMMA_BAR} largest": [f"{m} of {n} layers" for m, n in zip(flagged["gamma_met"], flagged["gamma_layers"])],
+                    f"β among the {BETA_BAR} most extreme": [f"{m} of {n} layers" for m, n in zip(flagged["beta_met"], flagged["beta_layers"])],
+                    "a bar in every layer": flagged["meets"],
+                }
+            )
+    return out
 
 
 def criteria_controls(runs: dict[str, OriginRun]) -> str:
     """The control of the bars: how many never-flagged dimensions clear one of them in every layer."""
-    return "\n".join(
-        f"- **{name}**: {int(r.criteria.loc[~r.criteria['flagged'], 'meets'].sum())} of {int((~r.criteria['flagged']).sum())} never-flagged "
-        "dimensions clear one of the bars in every layer."
-        for name, r in runs.items()
-        if r.criteria["flagged"].any()
-    )
+    lines = []
+    for name, r in runs.items():
+        if r.criteria["flagged"].any():
+            meets, others = int(r.criteria.loc[~r.criteria["flagged"], "meets"].sum()), int((~r.criteria["flagged"]).sum())
+            lines.append(f"- **{name}**: {meets} of {others} never-flagged dimensions clear{'s' * (meets == 1)} one of the bars in every layer.")
+    return "\n".join(lines)
 
 
 def figures_propagation(runs: dict[str, OriginRun], results: Writer) -> None:
@@ -322,7 +348,19 @@ def figures_propagation(runs: dict[str, OriginRun], results: Writer) -> None:
         if len(r.dims):
             fig = propagation(r.z[:FIGURE_STAGES], r.stages[:FIGURE_STAGES], list(r.dims), threshold=r.z_threshold)
             caption = f"{name}: robust z of the outlier dimensions by position and stage (embeddings, LayerNorm, layers)."
-            results.figure(fig, f"propagation_{name}", caption, tab=name)
+            results.figure(fig, f"propagation_{name}", caption, tab=name, alt=propagation_alt(name, r.spread, r.stages[:FIGURE_STAGES], r.z_threshold))
+
+
+def propagation_alt(name: str, spread: pd.DataFrame, stages: list[str], threshold: float) -> str:
+    """What a propagation figure shows, in numbers: the share of positions at which each outlier dimension is flagged, stage by stage."""
+    shares = spread[spread["stage"].isin(stages)].pivot(index="dim", columns="stage", values="positions_flagged_percent")[stages]
+    return (
+        f"{name}: share of positions at which each outlier dimension stands out (|robust z| ≥ {threshold:g}), "
+        + ", ".join(STAGE_TITLES.get(s, s) for s in stages)
+        + ": "
+        + "; ".join(f"dimension {d} " + ", ".join(f"{v:.0f}%" for v in row) for d, row in shares.iterrows())
+        + "."
+    )
 
 
 def propagation_tables(runs: dict[str, OriginRun]) -> dict[str, pd.DataFrame]:
@@ -349,7 +387,7 @@ def _dim_sentence(r: OriginRun, d: int) -> str:
     )
     last = r.ranks.query("param == 'gamma' and dim == @d").iloc[-1]
     if abs(last["value"]) < 1e-3:
-        text += f". The last LayerNorm's γ[{d}] is {last['value']:.1e}: the model switches this dimension off in its output"
+        text += ". The last LayerNorm's gain on it is about zero (|γ| < 0.001): the model switches this dimension off in its output"
     return text + "."
 
 
@@ -361,9 +399,10 @@ def findings(runs: dict[str, OriginRun]) -> list[str]:
         summary = r.view.summary.set_index("table")
         after = summary.loc[AFTER_FIRST]
         first = r.view.rows.iloc[0]
+        flagged = ", ".join(str(first["flagged_dims"]).split())
         text = (
-            f"- **{name}**: the position-0 embedding has {first['n_flagged']} flagged dimension(s)"
-            f"{' (' + first['flagged_dims'] + ')' if first['n_flagged'] else ''}; "
+            f"- **{name}**: the position-0 embedding has {first['n_flagged']} flagged dimension{'s' * int(first['n_flagged'] != 1)}"
+            f"{f' ({flagged})' if first['n_flagged'] else ''}; "
             f"{after['rows_with_flagged_dim_percent']:.1f}% of the later positions have one, and dimension {int(after['argmax_dim'])} is the maximum of "
             f"{after['argmax_percent']:.1f}% of them (token table: {summary.loc['token', 'rows_with_flagged_dim_percent']:.1f}% of rows flagged)."
         )
@@ -372,6 +411,47 @@ def findings(runs: dict[str, OriginRun]) -> list[str]:
             text += " No model-level outlier dimension was detected."
         lines.append(text)
     return lines
+
+
+def answer(runs: dict[str, OriginRun]) -> list[str]:
+    """The chapter's answer: in which models the position table already carries an outlier (its rows after the first,
+    every row counted), in how many layers an outlier dimension clears the paper's bar in the first LayerNorm, and in
+    how many, from the embedding LayerNorm on, one stands out at nearly every position (`WIDESPREAD`)."""
+    carry, clean, bars, spread = [], [], [], []
+    for name, r in runs.items():
+        after = r.view.summary.set_index("table").loc[AFTER_FIRST]
+        rows, share = f"its {int(after['n_rows'])} rows after the first", after["rows_with_flagged_dim_percent"]
+        if share > 50:
+            carry.append(f"{name} (dimension {int(after['argmax_dim'])} is the maximum of {after['argmax_percent']:.1f}% of {rows})")
+        else:
+            clean.append(f"{name} ({f'{share:.1f}% of {rows} have' if share else f'none of {rows} has'} a flagged dimension)")
+        if not len(r.dims):
+            continue
+        flagged = r.criteria[r.criteria["flagged"]]
+        cleared = np.maximum(flagged["gamma_met"] / flagged["gamma_layers"], flagged["beta_met"] / flagged["beta_layers"])
+        best = flagged.loc[cleared.idxmax()]
+        met, of = max((int(best["gamma_met"]), int(best["gamma_layers"])), (int(best["beta_met"]), int(best["beta_layers"])), key=lambda m: m[0] / m[1])
+        bars.append(f"{met} of {of}{' layers' if not bars else ''} of {name}")
+        stage = r.spread.pivot(index="dim", columns="stage", values="positions_flagged_percent")
+        layers = [c for c in dict.fromkeys(r.spread["stage"]) if c != INPUT_STAGE]
+        spread.append(f"{int((stage[layers] >= WIDESPREAD).sum(axis=1).max())} of {len(layers)}")
+    if carry and clean:
+        table = f"The position table already carries an outlier in {' and '.join(carry)}, but not in {' and '.join(clean)}."
+    elif carry:
+        table = f"The position table already carries an outlier in {' and '.join(carry)}."
+    else:
+        table = f"No position table carries an outlier: {' and '.join(clean)}."
+    lines = [table]
+    if bars:
+        respectively = " respectively" if len(spread) > 1 else ""
+        lines.append(
+            f"An outlier dimension's gain or bias is among the paper's top ones in the first LayerNorm of {' and '.join(bars)}, and from the "
+            f"embedding LayerNorm on one stands out at {WIDESPREAD:g}% or more of the positions in {' and '.join(spread)} layers{respectively}."
+        )
+    return lines
+
+
+WIDESPREAD = 90.0  # % of positions at which an outlier dimension counts as standing out "at every position" (the propagation claim's margin)
 
 
 def offset_lines(runs: dict[str, OriginRun]) -> str:

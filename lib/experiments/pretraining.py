@@ -30,10 +30,11 @@ from ..measure.positional import AFTER_FIRST
 from ..provenance import record
 from ..settings import DTYPES, autocast_precision, cache_dir, models_dir, pick_device
 from ..train import masked_lm
-from . import figure_kinds, outlier_set, plotting
+from . import outlier_set, plotting
+from .figure_kinds import average_vectors, average_vectors_alt, layernorm_ranks, marked_vectors
 from .outlier_set import OUTLIER_COLUMNS, Criterion
 from .plotting import COLORS
-from .positional_origin import embedding_tables_view
+from .positional_origin import embedding_tables_view, layernorm_ranks_alt, rows_alt
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome
 
 CHAPTER = chapter(
@@ -217,36 +218,34 @@ def training_curves(histories: dict[str, pd.DataFrame], reference: tuple[str, fl
     return fig
 
 
+EXTREME = {"argmin": "minimum", "argmax": "maximum"}  # a result table's kind of extreme, in words (as chapter 02's)
+DARKEST_SHARE = 0.55  # the part of viridis whose colours keep at least 3:1 contrast against white (its yellow end does not)
+
+
 def outlier_track(tracks: dict[str, pd.DataFrame], threshold: float, histories: dict[str, pd.DataFrame] | None = None):
-    """Per run (rows) and layer (lines) across checkpoints: robust z of the largest-|mean| dimension (dashed: the
-    outlier threshold; black: the position table's mean row, from a history's `pe_top_z`, where it has one), and the
-    share of vectors whose maximum lies in the most frequent argmax dimension."""
-    fig, axes = plt.subplots(len(tracks), 2, figsize=(11, 3.8 * len(tracks)), squeeze=False, sharex=True)
+    """Per run (rows) and layer (lines, dark to light viridis) across checkpoints: robust z of the largest-|mean|
+    dimension (dashed: the outlier threshold; black: the position table's mean row, from a history's `pe_top_z`, where
+    it has one), and the share of vectors whose maximum lies in the most frequent argmax dimension; one legend above."""
+    fig, axes = plt.subplots(len(tracks), 2, figsize=(11, 3.8 * len(tracks)), squeeze=False, sharex=True, layout="constrained")
     cmap = plt.get_cmap("viridis")
     for (left, right), (name, t) in zip(axes, tracks.items()):
         layers = sorted(t["layer"].unique())
         for layer in layers:
             rows = t[t["layer"] == layer]
-            color = cmap(layer / max(1, len(layers) - 1))
+            color = cmap(DARKEST_SHARE * layer / max(1, len(layers) - 1))
             left.plot(rows["step"], rows["top_z"].abs(), marker="o", ms=3, color=color, label=f"layer {layer}")
-            right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color, label=f"layer {layer}")
-        handles = [left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")]
+            right.plot(rows["step"], rows["argmax_percent"], marker="o", ms=3, color=color)
+        left.axhline(threshold, color="grey", ls="--", lw=1, label=f"outlier threshold ({threshold:g})")
         top = float(t["top_z"].abs().max())
         table = None if histories is None or "pe_top_z" not in histories[name] else histories[name].dropna(subset=["pe_top_z"])
         if table is not None and len(table):
-            handles += left.plot(table["step"], table["pe_top_z"].abs(), color="black", marker="s", ms=3, label="position table (mean row)")
+            left.plot(table["step"], table["pe_top_z"].abs(), color="black", marker="s", ms=3, label="position table (mean row)")
             top = max(top, float(table["pe_top_z"].abs().max()))
-        left.set(
-            ylabel="|robust z| of top dim",
-            ylim=(0, max(threshold, top) * 1.1),
-            title=f"{name}: largest |robust z|",
-        )
-        left.legend(handles=handles, frameon=False, fontsize=8, loc="upper right")
-        right.set(ylabel="% of vectors", ylim=(0, 100), title=f"{name}: share in one dimension")
-        right.legend(frameon=False, fontsize=8, ncol=2)
+        left.set(ylabel="|robust z| of top dim", ylim=(0, max(threshold, top) * 1.1), title=f"{name}: outlier strength")
+        right.set(ylabel="% of vectors", ylim=(0, 100), title=f"{name}: share of one dim")
     for ax in axes[-1]:
         ax.set_xlabel("training step")
-    fig.tight_layout()
+    plotting.legend_above(fig, axes[0, 0])
     return fig
 
 
@@ -281,6 +280,11 @@ def stable_top(t: pd.DataFrame, layer: int) -> tuple[int, int]:
     return int(dims[-1]), held
 
 
+def _tokens(count: float) -> str:
+    """A count of training tokens as read: millions with one decimal from a million on, else the whole number."""
+    return f"{count / 1e6:.1f} M tokens" if count >= 1e6 else f"{int(count):,} tokens"
+
+
 def _findings(
     first: tuple[str, str],
     configs: Mapping[str, masked_lm.PretrainConfig],
@@ -305,10 +309,10 @@ def _findings(
         lines.append(
             f"- **{name}** ({'with' if cfg.position_embeddings else 'without'} position embeddings): validation perplexity "
             f"{h['valid_perplexity'].iloc[0]:.1f} at step {int(h['step'].iloc[0]):,} → {h['valid_perplexity'].iloc[-1]:.1f} at step "
-            f"{int(h['step'].iloc[-1]):,} ({h['tokens_seen'].iloc[-1] / 1e6:.1f} M tokens, {h['seconds'].sum() / 60:.1f} min). "
+            f"{int(h['step'].iloc[-1]):,} ({_tokens(h['tokens_seen'].iloc[-1])}, {h['seconds'].sum() / 60:.1f} min). "
             f"In the last layer of the validation track, dimension {top} has the largest |mean| (robust z {last_z:+.1f}) and held that place "
             f"for the last {held} of {t['step'].nunique()} checkpoints. On SST-2, model-level outlier dimensions: {dims}; over all contextual "
-            f"layers dimension {best['dim']} is the {'minimum' if best['kind'] == 'argmin' else 'maximum'} of {best['percent']:.1f}% of vectors."
+            f"layers dimension {best['dim']} is the {EXTREME[best['kind']]} of {best['percent']:.1f}% of vectors."
         )
     pe_after = position_summary.set_index("table").loc[AFTER_FIRST]
     lines.append(
@@ -320,7 +324,9 @@ def _findings(
     log_ratio = np.log(gap["ratio_without_over_with"])
     lines.append(
         "- Perplexity ratio without/with position embeddings on the same masked validation tokens, per seed: "
-        + ", ".join(f"{r:.2f}× ({lo:.2f}-{hi:.2f})" for r, lo, hi in gap[["ratio_without_over_with", "ratio_low_95", "ratio_high_95"]].itertuples(index=False))
+        + ", ".join(
+            f"{r:.3f}× ({lo:.3f} to {hi:.3f})" for r, lo, hi in gap[["ratio_without_over_with", "ratio_low_95", "ratio_high_95"]].itertuples(index=False)
+        )
         + f"; geometric mean over the {len(gap)} seeds {np.exp(log_ratio.mean()):.2f}× (paper: 354.0 / 4.3 = 82×). Token frequencies alone give {unigram:.1f}."
     )
     lines.append(
@@ -625,7 +631,11 @@ def drift_table(runs: dict[str, TrainedRun], setup: Setup, results: Writer, para
 
 
 def paper_runs() -> pd.DataFrame:
-    return paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]]
+    """Luo et al.'s two pre-training runs: validation perplexity and the outlier dimension (an index, printed as one)."""
+    runs = paper.table("luo2021", "pretraining")[["model", "paper_validation_perplexity", "paper_outlier_dim", "paper_outlier_percent"]]
+    return runs.astype({"paper_outlier_dim": "Int64"}).rename(
+        columns={"paper_outlier_dim": "paper: outlier dimension", "paper_outlier_percent": "paper: its %"}
+    )
 
 
 def figure_training_curves(runs: dict[str, TrainedRun], corpus: Corpus, seeds: int, results: Writer) -> None:
@@ -633,7 +643,10 @@ def figure_training_curves(runs: dict[str, TrainedRun], corpus: Corpus, seeds: i
     caption = (
         f"Training loss and validation perplexity of the {len(runs)} runs ({seeds} seeds per condition); dashed: the perplexity of token frequencies alone."
     )
-    results.figure(fig, "training_curves", caption)
+    final = "; ".join(f"{n} {r.history['valid_perplexity'].iloc[-1]:.1f}" for n, r in runs.items())
+    steps = int(next(iter(runs.values())).history["step"].iloc[-1])
+    alt = f"Validation perplexity after {steps:,} steps: {final}; token frequencies alone give {corpus.unigram:.1f}."
+    results.figure(fig, "training_curves", caption, alt=alt)
 
 
 def gap(setup: Setup, corpus: Corpus, results: Writer, parameters: dict, device: str) -> pd.DataFrame:
@@ -645,6 +658,56 @@ def gap(setup: Setup, corpus: Corpus, results: Writer, parameters: dict, device:
     return frame
 
 
+def gap_view(gap_frame: pd.DataFrame) -> pd.DataFrame:
+    """The PRETRAIN_GAP table as the page shows it: in words, the ratio beside its interval."""
+    return pd.DataFrame(
+        {
+            "seed": gap_frame["seed"],
+            "validation blocks": gap_frame["validation_blocks"],
+            "masked tokens": gap_frame["masked_tokens"],
+            "perplexity with position embeddings": gap_frame["perplexity_with_pe"],
+            "perplexity without": gap_frame["perplexity_without_pe"],
+            "ratio without / with (95% interval)": [
+                f"{r:.3f} ({lo:.3f} to {hi:.3f})"
+                for r, lo, hi in gap_frame[["ratio_without_over_with", "ratio_low_95", "ratio_high_95"]].itertuples(index=False)
+            ],
+        }
+    )
+
+
+def answer(gap_frame: pd.DataFrame, summary_frame: pd.DataFrame) -> list[str]:
+    """The chapter's answer: the perplexity ratio without / with position embeddings (geometric mean over seeds with the
+    t-interval of the log ratio, as the scorecard tests it, beside the paper's), how many runs formed a model-level
+    outlier with and without them, and the most frequent extreme dimension's share in each (with minus without, t over
+    seeds); with the tokens each run saw."""
+    ratios = gap_frame["ratio_without_over_with"]
+    if len(ratios) >= 2:
+        log_ratio = inference.mean_t(np.log(ratios), "seeds")
+        ratio = log_ratio.back_transformed("log", log_ratio.method)
+        how = f"geometric mean, 95% interval {ratio.low:.2f} to {ratio.high:.2f} over {len(ratios)} seeds"
+    else:
+        row = gap_frame.iloc[0]
+        ratio = inference.from_interval(row["ratio_without_over_with"], row["ratio_low_95"], row["ratio_high_95"], "validation blocks")
+        how = f"one seed, 95% interval {ratio.low:.2f} to {ratio.high:.2f} over validation blocks"
+    effect = "lower" if ratio.low > 1 else "raise" if ratio.high < 1 else "do not measurably change"
+    theirs = paper.table("luo2021", "pretraining").set_index("paper_position_embeddings")["paper_validation_perplexity"]
+    pe, nope = (summary_frame[summary_frame["position_embeddings"].astype(bool) == flag].set_index("seed") for flag in (True, False))
+    formed = " and ".join(
+        f"{int((part['model_outliers'] > 0).sum())} of {len(part)} {which}" for part, which in ((pe, "runs with position embeddings"), (nope, "without"))
+    )
+    seeds = pe.index.intersection(nope.index)
+    share = f"{pe['top_extreme_percent'].mean():.1f}% of vectors with them and {nope['top_extreme_percent'].mean():.1f}% without, on average"
+    if len(seeds) >= 2:
+        diff = inference.mean_t(pe.loc[seeds, "top_extreme_percent"] - nope.loc[seeds, "top_extreme_percent"], "seeds")
+        share += f" (difference {diff.value:.1f} points, 95% interval {diff.low:.1f} to {diff.high:.1f})"
+    tokens = _tokens(summary_frame["tokens_seen_millions"].iloc[0] * 1e6)
+    return [
+        f"At this scale position embeddings {effect} the validation perplexity: without them it is {ratio.value:.2f} times that with them ({how}), "
+        f"against {theirs[False] / theirs[True]:.0f} times in the paper.",
+        f"After {tokens} of training per run, a model-level outlier formed in {formed}; the most frequent extreme dimension holds {share}.",
+    ]
+
+
 def figure_outlier_track(runs: dict[str, TrainedRun], setup: Setup, results: Writer) -> None:
     first = setup.first
     fig = outlier_track({n: runs[n].track for n in first}, setup.criterion.z_threshold, {n: runs[n].history for n in first})
@@ -652,7 +715,10 @@ def figure_outlier_track(runs: dict[str, TrainedRun], setup: Setup, results: Wri
         "The outlier track: per checkpoint and layer, how far the largest-mean dimension stands out (left) and the share of vectors whose "
         "maximum lies in the most frequent dimension (right)."
     )
-    results.figure(fig, "outlier_track", caption)
+    peaks = "; ".join(
+        f"{n}: largest |robust z| {runs[n].track['top_z'].abs().max():.1f}, largest share {runs[n].track['argmax_percent'].max():.1f}%" for n in first
+    )
+    results.figure(fig, "outlier_track", caption, alt=f"Across checkpoints, against an outlier threshold of {setup.criterion.z_threshold:g}: {peaks}.")
 
 
 def last_checkpoint_tables(runs: dict[str, TrainedRun], setup: Setup) -> dict[str, pd.DataFrame]:
@@ -661,8 +727,19 @@ def last_checkpoint_tables(runs: dict[str, TrainedRun], setup: Setup) -> dict[st
     for name in setup.first:
         t = runs[name].track
         last = t[t["step"] == t["step"].max()]
-        out[name] = last[["layer", "top_dim", "top_mean", "top_z", "argmax_dim", "argmax_percent", "argmin_dim", "argmin_percent"]]
+        out[name] = last[["layer", *TRACK_WORDS]].rename(columns=TRACK_WORDS)
     return out
+
+
+TRACK_WORDS = {
+    "top_dim": "largest-|mean| dimension",
+    "top_mean": "its mean",
+    "top_z": "its robust z",
+    "argmax_dim": "maximum: dimension",
+    "argmax_percent": "maximum: % of vectors",
+    "argmin_dim": "minimum: dimension",
+    "argmin_percent": "minimum: % of vectors",
+}  # an OUTLIER_TRACK column in words
 
 
 def summary(runs: dict[str, TrainedRun], setup: Setup, corpus: Corpus, results: Writer, parameters: dict) -> pd.DataFrame:
@@ -688,18 +765,26 @@ def training_view(summary_frame: pd.DataFrame) -> pd.DataFrame:
         "training_precision",
         "valid_perplexity",
     ]
-    return summary_frame[columns].rename(columns={"n_layers": "layers", "training_precision": "precision"})
+    return summary_frame[columns].rename(columns={"n_layers": "layers", "training_precision": "precision", "valid_perplexity": "validation perplexity"})
 
 
 def extremes_view(summary_frame: pd.DataFrame) -> pd.DataFrame:
-    return summary_frame[["model", "top_extreme_kind", "top_extreme_dim", "top_extreme_percent", "model_outliers"]]
+    """Every run's most frequent extreme dimension and its share, and its number of model-level outliers, in words."""
+    shown = summary_frame[["model", "top_extreme_kind", "top_extreme_dim", "top_extreme_percent", "model_outliers"]].replace({"top_extreme_kind": EXTREME})
+    words = {"top_extreme_kind": "most frequent extreme", "top_extreme_dim": "its dimension", "top_extreme_percent": "% of vectors"}
+    return shown.rename(columns=words | {"model_outliers": "outliers of the model"})
 
 
 def figures_average_vectors(runs: dict[str, TrainedRun], setup: Setup, results: Writer) -> None:
     for name in setup.first:
-        st = runs[name].stats
-        caption = f"{name}: the average token vector of every layer on {st.count:,} SST-2 tokens; flagged dimensions marked."
-        results.figure(figure_kinds.average_vectors(st.mean, runs[name].report.flags), f"average_vectors_{name}", caption, tab=name)
+        st, report = runs[name].stats, runs[name].report
+        caption = (
+            f"{name}: the average token vector of every layer on {st.count:,} SST-2 tokens; its outlier dimensions in colour (filled where flagged "
+            "in that layer), other flagged dimensions grey."
+        )
+        marked = report.model_outliers["dim"].astype(int).tolist()
+        fig = average_vectors(st.mean, report.flags, marked)
+        results.figure(fig, f"average_vectors_{name}", caption, tab=name, alt=average_vectors_alt(name, st.mean, report.flags, marked))
 
 
 def detected_tables(runs: dict[str, TrainedRun], setup: Setup) -> dict[str, pd.DataFrame]:
@@ -707,7 +792,8 @@ def detected_tables(runs: dict[str, TrainedRun], setup: Setup) -> dict[str, pd.D
 
 
 def pooled_view(runs: dict[str, TrainedRun], setup: Setup) -> pd.DataFrame:
-    return pd.concat([runs[n].report.pooled for n in setup.first], ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]]
+    pooled = pd.concat([runs[n].report.pooled for n in setup.first], ignore_index=True)[["model", "kind", "dim", "percent", "n_vectors"]]
+    return pooled.replace({"kind": EXTREME})
 
 
 @dataclass(frozen=True)
@@ -729,11 +815,13 @@ def position_table(runs: dict[str, TrainedRun], setup: Setup, results: Writer, p
     chosen = view.example_rows()
     matrix = view.matrix(chosen)
     flags = np.abs(outliers.robust_z(matrix)) >= z_threshold
-    fig = figure_kinds.vector_panels(matrix, flags, [f"position {p}" for p in chosen], ylabel="value")
-    results.figure(fig, f"position_embeddings_{name}", f"{name}: the learned position embeddings of a few positions; flagged dimensions marked.")
+    dims = model_dims["dim"].to_numpy().astype(int)
+    fig = marked_vectors(matrix, flags, [f"position {p}" for p in chosen], dims, ylabel="value")
+    caption = f"{name}: the learned position embeddings of a few positions; its outlier dimensions in colour, other flagged dimensions grey."
+    results.figure(fig, f"position_embeddings_{name}", caption, alt=rows_alt(name, chosen, flags, dims))
     if len(model_dims):
         caption = f"{name}: rank of each outlier dimension among the LayerNorm gains and biases."
-        results.figure(figure_kinds.layernorm_ranks({name: ranks}), "layernorm_ranks", caption)
+        results.figure(layernorm_ranks(ranks), "layernorm_ranks", caption, alt=layernorm_ranks_alt(name, ranks))
     return PositionTable(name, view, ranks)
 
 
@@ -763,10 +851,12 @@ def onset_lines(runs: dict[str, TrainedRun], setup: Setup, corpus: Corpus) -> st
     for name in setup.first:
         h = runs[name].history
         below = h[h["valid_perplexity"] < corpus.unigram]
-        onset = f"step {int(below['step'].iloc[0])}" if len(below) else "never"
-        lines.append(
-            f"- **{name}**: below the unigram perplexity ({corpus.unigram:.0f}) from {onset}; final validation perplexity {h['valid_perplexity'].iloc[-1]:.1f}."
+        onset = (
+            f"below the unigram perplexity ({corpus.unigram:.0f}) from step {int(below['step'].iloc[0])}"
+            if len(below)
+            else (f"never below the unigram perplexity ({corpus.unigram:.0f})")
         )
+        lines.append(f"- **{name}**: {onset}; final validation perplexity {h['valid_perplexity'].iloc[-1]:.1f}.")
     return "\n".join(lines)
 
 
