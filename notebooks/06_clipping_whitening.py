@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Compares raw, clipped (outliers zeroed) and whitened vectors: random-pair cosine,
-# self-similarity and a PCA view.
+# **Overview.** Does zeroing the outlier dimensions (clipping), or whitening, make token vectors
+# less alike and a word's vectors more alike across its sentences?
 #
 # **Read or run first.** {doc}`01_anisotropy` and {doc}`02_outlier_neurons`.
 # :::
@@ -26,22 +26,22 @@
 # the covariance's SVD, so that the vectors have identity covariance; the average cosine is then
 # near zero in every layer.
 #
-# How the transforms are fitted here (`lib/experiments/variants.py`, the same in chapters 06-09):
+# How the transforms are fitted here (the same in chapters 06-09):
 #
 # - **clipped**: the model's outlier dimensions, detected once by {doc}`chapter 02 <02_outlier_neurons>` (its criterion and
-#   its 10,000 SST-2 sentences; flagged in at least half of the contextual layers), are set to zero in every layer: the
+#   its SST-2 sentences; flagged in at least half of the contextual layers), are set to zero in every layer: the
 #   paper's protocol for base models (§4.1), which zeroes one fixed set per model (557 in BERT-base; 77 and 588 in
-#   RoBERTa-base) everywhere. The same set is clipped in chapters 06-09. With `-p clip layer` each layer instead loses
-#   the dimensions flagged in that layer of chapter 02's average vectors, the protocol the paper uses for the large
-#   models (Appendix D.1);
-# - **clipped-random**, a control: as many dimensions zeroed as `clipped` zeroes, drawn at random (seeded) from the
+#   RoBERTa-base) everywhere. The same set is clipped in chapters 06-09. A parameter of the chapter switches to the
+#   protocol the paper uses for the large models (Appendix D.1): each layer loses the dimensions flagged in that layer of
+#   chapter 02's average vectors;
+# - **clipped-random**, a control: as many dimensions zeroed as clipping zeroes, drawn at random (seeded) from the
 #   dimensions chapter 02 never flagged. Zeroing *any* k dimensions of a vector changes its cosines a little; what clipping
 #   does beyond this control is what the outliers did. Every change from raw is measured on the same pairs, with a
-#   paired interval (`change_vs_raw`, `change_vs_raw_ci95`);
+#   paired interval;
 # - **whitened**: the thesis's whitening (§3.2.3, "all the token embedding vectors in the same layer"): each layer's mean
 #   and covariance of all token vectors of a *fitting* sample of SST-2 sentences, drawn separately from the sentences
 #   that are measured. A direction with no variance at all cannot be scaled to unit variance; such directions (for
-#   example a dimension whose LayerNorm gain is zero) are left out, and the table says how many.
+#   example a dimension whose LayerNorm gain is zero) are left out, and the note after the run says how many.
 #
 # Anisotropy follows {doc}`chapter 01 <01_anisotropy>` (one random non-special token per sentence, disjoint pairs of
 # sentences). Self-similarity uses words that occur in at least 10 SST-2 training sentences; a
@@ -73,6 +73,8 @@ parameters = ch.parameters("06_clipping_whitening", globals())
 # %%
 settings = dict(profile=profile, clip=clip, n_pairs=n_pairs, pca_tokens=pca_tokens, seed=seed, device=device, dtype=dtype)
 runs = ch.each_model(clipping_whitening.run, specs, samples=samples, results=results, parameters=parameters, **settings)
+
+# %% tags=["hide-input"]
 ch.say(clipping_whitening.transforms_note(runs, clip, n_fit))
 
 # %% [markdown]
@@ -80,7 +82,7 @@ ch.say(clipping_whitening.transforms_note(runs, clip, n_fit))
 #
 # {numref}`fig-06-anisotropy-self-similarity` shows both measures layer by layer for the variants.
 
-# %%
+# %% tags=["hide-input"]
 clipping_whitening.figure_variants(runs, results)
 ch.show_each(
     clipping_whitening.variant_tables(runs), f"{{name}}: anisotropy and self-similarity by layer ({n_pairs:,} pairs; {n_words} words × {per_word} sentences)"
@@ -91,12 +93,12 @@ ch.show(paper.table("luo2021", "transform_claims"), "What Luo et al. (2021) and 
 # ### Clipping against random dimensions
 #
 # Zeroing any dimensions changes cosines a little by itself, so what clipping does is measured against zeroing as many
-# never-flagged dimensions, averaged over many random draws (`clipping_whitening.RANDOM_DRAWS`; one draw of a few
-# dimensions is a noisy control): per clipped layer, how much more clipping lowers the mean cosine of the same random pairs (a paired interval
-# over the pairs), and how much more it raises self-similarity minus anisotropy (an interval over the words and the
-# pairs, two separate samples). The scorecard tests the two claims of this chapter on this table.
+# never-flagged dimensions, averaged over many random draws (one draw of a few dimensions is a noisy control; the
+# caption says how many): per clipped layer, how much more clipping lowers the mean cosine of the same random pairs (a
+# paired interval over the pairs), and how much more it raises self-similarity minus anisotropy (an interval over the
+# words and the pairs, two separate samples). The scorecard tests the two claims of this chapter on this table.
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(
     clipping_whitening.versus_random_tables(runs),
     f"{{name}}: clipping minus zeroing as many random dims (mean of {clipping_whitening.RANDOM_DRAWS} draws), per clipped layer, with 95% intervals",
@@ -112,17 +114,20 @@ ch.show_each(
 # After whitening the cloud is centred on the origin and, by construction, has the same
 # variance in every direction of the fitting sample.
 
-# %%
+# %% tags=["hide-input"]
 clipping_whitening.figure_whitening_planes(runs, seed, results)
 
 # %% tags=["hide-input"]
 ch.findings(clipping_whitening.findings(runs))
 
+# %% tags=["hide-input"]
+ch.answer(clipping_whitening.answer(runs))
+
 # %% [markdown]
 # Clipping can only lower anisotropy as far as the outliers caused it: for the paper's
 # RoBERTa-base the average cosine was above 0.5 and dropped by more than 0.5, because its
-# outlier dimensions carried most of it. Our models start far less anisotropic ({doc}`chapter 01 <01_anisotropy>`), so
-# there is less for clipping to remove. Whitening removes the mean and equalises all directions,
+# outlier dimensions carried most of it. A model that starts less anisotropic ({doc}`chapter 01 <01_anisotropy>` measures
+# ours) leaves less for clipping to remove. Whitening removes the mean and equalises all directions,
 # so it brings the average cosine of any model near zero: a property of the transform, not a
 # finding, which is why the scorecard does not score it; the interesting question is what it
 # does to the *useful* similarity structure, which the next chapters measure on word-sense and
@@ -144,7 +149,7 @@ ch.findings(clipping_whitening.findings(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(clipping_whitening.whitened_covers_zero(runs))
 
 # %% [markdown]
@@ -167,7 +172,7 @@ ch.say(clipping_whitening.whitened_covers_zero(runs))
 # :::
 #
 # For the last model, chapter 02's average vectors can be read at threshold 5 without running anything
-# again (`OutlierSet.with_threshold`):
+# again:
 
 # %%
 last = list(runs.values())[-1]

@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Scores word sense in context (WiC) with a cosine threshold on raw, clipped and
-# whitened vectors, and shows what choosing on training data costs on development data.
+# **Overview.** Does clipping or whitening help a cosine threshold tell whether a word has the same
+# sense in two sentences (WiC), once the layer and threshold are chosen on other pairs than those scored?
 #
 # **Read or run first.** {doc}`06_clipping_whitening` (the variants).
 # :::
@@ -34,9 +34,9 @@
 #
 # A target word's vector is the average of its subword vectors. Clipping zeroes the model's outlier set, detected once
 # by {doc}`chapter 02 <02_outlier_neurons>` and the same as in chapters 06, 08 and 09, in every layer (the paper's protocol;
-# `-p clip layer` zeroes each layer's own flagged dimensions instead). Whitening is the thesis's: each layer's token mean
-# and covariance, fitted on all tokens of the WiC training sentences (no labels are used) and applied unchanged to the
-# development pairs (`lib/experiments/wic.py`).
+# a parameter of the chapter zeroes each layer's own flagged dimensions instead). Whitening is the thesis's: each layer's
+# token mean and covariance, fitted on all tokens of the WiC training sentences (no labels are used) and applied unchanged
+# to the development pairs.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
@@ -58,28 +58,29 @@ parameters = ch.parameters("07_wic", globals())
 # %%
 settings = dict(profile=profile, clip=clip, device=device, dtype=dtype)
 runs = ch.each_model(wic.run, specs, data=data, results=results, parameters=parameters, **settings)
+
+# %% tags=["hide-input"]
 ch.say(vector_variants.clipping_note([r.clipping for r in runs.values()]))
 
 # %% [markdown]
 # ## Best layer and threshold
 #
-# `train_accuracy` is the paper's number: the best of all layers × thresholds on the training
-# pairs, here among the layers where the clipped dimensions are flagged outliers (`outlier_layers`: a clipping or
-# whitening claim is tested only where there is an outlier to remove; every layer when there is none).
-# `dev_accuracy_of_that_choice` applies that layer and threshold to the development pairs.
-# `dev_best_accuracy` is, for comparison, the best the development set itself would
-# allow (the same optimism as the paper's number, on the development pairs). The second table
-# counts the development pairs that only this variant, or only the raw (or clipped) vectors, get
-# right: the pairs on which a paired comparison of the two turns. 638 development pairs alone give a paired interval of
-# one to two and a half points, too wide for a gain of about one point; so the training pairs are used too, each decided
-# out of sample: they are split into five folds, and each fold is decided by the layer and threshold chosen on the other
-# four (cross-fitting; the third table).
+# The best training accuracy is the paper's number: the best of all layers × thresholds on the training
+# pairs, here among the layers where the clipped dimensions are flagged outliers (a clipping or whitening claim is
+# tested only where there is an outlier to remove; every layer when there is none). The development accuracy of that
+# choice applies that layer and threshold to the development pairs. The best development accuracy is, for comparison,
+# the best the development set itself would allow (the same optimism as the paper's number, on the development pairs).
+# The second table counts the development pairs that only this variant, or only the raw (or clipped) vectors, get
+# right: the pairs on which a paired comparison of the two turns. The development pairs alone give a paired interval
+# too wide for a gain of about one point, so the training pairs are used too, each decided out of sample: they are split
+# into folds, and each fold is decided by the layer and threshold chosen on the other folds (cross-fitting; the third
+# table).
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
     wic.choice_table(runs),
-    f"WiC: best layer/threshold on {len(data.train):,} training pairs, and its development accuracy (%); "
-    f"always-'same sense' baseline {data.baseline['train']:.1f}% (train), {data.baseline['dev']:.1f}% (dev)",
+    f"WiC: best layer and threshold on {len(data.train):,} training pairs, and its development accuracy (%); always answering 'same sense' "
+    f"scores {data.baseline['train']:.1f}% on the training pairs, {data.baseline['dev']:.1f}% on the development pairs",
     precision=1,
 )
 ch.show(
@@ -105,22 +106,26 @@ ch.show_beside_paper(
 # ## Accuracy by layer
 #
 # For every layer, the best accuracy over the nine thresholds on the training pairs
-# ({numref}`fig-07-accuracy-by-layer`).
+# ({numref}`fig-07-accuracy-by-layer`): the raw vectors' level beside always answering "same sense", and how far each
+# variant moves it, paired over the same pairs.
 
-# %%
-wic.figure_by_layer(runs, results)
+# %% tags=["hide-input"]
+wic.figure_by_layer(runs, data, results)
 
 # %% tags=["hide-input"]
 ch.findings(wic.findings(runs, data))
 
+# %% tags=["hide-input"]
+ch.answer(wic.answer(runs, data))
+
 # %% [markdown]
 # Differences of about one point on 5,428 pairs are near the noise level (the standard error of
-# an accuracy near 68% on 5,428 pairs is about 0.6 points), so read the clipped/whitened rows
-# as "no worse" or "a little better" rather than as a ranking. The development-set column shows
-# how much of each number survives an honest choice of layer and threshold; the columns
-# `dev_right_only_*` count the development pairs one variant gets right and the other wrong,
-# which the scorecard's paired (McNemar) comparisons use. The `clipped-random` row is a control:
-# as many randomly chosen, never-flagged dimensions zeroed as clipping zeroes.
+# an accuracy near 68% on 5,428 pairs is about 0.6 points), so a one-point lead of one row over
+# another is no ranking; the answer under the title gives each change with its paired interval. The development-set column shows
+# how much of each number survives an honest choice of layer and threshold; the counts of pairs
+# that only one of two variants gets right are what the scorecard's paired (McNemar) comparisons use.
+# The clipped-random row is a control: as many randomly chosen, never-flagged dimensions zeroed as
+# clipping zeroes.
 
 # %% [markdown]
 # ## Exercises
@@ -138,7 +143,7 @@ ch.findings(wic.findings(runs, data))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(wic.optimism_lines(runs, data))
 
 # %% [markdown]
@@ -160,7 +165,7 @@ ch.say(wic.optimism_lines(runs, data))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.show(wic.near_best(runs, 500), "How many (layer, threshold) settings a 500-pair sample could not tell apart from the best (this run's grid)", precision=2)
 
 # %% [markdown]

@@ -11,10 +11,10 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Scores seven sentence-similarity sets with raw, clipped and whitened sentence
-# vectors, beside an average-GloVe baseline.
+# **Overview.** Do clipping and whitening make the cosine of two sentence vectors track human
+# similarity scores (STS) better?
 #
-# **Read or run first.** {doc}`06_clipping_whitening` (the three variants).
+# **Read or run first.** {doc}`06_clipping_whitening` (the variants).
 # :::
 #
 # {cite:t}`luo2021positional{§4.3}` mean-pool each layer's token vectors into sentence vectors, score a
@@ -24,25 +24,25 @@
 # thesis adds whitening, which raised them further (Table 4.2). Their baseline is the average of
 # 300-dimensional GloVe vectors (as published by {cite:t}`reimers2019sentence`).
 #
-# Here (the protocol is `lib/experiments/sts.py`):
+# Here:
 #
-# - data: the STS-B **test** split (1,379 pairs), the SICK **test** split (`SemEval_set` TEST,
+# - data: the STS-B **test** split (1,379 pairs), the SICK **test** split (the release's TEST set,
 #   relatedness scores; SentEval's and the paper's split) and, as "SICK-R (all pairs)", all 9,840
 #   pairs of the SICK release (MTEB's published SICK-R scores use all pairs of its copy, 9,927
 #   rows, so that row is the closer one to compare with them), and all subsets of the STS 2012-2016 test sets in SentEval's layout,
 #   pooled per year (as MTEB scores them; SentEval's average over each year's subsets is shown
-#   beside it), with unscored pairs left out; `max_pairs` subsamples each set;
+#   beside it), with unscored pairs left out; a parameter can subsample each set;
 # - sentence vectors: the mean of all token vectors of a layer, special tokens included: the
 #   pooling the sentence-transformers models were trained with, and our reading of the paper's
 #   "averaging all subword vectors that comprise a given sentence", which it attributes to
 #   {cite:t}`reimers2019sentence`, whose mean pooling covers every token the attention mask does,
-#   `[CLS]`/`[SEP]` included ({doc}`chapter 02 <02_outlier_neurons>` counts them likewise); `-p pool_special false` pools the
+#   `[CLS]`/`[SEP]` included ({doc}`chapter 02 <02_outlier_neurons>` counts them likewise); a parameter pools the
 #   sentence's own subwords only;
 # - **clipped**: zero, in every layer, the model's outlier set detected once by {doc}`chapter 02 <02_outlier_neurons>`,
-#   the same set as in chapters 06, 07 and 09 (the paper's protocol: one fixed set per model; `-p clip layer`: each layer's
-#   own flagged dimensions);
+#   the same set as in chapters 06, 07 and 09 (the paper's protocol: one fixed set per model; a parameter switches to
+#   each layer's own flagged dimensions);
 # - **whitened**: the thesis's whitening (§3.2.3): per layer, the mean and covariance of the *token* vectors of
-#   `n_fit` sentences of the STS-B **training** split (no scores are used), applied to the pooled sentence vectors of
+#   sentences of the STS-B **training** split (no scores are used; the first table says how many), applied to the pooled sentence vectors of
 #   every scored set. Nothing is fitted on the sentences that are scored;
 # - **whitened-sentences**: the sentence-level whitening of {cite:t}`su2021whitening`, fitted per layer on the
 #   mean-pooled vectors of the same training sentences. Su et al. fit it on the evaluation sentences themselves
@@ -71,8 +71,10 @@ from lib.experiments import sts, vector_variants
 
 specs, results = ch.begin("08_sts", profile, models)
 data = sts.inputs(datasets, max_pairs, n_fit, seed, variants)
-ch.show(sts.pairs_table(data), f"Scored sentence pairs used; the transforms are fitted on {len(data.fit_sentences):,} sentences of the STS-B training split")
 parameters = ch.parameters("08_sts", globals())
+
+# %% tags=["hide-input"]
+ch.show(sts.pairs_table(data), f"Scored sentence pairs used; the transforms are fitted on {len(data.fit_sentences):,} sentences of the STS-B training split")
 
 # %% [markdown]
 # ## Baseline: average GloVe (50-d)
@@ -84,6 +86,8 @@ parameters = ch.parameters("08_sts", globals())
 
 # %%
 baseline = sts.glove_baseline(data, results, parameters)
+
+# %% tags=["hide-input"]
 ch.show(
     baseline,
     "Average GloVe 6B 50-d (lower-cased, as the vectors are): Spearman × 100 and the share of tokens found in GloVe's vocabulary, "
@@ -97,17 +101,19 @@ ch.show(
 # %%
 settings = dict(profile=profile, clip=clip, pool_special=pool_special, device=device, dtype=dtype)
 runs = ch.each_model(sts.run, specs, data=data, results=results, parameters=parameters, **settings)
+
+# %% tags=["hide-input"]
 ch.say(vector_variants.clipping_note([r.clipping for r in runs.values()]))
 
 # %% [markdown]
 # ## Best layer per data set
 #
 # Spearman × 100, with the best layer in parentheses, as in the paper's tables; one row per data
-# set, one column per variant. The paper's table (labelled) has BERT-base and RoBERTa-base; the
+# set, one column per variant. The paper's table (the last one) has BERT-base and RoBERTa-base; the
 # offline models are not those models, so compare the direction of the changes (raw → clipped →
 # whitened), not the levels.
 
-# %%
+# %% tags=["hide-input"]
 ch.show_each(
     sts.best_tables(runs, data, baseline),
     "Ours, {name}: best Spearman × 100 (layer) per data set and variant, over the contextual layers; first column: averaged GloVe vectors",
@@ -127,11 +133,20 @@ ch.show(
     "whitened: Luo's thesis, Table 4.2 (paper)",
 )
 
-# %%
-sts.figure_by_layer(runs, data, results)
+# %% [markdown]
+# ## The effect by layer
+#
+# {numref}`fig-08-spearman-by-layer` shows every layer, not only the best: the raw vectors' score beside averaged GloVe,
+# and how far each variant moves it, with an interval from resampling the same pairs for both.
+
+# %% tags=["hide-input"]
+sts.figure_by_layer(runs, data, baseline, results)
 
 # %% tags=["hide-input"]
 ch.findings(sts.findings(runs, baseline))
+
+# %% tags=["hide-input"]
+ch.answer(sts.answer(runs, baseline))
 
 # %% [markdown]
 # The offline models were trained, after pre-training, precisely to make the cosine of
@@ -157,7 +172,7 @@ ch.findings(sts.findings(runs, baseline))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 best_vs_last = sts.best_vs_last(runs)
 ch.show(best_vs_last, "Raw vectors: the best layer against the last layer (Spearman × 100, this run)", precision=2)
 ch.say(sts.best_vs_last_answer(best_vs_last))
@@ -184,7 +199,7 @@ ch.say(sts.best_vs_last_answer(best_vs_last))
 # A Spearman correlation $\rho$ on $n$ pairs has, after Fisher's transform $z = \operatorname{artanh}\rho$, a standard error
 # of about $\sqrt{1.06/(n-3)}$ (Fieller, Hartley and Pearson). Around this run's scores:
 
-# %%
+# %% tags=["hide-input"]
 ch.show(sts.spread_at(runs, 300), "Expected spread of a 300-pair score around this run's raw last-layer score", precision=2)
 
 # %% [markdown]

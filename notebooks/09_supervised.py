@@ -11,10 +11,10 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Trains linear classifiers on frozen sentence vectors (SST-2, IMDB, SST-5) to see
-# whether clipping or whitening costs accuracy.
+# **Overview.** Does clipping the outlier dimensions, or whitening, cost a linear classifier on
+# frozen sentence vectors any accuracy?
 #
-# **Read or run first.** {doc}`06_clipping_whitening` (the three variants).
+# **Read or run first.** {doc}`06_clipping_whitening` (the variants).
 # :::
 #
 # If clipping helps similarity measures, does it remove information a classifier needs? Luo et
@@ -24,7 +24,7 @@
 # about half a point (Table 3). This chapter repeats that for raw and clipped vectors and adds
 # whitened ones.
 #
-# Set-up here (the protocol is `lib/experiments/supervised.py`):
+# Set-up here:
 #
 # - **SST-2** (GLUE phrases for training, the 872 development and 1,821 test sentences),
 #   **IMDB** (movie reviews; the offline copy has 20,000 training and 25,000 test reviews and no
@@ -35,18 +35,18 @@
 # - IMDB reviews are often longer than the model's 512-token limit; they are **truncated** to it
 #   (the extraction prints how many were cut).
 # - Sentence vectors: the mean of all token vectors of the layer, special tokens included
-#   (the pooling the paper cites, {cite:t}`reimers2019sentence`; see {doc}`chapter 08 <08_sts>`; `-p pool_special false`: the
+#   (the pooling the paper cites, {cite:t}`reimers2019sentence`; see {doc}`chapter 08 <08_sts>`; a parameter pools the
 #   sentence's own subword vectors only).
 #   Clipping zeroes, in every layer, the model's outlier set detected once by {doc}`chapter 02 <02_outlier_neurons>`,
-#   the same set as in chapters 06-08 (the paper's protocol; `-p clip layer`: each layer's own flagged dimensions).
-#   **whitened** is the thesis's whitening (§3.2.3): per layer, the mean and covariance of the *token* vectors of `n_fit`
-#   texts (the training sample and, where it is smaller, further training texts of the task used without their labels),
+#   the same set as in chapters 06-08 (the paper's protocol; a parameter switches to each layer's own flagged dimensions).
+#   **whitened** is the thesis's whitening (§3.2.3): per layer, the mean and covariance of the *token* vectors of the
+#   texts in the last column of the first table (the training sample and further training texts of the task, used without their labels),
 #   applied to the pooled sentence vectors. **whitened-sentences** is the sentence-level whitening of
 #   {cite:t}`su2021whitening`, fitted on the pooled vectors of the same texts. Nothing is fitted on development or test
 #   texts. A covariance of d dimensions estimated from n vectors has its smallest
 #   eigenvalues shrunk by about (1 − √(d/n))², and whitening divides by them: with IMDB's 400
 #   training reviews and MPNet's 768 dimensions sentence whitening would whiten noise, with 1,200 reviews the
-#   weakest direction is amplified about 5× too much rather than without bound (the `paper` profile
+#   weakest direction is amplified about 5× too much rather than without bound (the paper edition
 #   fits on whole training sets; each IMDB review costs MPNet about a quarter of a second here). Token whitening has
 #   hundreds of tokens per review to fit on.
 # - The classifier is the paper's W (no bias), fitted **to convergence** as a logistic regression
@@ -86,23 +86,27 @@ from lib.experiments import supervised, vector_variants
 specs, results = ch.begin("09_supervised", profile, models)
 wanted = vector_variants.requested(variants)
 data = supervised.task_data(globals())  # the samples by task, each size checked
-ch.show(supervised.samples_table(data), "Examples used per task (samples; see the parameters)")
 parameters = ch.parameters("09_supervised", globals())
 
+# %% tags=["hide-input"]
+ch.show(supervised.samples_table(data), "Examples used per task (samples; see the parameters)")
+
 # %%
-# a book build with several jobs extracts each model's and task's features ahead of the chapter (`lib.edition.features`); they come from the cache here
+# sentence vectors a parallel build extracted ahead of the chapter are read from its cache
 settings = dict(profile=profile, wanted=wanted, bias=bias, pool_special=pool_special, clip=clip, device=device, dtype=dtype)
 runs = ch.each_model(supervised.run, specs, data=data, results=results, parameters=parameters, **settings)
+
+# %% tags=["hide-input"]
 ch.say(vector_variants.clipping_note([r.clipping for r in runs.values()]))
 
 # %% [markdown]
 # ## Best accuracy per task
 #
-# `best test` is the paper's number (the best test accuracy over layers, layer in parentheses);
-# `test at best dev layer` chooses the layer on the development sample.
+# The best test accuracy is the paper's number (the best test accuracy over layers); the test accuracy at the best
+# development layer chooses the layer on the development sample instead, as a score should.
 
-# %%
-ch.show(supervised.summary_of(runs).drop(columns="spec"), "Ours: test accuracy (%) on the samples above", precision=1)
+# %% tags=["hide-input"]
+ch.show(supervised.summary_table(runs), "Ours: test accuracy (%) on the samples above", precision=1)
 ch.say(supervised.convergence_note(runs))
 ch.show_beside_paper(
     supervised.summary_of(runs),
@@ -114,18 +118,27 @@ ch.show_beside_paper(
     paper_caption="Luo et al. (2021) Table 3 (paper): BERT-base and RoBERTa-base, full training sets",
 )
 
-# %%
-supervised.figures_by_layer(runs, results)
+# %% [markdown]
+# ## The effect by layer
+#
+# For every layer, the raw vectors' test accuracy beside always answering the most frequent class, and how far each
+# variant moves it, paired over the same test examples.
+
+# %% tags=["hide-input"]
+supervised.figures_by_layer(runs, data, results)
 
 # %% tags=["hide-input"]
 ch.findings(supervised.findings(runs))
+
+# %% tags=["hide-input"]
+ch.answer(supervised.answer(runs))
 
 # %% [markdown]
 # A linear classifier can give any dimension as much or as little weight as it needs, so
 # zeroing two or three of several hundred dimensions should cost little unless those
 # dimensions carry the label; the paper's finding is that they do not. With samples of a few
-# hundred or thousand examples, differences of a point or two are within the noise (the
-# standard error of an accuracy near 85% on 400 test reviews is about 1.8 points).
+# hundred or thousand examples, differences of a point or two are within the noise: the
+# intervals in the figures above show how wide it is for each task.
 
 # %% [markdown]
 # ## Exercises
@@ -143,8 +156,12 @@ ch.findings(supervised.findings(runs))
 # :class: dropdown
 # :::
 
-# %%
-ch.show(supervised.dev_choice_gaps(runs, wanted), "Test accuracy of the layer chosen on dev, against the raw vectors (points, this run)", precision=2)
+# %% tags=["hide-input"]
+ch.show(
+    supervised.dev_choice_gaps(runs, wanted),
+    "Test accuracy of the layer chosen on the development sample, against the raw vectors (points, this run)",
+    precision=2,
+)
 
 # %% [markdown]
 # :::{solution-end}
@@ -155,7 +172,7 @@ ch.show(supervised.dev_choice_gaps(runs, wanted), "Test accuracy of the layer ch
 # :label: ex-09-regularisation
 #
 # Every classifier is fitted to convergence for seven L2 strengths and the development accuracy
-# picks one (column `C`, the inverse strength: small C, strong regularisation). Whitening gives
+# picks one (C is the inverse strength: small C, strong regularisation). Whitening gives
 # every direction unit variance, including the many weak directions that raw vectors barely use.
 # Before looking, predict whether whitened vectors are chosen with smaller or larger C than raw
 # ones, and why that would matter most for IMDB, which has the fewest training texts.
@@ -166,7 +183,7 @@ ch.show(supervised.dev_choice_gaps(runs, wanted), "Test accuracy of the layer ch
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.show(supervised.chosen_strengths(runs), "The inverse L2 strength C chosen on the development sample, over layers", precision=3)
 
 # %% [markdown]

@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Shows with a toy sphere and the models' input-embedding matrices that a shifted
-# cloud, not a narrow cone, explains the large first singular value.
+# **Overview.** Is the large first singular value of an embedding matrix the mark of a narrow cone, or of a
+# cloud shifted away from the origin?
 #
 # **Read or run first.** {doc}`01_anisotropy`; for the book's own models, run
 # {doc}`05_pretraining` first.
@@ -31,8 +31,6 @@
 # before and after centering (Figs. 5-6). Appendix A of the paper relates cosine regularisation
 # (the average cosine over all pairs of embeddings) to the mean unit vector; the last section
 # checks that identity numerically on the real matrices.
-#
-# The measurements of this chapter are `lib/experiments/common_direction.py`.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
@@ -62,9 +60,11 @@ parameters = ch.parameters("10_common_direction", globals())
 
 # %%
 sphere = common_direction.toy(shift_values, toy_points, seed)
+
+# %% tags=["hide-input"]
 results.table(sphere.table, common_direction.TOY_SPHERE, "toy", parameters=parameters)
 common_direction.figure_toy(sphere, results)
-ch.show(sphere.table, "Singular values of the shifted sphere: the gap grows with the shift although the shape is the same ball")
+ch.show(common_direction.toy_table(sphere), "Singular values of the shifted sphere: the gap grows with the shift although the shape is the same ball")
 
 # %% [markdown]
 # ## The embedding matrices, before and after centering
@@ -75,16 +75,17 @@ runs = ch.each_model(common_direction.run, specs, results=results, parameters=pa
 
 # %% [markdown]
 # Each panel projects a random sample of the vocabulary on the top two singular vectors of the
-# matrix as it is (raw) and after subtracting the mean (centered), coloured by the embedding's length;
-# the reference tokens of {doc}`chapter 11 <11_rare_words>` are ringed (BERT's never-trained `[unused]` tokens; for a
-# vocabulary without them, its last 1,000 ids, the rarest merges). The cross marks the origin
-# ({numref}`fig-10-embedding-planes`); {numref}`fig-10-spectra-and-norms` gives the singular values and the norms.
+# matrix as it is (raw) and after subtracting the mean (centered). The points are drawn faint, so that where they
+# crowd the cloud is darker; the outlines enclose half and 90% of the reference tokens of
+# {doc}`chapter 11 <11_rare_words>` (BERT's never-trained [unused] tokens; for a vocabulary without them, its last
+# 1,000 ids, the rarest merges). The cross marks the origin and the arrow runs from it to the centre of the cloud
+# ({numref}`fig-10-embedding-planes`); {numref}`fig-10-spectra-and-norms` gives the singular values and the lengths.
 
-# %%
+# %% tags=["hide-input"]
 common_direction.figure_planes(runs, results)
 common_direction.figure_spectra(runs, results)
 
-# %%
+# %% tags=["hide-input"]
 ch.show(common_direction.drift_table(runs), "The mean vector and the top of the spectrum, before and after centering")
 
 # %% [markdown]
@@ -97,14 +98,17 @@ ch.show(common_direction.drift_table(runs), "The mean vector and the top of the 
 #
 # with $\hat\mu$ the mean of the $n$ unit
 # vectors, so penalising it is penalising the length of the mean unit vector. Computed both
-# ways on each matrix (all rows, or `check_rows` of them; the brute force sums all n² cosines
+# ways on each matrix (on all its rows, or on a random sample of them; the brute force sums all n² cosines
 # in blocks):
 
-# %%
+# %% tags=["hide-input"]
 ch.show(common_direction.appendix_check(runs), "Average pairwise cosine: brute force vs the mean-unit-vector formula", precision=6)
 
 # %% tags=["hide-input"]
 ch.findings(common_direction.findings(runs))
+
+# %% tags=["hide-input"]
+ch.answer(common_direction.answer(runs))
 
 # %% [markdown]
 # ## Exercises
@@ -125,7 +129,7 @@ ch.findings(common_direction.findings(runs))
 # With $n$ points, $\sigma_1^2 \approx n(s^2 + 1/3)$ along the shift and $\sigma_2^2 \approx n/3$ across it, so
 # $\sigma_1/\sigma_2 \approx \sqrt{3s^2 + 1}$: the gap grows linearly with the shift while the shape stays a ball.
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
     common_direction.ratio_vs_formula(sphere, 8.0), f"The toy sphere of this chapter ({toy_points} points): measured ratio against the formula", precision=3
 )
@@ -148,7 +152,7 @@ ch.show(
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say("\n".join(common_direction.ranked_lines(runs)))
 
 # %% [markdown]

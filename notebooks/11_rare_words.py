@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Counts how few tokens cover most of a corpus and shows that rarely trained tokens
-# drift towards each other.
+# **Overview.** Do the tokens that training rarely or never updates drift together, away from the frequent ones,
+# and how few tokens cover most of a corpus?
 #
 # **Read or run first.** {doc}`10_common_direction`.
 # :::
@@ -26,15 +26,15 @@
 # 0.27 for the most frequent tokens to 0.63 for rare ones (Fig. 3, BERT-base-cased, bins of
 # 1,000 vocabulary indices).
 #
-# The measurements are `lib/experiments/rare_words.py`. Here the corpus is the book's pre-training corpus (Brown + Gutenberg, ~14 MB of text, read
-# through the data setting), tokenized with each model's own tokenizer. MiniLM keeps
+# Here the corpus is the book's pre-training corpus (texts of the Brown corpus and of Project Gutenberg; the part
+# this edition counts and its size are printed below), tokenized with each model's own tokenizer. MiniLM keeps
 # BERT-uncased's vocabulary, `[unused]` tokens included. For a vocabulary without them the paper
 # takes RoBERTa's last 1,000 tokens; in a byte-level BPE vocabulary those are the rarest merges,
 # ordinary tokens that did occur in training, so the book calls them *reference tokens* and keeps
 # "never trained" for tokens that truly never occurred: the `[unused]` tokens, and for the book's
 # own models ({doc}`chapter 05 <05_pretraining>`), the ids that never occur in the corpus they were trained on (when the
-# whole corpus is counted). The cosine is shown in bins of 1,000
-# tokens ordered two ways: by **vocabulary index** (the paper's axis; in BERT's WordPiece
+# whole corpus is counted). The cosine is shown in consecutive bins of tokens (the paper's hold 1,000)
+# ordered two ways: by **vocabulary index** (the paper's axis; in BERT's WordPiece
 # vocabulary later indices are roughly rarer) and by **frequency in our corpus**.
 
 # %% tags=["parameters"]
@@ -48,7 +48,6 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 
 # %%
 import lib.book.chapter as ch
-from lib.core import paper
 from lib.experiments import rare_words
 
 specs, results = ch.begin("11_rare_words", profile, models)
@@ -65,23 +64,26 @@ coverage = rare_words.coverage(runs, corpus, results, parameters)
 #
 # {numref}`fig-11-coverage` counts how many of the most frequent items it takes to cover a share of the corpus.
 
-# %%
+# %% tags=["hide-input"]
 rare_words.figure_coverage(runs, corpus, results)
 ch.show(coverage, "Items needed to cover 30%, 50% and 98% of the corpus (ours)", precision=0)
-ch.show(paper.table("bis2021", "coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
+ch.show(rare_words.paper_table("coverage_claims"), "Biš et al. (2021) §2.2 (paper): CNN/DailyMail with WordPiece")
 
 # %% [markdown]
 # ## Never-trained tokens and the rest of the vocabulary
 #
 # {numref}`fig-11-unused-cosine-by-index` and {numref}`fig-11-unused-cosine-by-frequency` compare the reference tokens with the rest of the vocabulary.
 
-# %%
+# %% tags=["hide-input"]
 rare_words.figure_by_index(runs, bin_size, results)
 rare_words.figure_by_frequency(runs, bin_size, results)
-ch.show(paper.table("bis2021", "unused_claims"), "Biš et al. (2021) §4.2, Fig. 3 (paper): BERT-base-cased")
+ch.show(rare_words.paper_table("unused_claims"), "Biš et al. (2021) §4.2, Fig. 3 (paper): BERT-base-cased, mean cosine by vocabulary index")
 
 # %% tags=["hide-input"]
 ch.findings(rare_words.findings(runs, coverage, bin_size))
+
+# %% tags=["hide-input"]
+ch.answer(rare_words.answer(runs, coverage, bin_size))
 
 # %% [markdown]
 # ## Exercises
@@ -99,7 +101,7 @@ ch.findings(rare_words.findings(runs, coverage, bin_size))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(rare_words.coverage_lines(coverage))
 
 # %% [markdown]
@@ -120,10 +122,10 @@ ch.say(rare_words.coverage_lines(coverage))
 # :class: dropdown
 # :::
 #
-# For the last model, the 500-token bins are computed here from the same matrix and
+# For the last model, bins of half the size are computed here from the same matrix and
 # corpus counts:
 
-# %%
+# %% tags=["hide-input"]
 ch.say(rare_words.bin_size_effect(runs, bin_size))
 
 # %% [markdown]

@@ -11,8 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Measures isotropy I(W), I2 and IsoScore of the input-embedding matrices before and
-# after centering, and their word-similarity scores.
+# **Overview.** Does centering make an input-embedding matrix isotropic, and does a more isotropic matrix score
+# better on word similarity?
 #
 # **Read or run first.** {doc}`10_common_direction` and {doc}`11_rare_words`.
 # :::
@@ -26,14 +26,14 @@
 # the matrix with the top D = ⌈d/100⌉ principal components also removed ("post-processing" of
 # {cite:t}`mu2018allbutthetop`). Centering alone brings most models close to 1 (Table 1).
 # {cite:t}`ding2022isotropy` call the same measure I1 and add I2, the standard deviation of $Z(c)$ over its mean (0 =
-# isotropic); IsoScore ({cite:t}`rudman2022isoscore`, the `isoscore` package) is a third measure, based on
+# isotropic); IsoScore ({cite:t}`rudman2022isoscore`, computed with its authors' package) is a third measure, based on
 # the spread of the covariance's eigenvalues. All three are shown side by side so readers can see
 # whether they agree. $Z(c)$ is computed in log space (log-sum-exp). An eigen-solver may return
 # either sign of an eigenvector, and neither paper fixes one; the book's convention is the largest entry positive. On a
 # raw matrix, whose cloud sits away from the origin, the value depends on that choice (the released code of Biš et al.
 # takes the signs the solver returns): the isotropy table gives, beside I1, the smallest and largest I1 that any choice
-# of signs allows (`I1_sign_low`, `I1_sign_high`), and the scorecard lets no verdict rest on where in that range a value
-# falls. After centering the range is narrow.
+# of signs allows, and the scorecard lets no verdict rest on where in that range a value falls. After centering the
+# range is narrow.
 #
 # Then the paper asks whether the more isotropic matrices are *better*: on five word-similarity
 # benchmarks (SimLex-999, MEN, WordSim353 similarity and relatedness, Stanford Rare Words), the
@@ -42,8 +42,6 @@
 # each embedding's norm, subtracted) and post-processed matrices (Tables 2-3). Pairs in which a
 # word is not a single token of the model's vocabulary are left out, so each model is scored on
 # its own subset; the table says how many pairs remain.
-#
-# The measurements of this chapter are `lib/experiments/isotropy_word_similarity.py`.
 
 # %% tags=["parameters"]
 profile = "default"  # names the results folder
@@ -54,13 +52,14 @@ dtype = "auto"  # "auto": float32 weights, matrix products in bf16 where the har
 
 # %%
 import lib.book.chapter as ch
-from lib.core import paper
 from lib.experiments import isotropy_word_similarity
 
 specs, results = ch.begin("12_isotropy_word_similarity", profile, models)
 benchmarks = isotropy_word_similarity.benchmarks()
-ch.show(isotropy_word_similarity.benchmarks_table(benchmarks), "Word-similarity benchmarks (pairs in the release)")
 parameters = ch.parameters("12_isotropy_word_similarity", globals())
+
+# %% tags=["hide-input"]
+ch.show(isotropy_word_similarity.benchmarks_table(benchmarks), "Word-similarity benchmarks (pairs in the release)")
 
 # %%
 runs = ch.each_model(isotropy_word_similarity.run, specs, labelled=benchmarks, results=results, parameters=parameters, device=device, dtype=dtype)
@@ -68,12 +67,14 @@ runs = ch.each_model(isotropy_word_similarity.run, specs, labelled=benchmarks, r
 # %% [markdown]
 # ## Isotropy before and after centering
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
-    isotropy_word_similarity.isotropy_of(runs),
-    "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and norm statistics",
+    isotropy_word_similarity.isotropy_view(runs),
+    "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and the lengths of its rows",
 )
-ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper): I(W) raw, centered (Wc), post-processed (Wr), and norms")
+ch.show(
+    isotropy_word_similarity.paper_table("isotropy"), "Biš et al. (2021) Table 1 (paper): I(W) raw, centered and post-processed, and the lengths of the rows"
+)
 
 # %% [markdown]
 # ## Word similarity
@@ -81,21 +82,26 @@ ch.show(paper.table("bis2021", "isotropy"), "Biš et al. (2021) Table 1 (paper):
 # Pearson × 100, per benchmark and averaged over the five (the paper's Table 2 reports the
 # average; {numref}`fig-12-word-similarity`). Pairs kept: both words are single tokens of the model.
 
-# %%
+# %% tags=["hide-input"]
 ch.show(isotropy_word_similarity.kept_table(runs), "Pairs kept per benchmark (both words single tokens)", precision=0)
 ch.show(
-    isotropy_word_similarity.average_table(runs),
-    "Ours: average Pearson × 100 over the five benchmarks (a benchmark with fewer than three kept pairs is left out of a model's average)",
+    isotropy_word_similarity.average_view(runs),
+    "Ours: average Pearson × 100 over the benchmarks, cosine and inner product (a benchmark with fewer than three kept pairs is left out)",
     precision=2,
 )
 ch.show(isotropy_word_similarity.cosine_table(runs), "Ours: Pearson × 100 with cosine, per benchmark", precision=2)
-ch.show(paper.table("bis2021", "word_similarity"), "Biš et al. (2021) Table 2 (paper): average Pearson × 100 (cosine, inner product)", precision=2)
+ch.show(
+    isotropy_word_similarity.paper_table("word_similarity"), "Biš et al. (2021) Table 2 (paper): average Pearson × 100 (cosine, inner product)", precision=2
+)
 
-# %%
+# %% tags=["hide-input"]
 isotropy_word_similarity.figure_word_similarity(runs, results)
 
 # %% tags=["hide-input"]
 ch.findings(isotropy_word_similarity.findings(runs))
+
+# %% tags=["hide-input"]
+ch.answer(isotropy_word_similarity.answer(runs))
 
 # %% [markdown]
 # I(W) and I2 look at the partition function along a handful of directions, IsoScore at the
@@ -119,7 +125,7 @@ ch.findings(isotropy_word_similarity.findings(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(isotropy_word_similarity.centering_lines(runs))
 
 # %% [markdown]
@@ -141,7 +147,7 @@ ch.say(isotropy_word_similarity.centering_lines(runs))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 last = list(runs.values())[-1]
 ch.show(isotropy_word_similarity.top_pc_removal(last), f"{last.name}: word similarity after removing the top D principal components (this run)", precision=2)
 

@@ -11,9 +11,8 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Fine-tunes on six GLUE tasks with three isotropy calibrations (CosReg, spectrum
-# control, a flow) and tests whether any of them helps. On a CPU the default edition runs the flow
-# and the uncalibrated runs only; every method runs in the gpu edition.
+# **Overview.** Does making the embeddings more isotropic while fine-tuning (CosReg, spectrum control, a flow)
+# improve the task score?
 #
 # **Read or run first.** {doc}`12_isotropy_word_similarity` (the I1 and I2 measures).
 # :::
@@ -41,20 +40,19 @@
 # seeds, two-sample t-tests (Welch's and the paper's Student's) against the uncalibrated runs, I1/I2 of W after fine-tuning
 # (the measures of {doc}`chapter 12 <12_isotropy_word_similarity>`), and the time per epoch. A run here takes a few dozen optimiser
 # steps rather than thousands, so the learning rate is 1e-4 instead of the paper's 2e-5 (the
-# `paper` profile keeps 2e-5; `-p lr 2e-5` shows what the small-step regime does to MiniLM).
-# The paper gives MRPC and WNLI 5 epochs instead of 3 because their training sets are small;
-# here every task trains on the same `n_train` examples, so all get 3 epochs and the same
-# number of steps (the `paper` profile keeps 5; `-p epochs_small 5` restores it here).
+# paper edition keeps 2e-5). The paper gives MRPC and WNLI 5 epochs instead of 3 because their training sets are
+# small; here every task trains on a sample of the same size, so all get 3 epochs and the same number of steps (the
+# paper edition keeps 5).
 #
 # **What this edition runs.** A regulariser on W needs thousands of optimiser steps to change W
 # (the runs record the share of its own penalty each one removed); a CPU run of a few dozen steps
 # removes a few percent, so its verdict on isotropy would be about the run length, not the method.
 # The default edition therefore runs what a CPU run can test, the flow's cost and score against the
-# uncalibrated runs (`methods = "none,flow"`), and starts W at the spectrum prior in the last
-# section to show the regime the paper reports. The full grid, every method on the GLUE training
-# sets, is the gpu edition's (`make book PROFILE=gpu`); `-p methods none,cosreg,spectrum-pol,spectrum-exp,flow`
-# runs it here too. The runs execute side by side, one CPU thread each, on the cores the rest of
-# the build leaves free (`workers = "cores"`); with a GPU, as processes sharing it, one per 8 GiB of its memory.
+# uncalibrated runs, and starts W at the spectrum prior in the last section to show the regime the paper reports. The
+# full grid, every method on the GLUE training sets, is the gpu edition's (`make book PROFILE=gpu`);
+# `python -m lib.edition.runner --chapters 13_isotropy_calibration -p methods none,cosreg,spectrum-pol,spectrum-exp,flow`
+# runs it here too. The runs execute side by side, one CPU thread each, on the cores the rest of the build leaves
+# free; with a GPU, as processes sharing it, one per 8 GiB of its memory.
 #
 # The paper's translation and summarisation experiments need models and data that are not
 # available offline; the last section shows how the same losses plug into a sequence-to-sequence
@@ -95,6 +93,8 @@ from lib.experiments import isotropy_calibration
 specs, results = ch.begin("13_isotropy_calibration", profile, models)
 setup = isotropy_calibration.inputs(specs, globals())  # the runs: models × tasks × methods × seeds, each checked
 parameters = ch.parameters("13_isotropy_calibration", globals())
+
+# %% tags=["hide-input"]
 ch.show(
     isotropy_calibration.samples_table(setup),
     "Training and development samples (MRPC is scored on the MSR test file; GLUE's MRPC dev ids are part of the MSR training file)",
@@ -107,16 +107,16 @@ runs = isotropy_calibration.run(setup, workers_spec=workers, results=results, pa
 # %% [markdown]
 # ## Scores, isotropy and time, by method
 #
-# Mean ± standard deviation over seeds. `p` is the two-sample t-test of a method's scores against
-# the uncalibrated runs of the same task without assuming equal variances (Welch), `p_student` the
-# same test with pooled variance (Student's, the paper's "two-sample t-test"); `significant` marks
-# Welch's p < 0.05 (better or worse: see the sign of the difference). A score of NaN means the model predicted the same value for
-# every example (Pearson is undefined), as in the paper's Table 1. Time per epoch is relative to
-# the uncalibrated runs of the same task.
-
+# Mean ± standard deviation over seeds. p (Welch) is the two-sample t-test of a method's scores against
+# the uncalibrated runs of the same task without assuming equal variances, p (Student) the same test with pooled
+# variance (the paper's "two-sample t-test"); the last column marks Welch's p < 0.05 (better or worse: see the sign of
+# the difference). A missing score (–) means the model predicted the same value for every example (Pearson is
+# undefined), as the paper's NaN in its Table 1. Time per epoch is relative to the uncalibrated runs of the same task.
 
 # %%
 summary = isotropy_calibration.summary(runs, results, parameters)
+
+# %% tags=["hide-input"]
 ch.show_each(
     isotropy_calibration.score_tables(summary), "{name}: GLUE dev score × 100 (mean ± std over seeds) and its difference from no calibration", precision=3
 )
@@ -134,6 +134,8 @@ ch.show_each(
 
 # %%
 step_times = isotropy_calibration.measure_step_times(setup, results, parameters, device=device, dtype=dtype)
+
+# %% tags=["hide-input"]
 ch.show_each(
     isotropy_calibration.step_tables(step_times),
     f"{{name}}: seconds per optimiser step (median of interleaved rounds on one batch of {batch_size} of the first task), "
@@ -144,7 +146,7 @@ ch.show_each(
 # %% tags=["hide-input"]
 ch.say(isotropy_calibration.multiple_tests_note(summary, seeds))
 
-# %%
+# %% tags=["hide-input"]
 isotropy_calibration.figures_summary(summary, setup, results)
 
 # %% [markdown]
@@ -154,7 +156,7 @@ isotropy_calibration.figures_summary(summary, setup, results)
 # paper's full training sets and BERT-base / RoBERTa-base / DistilBERT. `*` in the paper marks a
 # significant improvement over the uncalibrated model.
 
-# %%
+# %% tags=["hide-input"]
 ch.show(isotropy_calibration.paper_glue_table(), "Ding et al. (2022), Table 1 (paper): GLUE dev scores, mean ± std over 3 runs")
 ch.show(isotropy_calibration.paper_isotropy_table(), "Ding et al. (2022), Table 4 (paper): I1 of the embedding space after fine-tuning", precision=3)
 
@@ -165,9 +167,9 @@ ch.show(isotropy_calibration.paper_isotropy_table(), "Ding et al. (2022), Table 
 # the rows of an embedding matrix W. Their uncalibrated I1 differs by task (0.95 on STS-B, 0.93
 # on MNLI, 0.91 elsewhere) while the three models' token-embedding matrices differ entirely, so
 # their W is most likely the fine-tuned model's output embeddings of each task's data, not the
-# token-embedding matrix. The book therefore measures both after every run: `I1`/`I2` of the
-# token-embedding matrix, and `I1_context`/`I2_context` of the mean-pooled output embeddings of
-# the development examples (what the classifier sees). Neither is certain to be the paper's
+# token-embedding matrix. The book therefore measures both after every run: I1 and I2 of the
+# token-embedding matrix W, and of the mean-pooled output embeddings of the development examples (what the
+# classifier sees). Neither is certain to be the paper's
 # quantity, and the paper's own pairs cannot all be right: if every Z(c) lies within a factor I1
 # of the largest, their standard deviation over their mean cannot exceed $(1 - I_1)/(1 + I_1)$.
 
@@ -179,15 +181,16 @@ ch.say(isotropy_calibration.measured_space_note(summary))
 #
 # Each calibration method averaged over the tasks: the change in score against the uncalibrated
 # runs, how many tasks ended with an undefined score, how many changes are significant, I1 of the
-# output embeddings after fine-tuning against the uncalibrated runs' (`I1_output`: ours from the
-# development sentences, the paper's from its Table 4, which measures "the output embedding space"),
-# I1 of the token-embedding matrix W (ours only), and the time per epoch. Rows with source
-# `paper` are Ding et al.'s numbers from Tables 1 and 4 (the paper marks only significant
-# improvements, so its drops are unknown, and it reports a time ratio only for the flow on BERT);
-# rows with source `ours` were computed above.
+# output embeddings after fine-tuning against the uncalibrated runs' (ours from the development
+# sentences, the paper's from its Table 4, which measures "the output embedding space"), I1 of the token-embedding
+# matrix W (ours only), and the time per epoch. Rows from the paper are Ding et al.'s numbers from Tables 1 and 4
+# (the paper marks only significant improvements, so its drops are unknown, and it reports a time ratio only for the
+# flow on BERT); our rows were computed above.
 
 # %%
 overview = isotropy_calibration.overview(summary, setup, results, parameters)
+
+# %% tags=["hide-input"]
 ch.show(
     isotropy_calibration.scores_overview(overview),
     "Calibration methods averaged over tasks, scores: ours (computed here) and the paper's (Ding et al. 2022, Table 1)",
@@ -203,6 +206,9 @@ ch.show(
 lines = isotropy_calibration.findings(overview.ours, overview.theirs, runs, lr=lr, flow_layers=flow_layers, flow_hidden=flow_hidden)
 ch.findings(lines, title="What our run shows, next to the paper")
 
+# %% tags=["hide-input"]
+ch.answer(isotropy_calibration.answer(summary, runs, step_times))
+
 # %% [markdown]
 # ## Where the spectrum priors pull W
 #
@@ -215,10 +221,10 @@ ch.findings(lines, title="What our run shows, next to the paper")
 # pushes against), the fit can only reshape the rest of the spectrum; the last number of each line
 # shows how much I1 moved in this run. The paper
 # reports I1 ≈ 1.00 after spectrum control, which needs the top direction shrunk as well, that is a
-# prior whose c1 lies below σ1 (the paper does not give its constants; `spectrum_c2` and the γ
+# prior whose c1 lies below σ1 (the paper does not give its constants; the chapter's c2 and γ
 # parameters change the shape here, c1 is always σ1).
 
-# %%
+# %% tags=["hide-input"]
 ch.say(isotropy_calibration.spectrum_priors(setup, summary, results, device=device, dtype=dtype))
 
 # %% [markdown]
@@ -229,16 +235,16 @@ ch.say(isotropy_calibration.spectrum_priors(setup, summary, results, device=devi
 # $Z(c)$ tends to the vocabulary size as W shrinks, so I1 → 1 for any small enough W whatever its
 # shape. A prior whose first value c1 lies below σ1 shrinks W; how far it must lie below is the
 # question. The first table answers it without training: W moved onto the exponential prior
-# (its singular vectors kept, $U\,\mathrm{diag}(\text{prior})\,V^\top$) for each scale c1/σ1 of
-# `spectrum_scales`, with its I1, I2 and the ratio of its Frobenius norm to W's.
+# (its singular vectors kept, $U\,\mathrm{diag}(\text{prior})\,V^\top$) for each scale c1/σ1 this edition
+# sets, with its I1, I2 and the ratio of its Frobenius norm to W's.
 #
 # A few dozen Adam steps move each weight by about the learning rate per step, far too little to
 # reach such a prior (see the second exercise). The runs under the table therefore start where
-# spectrum control ends: W is set to the prior at each scale, then fine-tuned on `scale_task`
+# spectrum control ends: W is set to the prior at each scale, then fine-tuned on one of the GLUE tasks
 # with the spectrum penalty holding it there, with the same seeds as the main grid. This is the
 # regime the paper reports, reached by construction rather than by thousands of steps.
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
     isotropy_calibration.prior_targets(setup, device=device, dtype=dtype),
     "I1 and I2 of W moved onto the exponential prior at each scale (last row per model: W itself)",
@@ -249,10 +255,10 @@ ch.show(
 settings = dict(n_train=n_train, n_dev=n_dev, seed=seed, workers_spec=workers, device=device, dtype=dtype)
 sweep = isotropy_calibration.prior_scale_sweep(setup, results=results, parameters=parameters, **settings)
 
-# %%
+# %% tags=["hide-input"]
 ch.show(
     isotropy_calibration.sweep_table(sweep),
-    "The scale task fine-tuned from W at the prior of each scale c1/σ1 (last row per model: uncalibrated, from the pre-trained W)",
+    "The sweep's task fine-tuned from W at the prior of each scale c1/σ1 (last row per model: uncalibrated, from the pre-trained W)",
     precision=3,
 )
 ch.say(isotropy_calibration.sweep_lines(sweep, setup.sweep_task))
@@ -298,7 +304,7 @@ ch.say(isotropy_calibration.sweep_lines(sweep, setup.sweep_task))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.show(isotropy_calibration.significant_cells(summary), "Cells with p < 0.05 under Welch's or Student's test (this run)", precision=4)
 ch.say(isotropy_calibration.chance_note(summary))
 
@@ -320,7 +326,7 @@ ch.say(isotropy_calibration.chance_note(summary))
 # :class: dropdown
 # :::
 
-# %%
+# %% tags=["hide-input"]
 ch.say(isotropy_calibration.adam_bound_note(runs, summary, lr))
 
 # %% [markdown]

@@ -11,23 +11,19 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Tests every checkable claim of the three papers on the result tables that the
-# other chapters of this edition wrote, model by model, and says how sure each verdict is.
+# **Overview.** Tests every checkable claim of the three papers on this edition's result tables, model by model, and
+# says how sure each verdict is.
 #
-# **Read or run first.** The chapters it draws on ({doc}`01_anisotropy` to
-# {doc}`13_isotropy_calibration`); it runs last, so that their results exist.
+# **Read or run first.** The chapters it draws on, {doc}`01_anisotropy` to {doc}`13_isotropy_calibration`: it runs last.
 # :::
 #
-# The papers make claims; the chapters before this one measure the quantities the claims are
-# about. This chapter puts the two together: each claim that the book can check is tested on the
-# result tables this edition's chapters wrote, model by model, with a 95% interval over what was
-# sampled and a margin fixed before the data. The verdicts come first; the claims follow, grouped by
-# paper, each with the evidence behind its verdicts; how a verdict is reached is explained last.
+# Each claim is tested model by model, with a 95% interval over what was sampled and a margin fixed before the data:
+# first the verdicts, a table per paper; then each claim, what its verdict means for each model, and the evidence.
 
 # %% tags=["parameters"]
 profile = "default"  # the edition whose result tables are tested (its results folder)
 
-# %%
+# %% tags=["hide-input"]
 import lib.book.chapter as ch
 from lib.book import scorecard_view
 from lib.experiments import scorecard
@@ -38,65 +34,48 @@ card = scorecard.run(profile, results, parameters)
 
 # %% [markdown]
 # ## The verdicts at a glance
-#
-# One row per claim, one column per model: ✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive,
-# n/t not testable for that model, n/a not applicable to its model family, – not run. Each claim
-# links to its evidence table below, and each evidence table links back here.
 
-# %%
-ch.say(
-    scorecard_view.glance(
-        card,
-        scorecard_view.MARKS,
-        f"Claims × models in the {profile} edition (✓ holds, ◐ mixed, ✗ does not hold, ? inconclusive, n/t not testable, n/a not applicable, – not run)",
-    )
-)
-ch.show(scorecard.counts(card), "Verdicts per paper (one per claim and model; untestable and not-run claims once each)", precision=0)
+# %% tags=["remove-input"]
+ch.say(scorecard_view.legend() + "\n\n" + "\n\n".join(scorecard_view.matrix(card, key, "sec-14-untested") for key in dict.fromkeys(card["paper"])))
 
-# %% tags=["hide-input"]
-ch.findings(scorecard.findings(card), title="In this edition")
+# %% tags=["remove-cell"]
+ch.findings(scorecard.findings(card), title="In this edition")  # the page's summary gives them, at its end
 
 # %% [markdown]
-# ## The claims, paper by paper
-#
-# Per claim: its words, the effect it is about and the margin it is compared with, the paper's own
-# number and the table it comes from (in `results/<profile>/<model>/<chapter>/`); then per model the
-# verdict, our effect with its 95% interval in every layer, data set or task it was tested in, what
-# the control showed, the verdicts the same rule gives at a smaller and a larger margin ("the margin
-# decides" where they differ), and the p-value after Holm's correction where the verdict rests on one.
+# ## Luo, Kulmizev & Mao (2021): positional artefacts
+
+# %% tags=["remove-input", "page-text"]
+ch.say(scorecard_view.claim_sections(card, "luo2021"))
 
 # %% [markdown]
-# ### Luo, Kulmizev & Mao (2021): positional artefacts
+# ## Luo (2021): the thesis on anisotropy
 
-# %% tags=["hide-input"]
-ch.say("\n\n".join(scorecard_view.claim_tables(card, "luo2021")))
-
-# %% [markdown]
-# ### Luo (2021): the thesis on anisotropy
-
-# %% tags=["hide-input"]
-ch.say("\n\n".join(scorecard_view.claim_tables(card, "luo2021_thesis")))
+# %% tags=["remove-input", "page-text"]
+ch.say(scorecard_view.claim_sections(card, "luo2021_thesis"))
 
 # %% [markdown]
-# ### Biš, Podkorytov & Liu (2021): too much in common
+# ## Biš, Podkorytov & Liu (2021): too much in common
 
-# %% tags=["hide-input"]
-ch.say("\n\n".join(scorecard_view.claim_tables(card, "bis2021")))
-
-# %% [markdown]
-# ### Ding et al. (2022): isotropy calibration
-
-# %% tags=["hide-input"]
-ch.say("\n\n".join(scorecard_view.claim_tables(card, "ding2022")))
+# %% tags=["remove-input", "page-text"]
+ch.say(scorecard_view.claim_sections(card, "bis2021"))
 
 # %% [markdown]
-# ## Claims the book cannot test, or has not run
+# ## Ding et al. (2022): isotropy calibration
 
-# %% tags=["hide-input"]
-ch.say(scorecard.untested_lines(card))
+# %% tags=["remove-input", "page-text"]
+ch.say(scorecard_view.claim_sections(card, "ding2022"))
+
+# %% [markdown]
+# (sec-14-untested)=
+# ## Claims without a verdict
+
+# %% tags=["remove-input"]
+ch.say(f"::::{{dropdown}} Each claim, and why it has no verdict on a model\n\n{scorecard.untested_lines(card)}\n::::")
 
 # %% [markdown]
 # ## How a verdict is reached
+#
+# ::::{dropdown} The rules: margins, intervals, controls, and the correction for many tests
 #
 # Each claim of {cite:t}`luo2021positional`, Luo's thesis {cite:p}`luo2021thesis`,
 # {cite:t}`bis2021too` and {cite:t}`ding2022isotropy` that the book can check is listed in
@@ -141,7 +120,8 @@ ch.say(scorecard.untested_lines(card))
 # book trained itself (the `paper` profile adds BERT-base and RoBERTa-base for readers who can
 # download them). A claim that does not hold for a sentence-transformer is not refuted for
 # BERT-base; it says the pattern is not universal. The paper's own number sits beside each
-# verdict, in the column labelled "paper"; the verdict is about the pattern on our models.
+# verdict, in its evidence; the verdict is about the pattern on our models.
+# ::::
 
 # %% [markdown]
 # ## Exercises
@@ -149,9 +129,8 @@ ch.say(scorecard.untested_lines(card))
 # :::{exercise} Where the models disagree
 # :label: ex-14-read
 #
-# Find the claims whose verdict differs between models. For each, look up what differs between
-# those models (architecture, training objective, size) in the introduction and the chapter the
-# claim comes from, and propose which difference could explain the split.
+# Find the claims whose verdict differs between models. For each, look up what differs between those models
+# (architecture, training objective, size) and propose which difference could explain the split.
 # :::
 
 # %% [markdown]
@@ -178,9 +157,9 @@ ch.show(
 # :::{exercise} How much does a verdict depend on its margin?
 # :label: ex-14-threshold
 #
-# Each rule compares an effect with one margin, with its reason in `lib/experiments/claims.yaml`.
-# Re-evaluate the claim `luo2021/extreme-dimension` with a margin of 40% instead of 50% and say
-# which verdicts change. Is the verdict robust if a small change of margin flips it?
+# Re-evaluate the claim that one dimension is the extreme of most contextual token vectors (`luo2021/extreme-dimension`
+# in `lib/experiments/claims.yaml`) at a margin of 40% instead of 50%. Which verdicts change, and is a verdict robust if
+# so small a change flips it?
 # :::
 
 # %% [markdown]
@@ -189,7 +168,8 @@ ch.show(
 # :::
 
 # %%
-ch.show(scorecard.at_margins(profile, "luo2021/extreme-dimension", 40.0), "luo2021/extreme-dimension at two margins", precision=1)
+claim = "luo2021/extreme-dimension"
+ch.show(scorecard.at_margins(profile, claim, 40.0), f"{card.loc[card['claim_id'] == claim, 'claim'].iloc[0]} Its verdicts at two margins", precision=1)
 
 # %% [markdown]
 # A verdict that flips between 40% and 50% rests on a share whose interval reaches across both

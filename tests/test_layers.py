@@ -146,7 +146,7 @@ def test_editing_a_figure_executes_its_chapter_only(tree):
 
 
 def test_editing_a_rule_executes_its_chapter_and_the_scorecard(tree):
-    changed = _executed_after(tree, "lib/experiments/sts.py", '"data sets")', '"data sets (edited)")')
+    changed = _executed_after(tree, "lib/experiments/sts.py", 'gaps.values()), "data sets")', 'gaps.values()), "data sets (edited)")')  # a rule
     assert changed == ["08_sts", "14_scorecard"]
 
 

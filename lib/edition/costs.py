@@ -31,6 +31,7 @@ HEADER = (
     "# Builds write their times to _build/<profile>/costs.yaml; `make costs PROFILE=<profile>` copies them here.\n"
 )
 MEASURED_HEADER = "# Seconds each chapter took when this machine's builds last executed it; `make costs` commits them to profiles/costs.\n"
+BUILD_STARTED = "BOOK_BUILD_STARTED"  # set by a build: work cached since then is this build's, not earlier work
 STAMPS = ("build", "finished")  # a time's build (when it started) and the end of the job, UTC: the build report's wall time
 
 
@@ -110,9 +111,7 @@ def record(profile: str, chapter: str, seconds: float, where: str) -> None:
 
 
 def build_stamps() -> dict[str, str]:
-    """When the build running now started (`execute.BUILD_STARTED`) and now, UTC, as `STAMPS`; none outside a build."""
-    from .execute import BUILD_STARTED  # imported here: execute imports this module
-
+    """When the build running now started (`BUILD_STARTED`) and now, UTC, as `STAMPS`; none outside a build."""
     started = os.environ.get(BUILD_STARTED)
     if not started:
         return {}

@@ -23,11 +23,9 @@ from ..io import replace_folders, sha256, write_atomic
 from ..settings import STAGING, results_dir
 from . import cache, costs
 from .commit import commit, now
+from .costs import BUILD_STARTED
 from .folders import Edition
 from .vouching import vouched_outputs
-
-BUILD_STARTED = "BOOK_BUILD_STARTED"  # set by a build: work cached since then is this build's, not earlier work
-
 
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 

@@ -74,6 +74,7 @@ def _staged_notebook(
         exercises.strip_solutions(nb)
     if vector:
         _vector_figures(nb, entry)
+    _as_page_text(nb)
     tables.label_tables(nb, chapter)
     if not vector:  # the pages: a model per tab; print keeps them in sequence, with vector figures
         tabs.group(nb, source / "book" / "chapters" / tabs.FOLDER, write_bytes_if_changed)
@@ -106,6 +107,27 @@ def _staged_notebook(
         exercises_at -= 1  # before the result tables' links
     nb.cells.insert(exercises_at, nbformat.v4.new_markdown_cell(closing, id="page-summary"))  # a fixed id: unchanged pages stay unchanged
     return hide_paths(nbformat.writes(nb))
+
+
+PAGE_TEXT = "page-text"  # the tag of a code cell whose Markdown output is the page's own text (chapter 14's claims, each a section)
+
+
+def _as_page_text(nb: nbformat.NotebookNode) -> None:
+    """Each code cell tagged `PAGE_TEXT` followed by its Markdown outputs as markdown cells of the page, so that their
+    headings are sections (in the page's contents and its search); a cell left without outputs is removed from the page
+    (myst-nb renders a heading inside an output as a rubric, outside the document's structure)."""
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or PAGE_TEXT not in tags:
+            continue
+        texts = [o["data"]["text/markdown"] for o in cell.get("outputs", []) if "text/markdown" in o.get("data", {})]
+        cell.outputs = [o for o in cell.outputs if "text/markdown" not in o.get("data", {})]
+        if not cell.outputs:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+        cells += [nbformat.v4.new_markdown_cell(text, id=f"{cell.get('id', 'cell')}-text-{i}") for i, text in enumerate(texts)]
+    nb.cells = cells
 
 
 def _lifted(nb: nbformat.NotebookNode, key: str) -> str:

@@ -24,7 +24,7 @@ from ..measure import geometry, inference
 from . import figure_kinds, outlier_set, vector_variants
 from .cells import plus_minus
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
+from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED, rounded
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, Unit, contextual, from_units, unit
 
 CHAPTER = chapter("06_clipping_whitening", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
@@ -237,31 +237,53 @@ def run(
 
 
 def transforms_note(runs: dict[str, Geometry], clip: str, n_fit: int) -> str:
-    """What is clipped (each model's outlier set) and what the whitening is fitted on."""
+    """What is clipped (each model's outlier set), what the whitening is fitted on, and how many directions without
+    variance it left out."""
+    dropped = []
+    for name, r in runs.items():
+        w = r.table[r.table["variant"] == WHITENED].set_index("layer")["whitening_dropped_components"]
+        left = ", ".join(f"{int(n)} in layer {layer}" for layer, n in w.items() if n > 0)
+        dropped.append(f"{name}: {left}" if left else f"{name}: none")
     return (
         "**What is clipped and what is whitened.** Clipping zeroes each model's outlier set"
         + (" in every layer" if clip == "model" else ", per layer, the dimensions flagged in that layer")
         + ":\n\n"
         + "\n".join(f"- {r.clipping.describe()}" for r in runs.values())
-        + f"\n\nWhitening is fitted per layer on the token vectors of {n_fit:,} other SST-2 training sentences (the thesis's token-level whitening)."
+        + f"\n\nWhitening is fitted per layer on the token vectors of {n_fit:,} other SST-2 training sentences (the thesis's token-level whitening). "
+        + "Directions without variance it leaves out: "
+        + "; ".join(dropped)
+        + "."
     )
 
 
 def figure_variants(runs: dict[str, Geometry], results: Writer) -> None:
+    """Anisotropy and self-similarity minus anisotropy by layer for every variant, one row per model."""
     fig = vector_variants.variants_by_layer(
         {n: r.table for n, r in runs.items()},
         ["mean_cosine", "self_similarity_minus_anisotropy"],
         ["average cosine of random token pairs", "self-similarity − anisotropy"],
     )
+    said = []
+    for name, r in runs.items():
+        ctx = r.table[r.table["layer"] >= 1]
+        cos = ctx.pivot(index="layer", columns="variant", values="mean_cosine")
+        ss = ctx.pivot(index="layer", columns="variant", values="self_similarity_minus_anisotropy")
+        said.append(
+            f"{name}: the highest random-pair cosine is {rounded(cos[RAW].max())} raw and {rounded(cos[CLIPPED].max())} clipped, zeroing random "
+            f"dimensions moves it by at most {rounded((cos[CLIPPED_RANDOM] - cos[RAW]).abs().max())}, whitening keeps it within "
+            f"{rounded(cos[WHITENED].abs().max())} of zero, and self-similarity minus anisotropy is higher clipped than raw in "
+            f"{int((ss[CLIPPED] > ss[RAW]).sum())} of {len(ss)} layers"
+        )
+    alt = "Over the contextual layers, " + "; ".join(said) + "."
     caption = "Anisotropy and self-similarity minus anisotropy by layer, for the raw, clipped, randomly clipped (control) and whitened vectors."
-    results.figure(fig, "anisotropy_self_similarity", caption)
+    results.figure(fig, "anisotropy_self_similarity", caption, alt=alt)
 
 
 def variant_tables(runs: dict[str, Geometry]) -> dict[str, pd.DataFrame]:
     """Per model: anisotropy and self-similarity minus anisotropy by layer, one column per variant."""
     out = {}
     for name, r in runs.items():
-        wide = r.table.pivot(index="layer", columns="variant", values=["mean_cosine", "self_similarity_minus_anisotropy"])
+        wide = r.table.pivot(index="layer", columns="variant", values=["mean_cosine", "self_similarity_minus_anisotropy"]).round(3) + 0.0  # + 0.0: no -0.000
         wide.columns = [f"{'cosine' if m == 'mean_cosine' else 'self-sim − aniso'}, {v}" for m, v in wide.columns]
         out[name] = wide.reset_index()
     return out
@@ -272,8 +294,10 @@ def versus_random_tables(runs: dict[str, Geometry]) -> dict[str, pd.DataFrame]:
     return {
         name: r.versus_random[["layer", "raw_mean_cosine"]].assign(
             **{
-                "cosine drop vs random": plus_minus(r.versus_random["cosine_drop"], r.versus_random["cosine_drop_ci95"], 3),
-                "self-sim − aniso gain vs random": plus_minus(r.versus_random["self_similarity_gain"], r.versus_random["self_similarity_gain_ci95"], 3),
+                "cosine drop beyond random dims": plus_minus(r.versus_random["cosine_drop"].round(3) + 0.0, r.versus_random["cosine_drop_ci95"], 3),
+                "self-sim − aniso gain beyond random dims": plus_minus(
+                    r.versus_random["self_similarity_gain"].round(3) + 0.0, r.versus_random["self_similarity_gain_ci95"], 3
+                ),
             }
         )
         for name, r in runs.items()
@@ -286,7 +310,13 @@ def figure_whitening_planes(runs: dict[str, Geometry], seed: int, results: Write
         for shown, new in zip((views, positions, special), plane_views(r, name, seed)):
             shown.update(new)
     fig = figure_kinds.plane_views(views, positions, "position in sentence", special=special)
-    results.figure(fig, "pca_before_after_whitening", "Token vectors on their first two principal components before and after whitening, coloured by position.")
+    alt = "; ".join(
+        f"{key}: the mean vector is {view.mean_vector_norm_ratio:.2f} times the average vector's length and the first two components hold "
+        f"{100 * view.explained[0]:.1f}% and {100 * view.explained[1]:.1f}% of the variance"
+        for key, view in views.items()
+    )
+    caption = "Token vectors on their first two principal components before and after whitening, coloured by position."
+    results.figure(fig, "pca_before_after_whitening", caption, alt=f"Last layer, {alt}.")
 
 
 def findings(runs: dict[str, Geometry]) -> list[str]:
@@ -297,27 +327,64 @@ def findings(runs: dict[str, Geometry]) -> list[str]:
         ctx = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="mean_cosine")
         ss = t[t["layer"] >= 1].pivot(index="layer", columns="variant", values="self_similarity_minus_anisotropy")
         drop = ctx["raw"] - ctx["clipped"]
+        cos, s = ctx.mean().map(rounded), ss.mean().map(rounded)
         lines.append(
-            f"- **{name}**: over the contextual layers, mean random-pair cosine {ctx['raw'].mean():.3f} raw, {ctx['clipped'].mean():.3f} clipped, "
-            f"{ctx['clipped-random'].mean():.3f} with as many random dimensions zeroed, "
-            f"{ctx['whitened'].mean():.3f} whitened (largest drop from clipping {drop.max():.3f}, layer {int(drop.idxmax())}). "
+            f"- **{name}**: over the contextual layers, mean random-pair cosine {cos['raw']} raw, {cos['clipped']} clipped, "
+            f"{cos['clipped-random']} with as many random dimensions zeroed, "
+            f"{cos['whitened']} whitened (largest drop from clipping {rounded(drop.max())}, layer {int(drop.idxmax())}). "
             f"Self-similarity − anisotropy is higher after clipping than raw in {int((ss['clipped'] > ss['raw']).sum())} of {len(ss)} layers "
-            f"(mean {ss['raw'].mean():.3f} raw, {ss['clipped'].mean():.3f} clipped, {ss['whitened'].mean():.3f} whitened)."
+            f"(mean {s['raw']} raw, {s['clipped']} clipped, {s['whitened']} whitened)."
         )
     return lines
+
+
+def answer(runs: dict[str, Geometry]) -> list[str]:
+    """The chapter's answer: in how many of the layers where the clipped dimensions are outliers clipping lowers the
+    random-pair cosine and raises self-similarity minus anisotropy beyond zeroing as many random dimensions (95%
+    intervals; the largest effect and its layer), and how close whitening brings the cosine to zero."""
+    tested = {name: r.versus_random[r.versus_random["outliers_here"].astype(bool)] for name, r in runs.items()}
+    tested = {name: t for name, t in tested.items() if len(t)}
+
+    def beyond(column: str) -> tuple[str, str]:
+        """In how many layers per model the effect's interval is above zero, and the largest effect with its layer."""
+        counts = vector_variants.listed([f"{int((t[column] - t[f'{column}_ci95'] > 0).sum())} of {len(t)}" for t in tested.values()])
+        tops = [t.loc[t[column].idxmax()] for t in tested.values()]
+        return counts, vector_variants.listed([f"{top[column]:.3f} ± {top[f'{column}_ci95']:.3f} in layer {int(top['layer'])}" for top in tops])
+
+    whitened = {name: contextual_whitened(r) for name, r in runs.items()}
+    near = rounded(max(float(w["mean_cosine"].abs().max()) for w in whitened.values()))
+    lines = [f"Whitening keeps the mean cosine of random token pairs within {near} of zero in every contextual layer, as it is built to."]
+    if not tested:
+        return ["No model has a layer where its clipped dimensions are outliers: there is nothing for clipping to remove.", *lines]
+    first = next(iter(tested.values()))
+    (drops, largest), (gains, most) = beyond("cosine_drop"), beyond("self_similarity_gain")
+    return [
+        f"Clipping the outlier dimensions lowers the mean cosine of random token pairs more than zeroing as many random dimensions does in "
+        f"{drops} layers where they are outliers ({vector_variants.listed(list(tested))}; largest drops {largest}, 95% intervals over "
+        f"{int(first['pairs'].iloc[0]):,} pairs).",
+        f"It raises self-similarity minus anisotropy beyond that control in {gains} of those layers (largest gains {most}; "
+        f"{int(first['words'].iloc[0]):,} words).",
+        *lines,
+    ]
+
+
+def contextual_whitened(run: Geometry) -> pd.DataFrame:
+    """The whitened vectors' rows of the geometry table, contextual layers only."""
+    return run.table[(run.table["variant"] == WHITENED) & (run.table["layer"] >= 1)]
 
 
 def whitened_covers_zero(runs: dict[str, Geometry]) -> str:
     """Exercise ex-06-read: in how many contextual layers the whitened cosine's 95% interval contains zero."""
     lines = []
     for name, r in runs.items():
-        w = r.table[(r.table["variant"] == "whitened") & (r.table["layer"] >= 1)]
+        w = contextual_whitened(r)
         covers = ((w["mean_cosine"] - w["ci95"]) <= 0) & (0 <= (w["mean_cosine"] + w["ci95"]))
         lines.append(
-            f"- **{name}**: the interval contains 0 in {int(covers.sum())} of {len(w)} contextual layers (largest |mean| {w['mean_cosine'].abs().max():.4f})."
+            f"- **{name}**: the interval contains 0 in {int(covers.sum())} of {len(w)} contextual layers (largest distance from 0: "
+            f"{rounded(w['mean_cosine'].abs().max())})."
         )
     return (
-        "\n".join(lines) + "\n\nThe whitening was fitted on other sentences (`n_fit`) than the ones measured, so their mean is not exactly the "
+        "\n".join(lines) + "\n\nThe whitening was fitted on other sentences than the ones measured, so their mean is not exactly the "
         "fitted mean; the small remaining cosine is that sampling difference."
     )
 

@@ -9,7 +9,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
@@ -29,8 +28,9 @@ from ..provenance import record
 from ..settings import autocast_precision, pick_device
 from ..train import calibration, finetune, workers
 from ..train.finetune import METHODS, FinetuneConfig, cached_run, step_times
+from . import plotting
 from .cells import plus_minus
-from .plotting import COLORS, PAGE_WIDTH
+from .plotting import COLORS
 from .verdicts import FAILS, MIXED, NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
 
 CHAPTER = chapter(
@@ -42,49 +42,65 @@ CHAPTER = chapter(
 )
 
 
-def calibration_summary(summary: pd.DataFrame, methods: list[str]):
-    """Per calibration method: score change vs no calibration by task (mean ± std of the method's runs),
-    I1 of W after fine-tuning, and time per epoch relative to no calibration."""
+EFFECTS = (  # the measures Fig. 13.1 shows as differences from the uncalibrated runs: (mean, std, runs that measured it, label)
+    ("score_mean", "score_std", "scored_runs", "task score (points)"),
+    ("I1_mean", "I1_std", "runs", "I1 of W"),
+    ("I2_mean", "I2_std", "runs", "I2 of W"),
+)
+
+
+def method_color(method: str) -> str:
+    """A calibration method's colour, the same in every figure (the uncalibrated runs would take the first)."""
+    return COLORS[METHODS.index(method)]
+
+
+def calibration_effects(summary: pd.DataFrame, methods: list[str]):
+    """One model's calibrations against the uncalibrated runs, by task: the difference in task score and in I1 and I2 of
+    W, each with its 95% Welch interval over seeds (`welch_cells`), and a zero line."""
     tasks = list(dict.fromkeys(summary["task"]))
-    fig = plt.figure(figsize=(PAGE_WIDTH, 7.5))  # the tasks' bars across the top, isotropy and cost below
-    grid = fig.add_gridspec(2, 2, height_ratios=[1.1, 1])
-    axes = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])]
-    width = 0.8 / max(1, len(methods))
-    for i, (method, color) in enumerate(zip(methods, COLORS)):
-        rows = summary[summary["method"] == method].set_index("task").reindex(tasks)
-        x = np.arange(len(tasks)) + (i - (len(methods) - 1) / 2) * width
-        axes[0].bar(x, rows["difference"], width, yerr=rows["score_std"], color=color, label=method, capsize=2)
-    axes[0].axhline(0, color="grey", lw=0.8)
-    axes[0].set_xticks(np.arange(len(tasks)), tasks)
-    axes[0].set(ylabel="score − uncalibrated score (points)", title="Task score change (error bar: std over seeds)")
-    axes[0].legend(frameon=False, fontsize=8, ncol=min(3, len(methods)), loc="lower left")
-    by_method = summary.groupby("method", sort=False)[["I1_mean", "time_ratio"]].mean().reindex(methods)
-    positions = np.arange(len(methods))
-    axes[1].scatter(positions, by_method["I1_mean"], s=80, color=COLORS[: len(methods)], zorder=3)
-    for x, value in zip(positions, by_method["I1_mean"]):
-        axes[1].annotate(f"{value:.3f}", (x, value), textcoords="offset points", xytext=(0, 8), ha="center", va="bottom", rotation=90, fontsize=8)
-    low, high = float(np.nanmin(by_method["I1_mean"])), float(np.nanmax(by_method["I1_mean"]))
-    bottom = max(0.0, low - 0.1)
-    top = max(1.02, high + 0.35 * (1.02 - bottom))  # room for the upright labels
-    axes[1].set(ylabel="I1 of W (1 = isotropic)", title="Isotropy after fine-tuning", ylim=(bottom, top))
-    axes[2].bar(positions, by_method["time_ratio"], color=COLORS[: len(methods)])
-    axes[2].axhline(1, color="grey", lw=0.8)
-    axes[2].set(ylabel="× time per epoch of no calibration", title="Cost")
-    for ax in axes[1:]:
-        ax.set_xticks(positions, methods, rotation=35, ha="right")
-    fig.tight_layout()
+    calibrated = [m for m in methods if m != "none"]
+    fig, axes = plotting.grid(len(EFFECTS), columns=1, panel_height=2.3, sharex=True)
+    for ax, (value, spread, runs, label) in zip(axes, EFFECTS):
+        cells = welch_cells(summary, value, spread, runs)
+        for i, method in enumerate(calibrated):
+            found = [cells.get((task, method)) for task in tasks]
+            estimate, low, high = ([getattr(e, k) if e else np.nan for e in found] for k in ("value", "low", "high"))
+            x = np.arange(len(tasks)) + (i - (len(calibrated) - 1) / 2) * 0.1
+            plotting.differences(ax, x, estimate, low, high, method, method_color(method))
+            ax.containers[-1].lines[0].set_linestyle("")  # the tasks are not in an order: no line between them
+        ax.set(ylabel=f"{label}:\nminus uncalibrated")
+    axes[-1].set(xticks=np.arange(len(tasks)), xticklabels=tasks, xlim=(-0.5, len(tasks) - 0.5))
+    plotting.legend_above(fig, axes[0])
     return fig
+
+
+def effects_text(summary: pd.DataFrame, methods: list[str]) -> str:
+    """What Fig. 13.1 shows, in words: per calibration, the range of its score change over tasks, how many of its
+    intervals clear zero, and the largest change in I1 and I2 of W."""
+    parts = []
+    for method in (m for m in methods if m != "none"):
+        score = {t: e for (t, m), e in welch_cells(summary, *EFFECTS[0][:3]).items() if m == method}
+        moved = [max((abs(e.value) for (_, m), e in welch_cells(summary, *measure[:3]).items() if m == method), default=np.nan) for measure in EFFECTS[1:]]
+        if not score:
+            parts.append(f"{method}: no task with two seeds on each side")
+            continue
+        values = [e.value for e in score.values()]
+        clear = sum(e.low > 0 or e.high < 0 for e in score.values())
+        parts.append(
+            f"{method}: score {_span(_signed(min(values), 1), _signed(max(values), 1))} points by task, {clear} of {len(score)} intervals clear of zero; "
+            f"I1 of W moves by {_at_most(moved[0], 3)}, I2 by {_at_most(moved[1], 4)}"
+        )
+    return "; ".join(parts) + "."
 
 
 def spectrum_targets(curves: dict[str, dict[str, np.ndarray]]):
     """Per model: the singular values of W (first curve) and the spectrum-control priors they are pulled towards (log-log)."""
-    fig, axes = plt.subplots(1, len(curves), figsize=(5.8 * len(curves), 4.3), squeeze=False)
-    for (name, lines), ax in zip(curves.items(), axes[0]):
+    fig, axes = plotting.grid(len(curves), columns=2, panel_height=3.6)
+    for (name, lines), ax in zip(curves.items(), axes):
         for (label, values), style in zip(lines.items(), ["-", "--", ":"]):
             ax.plot(np.arange(1, len(values) + 1), values, style, lw=2, label=label)
         ax.set(xscale="log", yscale="log", xlabel="index k", ylabel=r"singular value $\sigma_k$", title=f"{name}: W and the spectrum priors")
-        ax.legend(frameon=False)
-    fig.tight_layout()
+    plotting.legend_above(fig, axes[0])
     return fig
 
 
@@ -133,18 +149,48 @@ def not_in_this_edition(what: str) -> Outcome:
     return Outcome(UNTESTABLE, f"not testable at this scale: this edition runs no {what} (on a CPU its runs are too short to act on W); {GPU_EDITION}")
 
 
-def _calibration_cells(tables: Tables, model: str, claim: Claim, value: str, spread: str, runs: str = "runs") -> dict[tuple[str, str], Estimate]:
-    """Per (task, method) the Welch difference method − uncalibrated of one measured column over seeds (`runs`: the
-    column counting the seeds that measured it; a score undefined in a run is not counted)."""
-    t = tables.read(model, claim.chapter, claim.table)
+def welch_cells(t: pd.DataFrame, value: str, spread: str, runs: str = "runs") -> dict[tuple[str, str], Estimate]:
+    """Per (task, method) of one model's summary table, the Welch difference method − uncalibrated of one measured
+    column over seeds (`runs`: the column counting the seeds that measured it; a score undefined in a run is not
+    counted); cells with fewer than two such seeds on either side are left out."""
     base = t[t["method"] == "none"].set_index("task")
     cells = {}
     for r in t[t["method"] != "none"].itertuples():
+        if r.task not in base.index:
+            continue
         b = base.loc[r.task]
         n, n_base = int(getattr(r, runs)), int(b[runs])
         if n >= 2 and n_base >= 2:
             cells[(r.task, r.method)] = inference.welch(getattr(r, value), getattr(r, spread), n, b[value], b[spread], n_base, "seeds")
     return cells
+
+
+def _calibration_cells(tables: Tables, model: str, claim: Claim, value: str, spread: str, runs: str = "runs") -> dict[tuple[str, str], Estimate]:
+    """`welch_cells` of the claim's table for the model."""
+    return welch_cells(tables.read(model, claim.chapter, claim.table), value, spread, runs)
+
+
+def _signed(value: float, digits: int = 2) -> str:
+    """A difference with its sign ("+0.50", "-1.00"), without a sign where it rounds to zero."""
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
+def _at_most(value: float, digits: int) -> str:
+    """ "at most 0.003", or "less than 0.001" where the value rounds to zero."""
+    return f"at most {value:.{digits}f}" if round(value, digits) else f"less than {10**-digits:.{digits}f}"
+
+
+def _with_interval(e: Estimate, digits: int = 2) -> str:
+    """A signed difference and its interval ("-3.18 (-48.50 to +42.14)"); the value alone where the interval's ends
+    print as the value does (the seeds agreed to the digits shown)."""
+    value, low, high = (_signed(v, digits) for v in (e.value, e.low, e.high))
+    return value if low == high == value else f"{value} ({low} to {high})"
+
+
+def _span(low: str, high: str) -> str:
+    """ "low to high", or one value where both print the same."""
+    return low if low == high else f"{low} to {high}"
 
 
 def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: float, flow_layers: int, flow_hidden: int) -> list[str]:
@@ -154,10 +200,10 @@ def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: f
     for row in ours.itertuples():
         paper_rows = theirs[theirs["method"] == row.method]
         paper_text = "; ".join(
-            f"{r.model} {r.mean_difference:+.2f}, I1 of the output {r.I1_output_uncalibrated:.2f} → {r.I1_output:.2f}" for r in paper_rows.itertuples()
+            f"{r.model} {_signed(r.mean_difference)}, I1 of the output {r.I1_output_uncalibrated:.2f} → {r.I1_output:.2f}" for r in paper_rows.itertuples()
         )
         lines.append(
-            f"- **{row.method}** ({row.model}): score change {row.mean_difference:+.2f} points on average over {row.tasks} tasks "
+            f"- **{row.method}** ({row.model}): score change {_signed(row.mean_difference)} points on average over {row.tasks} tasks "
             f"({row.significantly_better} significantly better, {row.significantly_worse} significantly worse, {row.undefined_scores} undefined); "
             f"I1 of the output embeddings {row.I1_output_uncalibrated:.3f} → {row.I1_output:.3f} (of W: {row.I1_W:.3f}); "
             f"{row.time_ratio:.2f}× the time per epoch. "
@@ -171,13 +217,71 @@ def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: f
             "and sees only the pooled vector."
         )
     steps = runs.groupby("task")["steps"].first()
+    took = f"{steps.min()}" if steps.min() == steps.max() else f"{steps.min()}-{steps.max()}"
     lines.append(
-        f"- Each of our runs took {steps.min()}-{steps.max()} optimiser steps; the paper's take thousands (about 6,300 for SST-2: 67k examples × 3 epochs "
+        f"- Each of our runs took {took} optimiser steps; the paper's take thousands (about 6,300 for SST-2: 67k examples × 3 epochs "
         f"at batch 32). With Adam a weight moves by at most about the learning rate ({lr:g}) per step, so a regulariser on W could change "
         f"each entry by at most ~{lr * steps.max():.1e} here. A method whose I1 does not move in these steps may still move it over the "
         f"paper's thousands, and a score that does not change is no evidence about isotropy either way."
     )
     return lines
+
+
+def _and(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
+def answer(summary_frame: pd.DataFrame, runs: pd.DataFrame, step_times: dict[str, pd.DataFrame]) -> list[str]:
+    """The chapter's answer: per calibration method, its change in task score and in I1 of W against the uncalibrated
+    fine-tuning (Welch over seeds per task, averaged over tasks and models, 95% intervals), and what the flow costs per
+    optimiser step."""
+    methods = [m for m in dict.fromkeys(summary_frame["method"]) if m != "none"]
+    score, i1 = {m: [] for m in methods}, {m: [] for m in methods}
+    for _, frame in summary_frame.groupby("model", sort=False):
+        for (_, m), e in welch_cells(frame, *EFFECTS[0][:3]).items():
+            score[m].append(e)
+        for (_, m), e in welch_cells(frame, *EFFECTS[1][:3]).items():
+            i1[m].append(e)
+    models = summary_frame["model"].nunique()
+    over = f"{summary_frame['task'].nunique()} tasks" + (f" and {models} models" if models > 1 else "")
+    per_cell = runs.groupby(["model", "task", "method"]).size()
+    seeds = _span(str(per_cell.min()), str(per_cell.max()))
+    steps = _span(str(runs["steps"].min()), str(runs["steps"].max()))
+    tested = {m: inference.mean_of(es, "tasks") for m, es in score.items() if es}
+    if not tested:
+        return [f"This run cannot tell: with {seeds} seed{'s' if seeds != '1' else ''} per task and method there is no spread to test a change against."]
+    better, worse = [m for m, e in tested.items() if e.low > 0], [m for m, e in tested.items() if e.high < 0]
+    lead = f"{_and(better)} {'raises' if len(better) == 1 else 'raise'} the task score measurably" if better else "No calibration raises the task score"
+    lead += f", and {_and(worse)} {'lowers' if len(worse) == 1 else 'lower'} it measurably" if worse else " measurably" if not better else ""
+    if len(tested) == 1:
+        method, e = next(iter(tested.items()))
+        change = f"by {_with_interval(e)} points with {method} (95% interval, Welch over {seeds} seeds per task)"
+    else:
+        low, high = min(tested, key=lambda m: tested[m].value), max(tested, key=lambda m: tested[m].value)
+        clear = [m for m, e in tested.items() if e.low > 0 or e.high < 0]
+        change = (
+            f"by {_signed(tested[low].value)} points ({low}) to {_signed(tested[high].value)} ({high}); "
+            + (f"the 95% intervals of {_and(clear)} exclude zero" if clear else "every 95% interval includes zero")
+            + f" (Welch over {seeds} seeds per task)"
+        )
+    sentences = [f"{lead}: averaged over {over}, the score changes against uncalibrated fine-tuning {change}."]
+    moved = {m: inference.mean_of(es, "tasks") for m, es in i1.items() if es}
+    if moved:
+        most = max(moved, key=lambda m: abs(moved[m].value))
+        if not round(max(abs(e.low) + abs(e.high) for e in moved.values()), 3):
+            change = "changes by less than 0.001" + (f" with {most}" if len(moved) == 1 else " with every method")
+        else:
+            change = f"changes by {_with_interval(moved[most], 3)}" + (f" with {most}" if len(moved) == 1 else f" at most ({most})")
+        sentences.append(f"In runs of {steps} optimiser steps (the paper's take thousands), I1 of the token-embedding matrix {change}.")
+    costs = {name: found for name, t in step_times.items() if (found := flow_cost(t))}
+    if costs:
+        timed = paper.values()["ding2022"]["flow_time_ratio"]
+        each = "; ".join(
+            f"{e.value:.2f}× (95% interval {e.low:.2f} to {e.high:.2f}{f', {name}' if len(costs) > 1 else ''})" for name, (e, _, _) in costs.items()
+        )
+        sentences.append(f"The flow costs {each} the uncalibrated optimiser step, against {timed['value']:.1f}× per epoch in the paper.")
+    return sentences
 
 
 def _methods(tables: Tables, model: str, claim: Claim) -> set[str]:
@@ -297,12 +401,14 @@ OVERVIEW = CHAPTER.table(
 )
 
 
-def time_steps(spec: str, task: str, train_set: pd.DataFrame, methods: list[str], base: FinetuneConfig, device: str, dtype: str, rounds: int) -> pd.DataFrame:
-    """Seconds per optimiser step of each method, in this process, warm, the methods interleaved on one batch in
-    `rounds` rounds (`finetune.step_times`): the cost the flow-cost claim is decided on, fair on a machine that runs
-    other work too."""
+def time_steps(
+    spec: str, task: str, train_set: pd.DataFrame, methods: list[str], base: FinetuneConfig, device: str, dtype: str, rounds: int
+) -> tuple[str, pd.DataFrame]:
+    """The model's name and the seconds per optimiser step of each method, in this process, warm, the methods
+    interleaved on one batch in `rounds` rounds (`finetune.step_times`): the cost the flow-cost claim is decided on, fair
+    on a machine that runs other work too."""
     lm = load_model(spec, device=device, dtype=dtype)
-    return STEP_TIMES.check(step_times(lm, task, train_set, [replace(base, method=m) for m in methods], rounds=rounds))
+    return lm.name, STEP_TIMES.check(step_times(lm, task, train_set, [replace(base, method=m) for m in methods], rounds=rounds))
 
 
 def step_summary(times: pd.DataFrame) -> pd.DataFrame:
@@ -313,17 +419,26 @@ def step_summary(times: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"method": wide.columns, "median seconds per step": wide.median().to_numpy(), "× none (median of rounds)": ratio.to_numpy()})
 
 
-@CHAPTER.rule
-def flow_costly(tables: Tables, model: str, claim: Claim) -> Outcome:
-    t = tables.read(model, claim.chapter, claim.table)
+def flow_cost(t: pd.DataFrame | None) -> tuple[Estimate, float, int] | None:
+    """From a step_times table: the flow's time per optimiser step over the uncalibrated one (geometric mean over the
+    interleaved rounds, t-interval on the log ratio), the median of the rounds' ratios, and the number of rounds; None
+    without both methods."""
     if t is None or not {"flow", "none"} <= set(t["method"]):
-        return Outcome(NOT_RUN, "no interleaved step times of the flow and the uncalibrated model")
+        return None
     wide = t.pivot(index="round", columns="method", values="seconds")
     rounds = len(wide)
     estimate = inference.mean_t(np.log(wide["flow"] / wide["none"]), "interleaved rounds").back_transformed(
         "log", f"geometric mean over {rounds} interleaved rounds, t on the log ratio"
     )
-    median = float((wide["flow"] / wide["none"]).median())
+    return estimate, float((wide["flow"] / wide["none"]).median()), rounds
+
+
+@CHAPTER.rule
+def flow_costly(tables: Tables, model: str, claim: Claim) -> Outcome:
+    found = flow_cost(tables.read(model, claim.chapter, claim.table))
+    if found is None:
+        return Outcome(NOT_RUN, "no interleaved step times of the flow and the uncalibrated model")
+    estimate, median, rounds = found
     text = f"{estimate.text(2, '×')} the uncalibrated time per optimiser step (median of the {rounds} rounds' ratios {median:.2f}×)"
     return outcome(decide(estimate, claim.margin), text, estimate)
 
@@ -541,12 +656,33 @@ def summary(runs: pd.DataFrame, results: Writer, parameters: dict) -> pd.DataFra
     return summarise(runs)
 
 
+WORDS = {  # the tables' columns as the page prints them
+    "scored_runs": "runs with a score",
+    "p": "p (Welch)",
+    "p_student": "p (Student)",
+    "significant": "Welch p < 0.05",
+    "I1_of_W": "I1 of W",
+    "I2_of_W": "I2 of W",
+    "I1_context_mean": "I1 of the output",
+    "I2_context_mean": "I2 of the output",
+    "time_ratio": "time per epoch (× uncalibrated)",
+    "mean_difference": "mean difference",
+    "I1_output": "I1 of the output",
+    "I1_output_uncalibrated": "uncalibrated",
+    "I1_W": "I1 of W",
+    "c1_scale": "c1 / σ1",
+    "score_mean": "score (mean)",
+    "score_std": "score (std)",
+    "paper_method": "method",
+}
+
+
 def score_tables(summary_frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Per model: the dev score (mean ± std over seeds), its difference from no calibration and the tests."""
     return {
         model: frame.assign(score=plus_minus(frame["score_mean"], frame["score_std"]))[
             ["task", "metric", "method", "runs", "scored_runs", "score", "difference", "p", "p_student", "significant"]
-        ]
+        ].rename(columns=WORDS)
         for model, frame in summary_frame.groupby("model", sort=False)
     }
 
@@ -556,23 +692,26 @@ def isotropy_tables(summary_frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {
         model: frame.assign(I1_of_W=plus_minus(frame["I1_mean"], frame["I1_std"], 3), I2_of_W=plus_minus(frame["I2_mean"], frame["I2_std"], 3))[
             ["task", "method", "I1_of_W", "I2_of_W", "I1_context_mean", "I2_context_mean", "time_ratio"]
-        ]
+        ].rename(columns=WORDS)
         for model, frame in summary_frame.groupby("model", sort=False)
     }
 
 
 def measure_step_times(setup: Setup, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> dict[str, pd.DataFrame]:
-    """Per model: every method's optimiser step timed on one batch of the first task, warm, in interleaved rounds (written)."""
+    """Per model (by its name): every method's optimiser step timed on one batch of the first task, warm, in interleaved
+    rounds (written)."""
     g, out = setup.grid, {}
     task = list(g.splits)[0]
     for spec in g.specs:
-        out[spec] = time_steps(spec, task, g.splits[task][0], g.methods, g.base, device, dtype, setup.step_rounds)
-        results.table(out[spec], STEP_TIMES, spec, parameters=parameters)
+        name, out_of_model = time_steps(spec, task, g.splits[task][0], g.methods, g.base, device, dtype, setup.step_rounds)
+        results.table(out_of_model, STEP_TIMES, spec, parameters=parameters, model_info={"name": name})
+        out[name] = out_of_model
     return out
 
 
 def step_tables(times: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    return {spec: step_summary(t) for spec, t in times.items()}
+    """Per model: the median seconds per step of each method and its multiple of the uncalibrated step."""
+    return {name: step_summary(t).rename(columns={"× none (median of rounds)": "× uncalibrated (median of rounds)"}) for name, t in times.items()}
 
 
 def multiple_tests_note(summary_frame: pd.DataFrame, seeds: int) -> str:
@@ -591,9 +730,14 @@ def multiple_tests_note(summary_frame: pd.DataFrame, seeds: int) -> str:
 
 
 def figures_summary(summary_frame: pd.DataFrame, setup: Setup, results: Writer) -> None:
+    """Fig. 13.1, one per model (in its tab): the calibrations' effects against the uncalibrated runs (`calibration_effects`)."""
     for model, frame in summary_frame.groupby("model", sort=False):
-        caption = f"{model}: score change against the uncalibrated runs, I1 of W after fine-tuning, and time per epoch, by method."
-        results.figure(calibration_summary(frame, setup.grid.methods), f"calibration_{model}", caption, tab=model)
+        caption = (
+            f"{model}: each calibration minus the uncalibrated fine-tuning, by task: task score, and I1 and I2 of the token-embedding matrix W "
+            "(bars: 95% intervals over seeds; the horizontal line at zero: no difference)."
+        )
+        fig = calibration_effects(frame, setup.grid.methods)
+        results.figure(fig, f"calibration_{model}", caption, tab=model, alt=effects_text(frame, setup.grid.methods))
 
 
 def _cell(value: float, std: float, significant: bool) -> str:
@@ -604,13 +748,15 @@ def paper_glue_table() -> pd.DataFrame:
     """Ding et al.'s Table 1: GLUE dev scores (mean ± std over 3 runs, * where significant), one column per task."""
     glue = paper.table("ding2022", "glue")
     cells = [_cell(v, s, m) for v, s, m in zip(glue["paper_value"], glue["paper_std"], glue["paper_significant"])]
-    return glue.assign(cell=cells).pivot_table(index=["model", "paper_method"], columns="paper_task", values="cell", aggfunc="first", sort=False).reset_index()
+    wide = glue.assign(cell=cells).pivot_table(index=["model", "paper_method"], columns="paper_task", values="cell", aggfunc="first", sort=False)
+    return wide.reset_index().rename(columns=WORDS)
 
 
 def paper_isotropy_table() -> pd.DataFrame:
     """Ding et al.'s Table 4: I1 after fine-tuning, one column per task."""
     iso = paper.table("ding2022", "glue_isotropy")
-    return iso.pivot_table(index=["model", "paper_method"], columns="paper_task", values="paper_I1", aggfunc="first", sort=False).reset_index()
+    wide = iso.pivot_table(index=["model", "paper_method"], columns="paper_task", values="paper_I1", aggfunc="first", sort=False)
+    return wide.reset_index().rename(columns=WORDS)
 
 
 def measured_space_note(summary_frame: pd.DataFrame) -> str:
@@ -653,11 +799,11 @@ OVERVIEW_KEYS = ["source", "model", "method", "tasks"]
 
 
 def scores_overview(ov: Overview) -> pd.DataFrame:
-    return ov.table[OVERVIEW_KEYS + ["mean_difference", "undefined_scores", "significantly_better", "significantly_worse"]]
+    return ov.table[OVERVIEW_KEYS + ["mean_difference", "undefined_scores", "significantly_better", "significantly_worse"]].rename(columns=WORDS)
 
 
 def isotropy_overview(ov: Overview) -> pd.DataFrame:
-    return ov.table[OVERVIEW_KEYS + ["I1_output", "I1_output_uncalibrated", "I1_W", "time_ratio"]]
+    return ov.table[OVERVIEW_KEYS + ["I1_output", "I1_output_uncalibrated", "I1_W", "time_ratio"]].rename(columns=WORDS)
 
 
 def _w(spec: str, device: str, dtype: str):
@@ -670,7 +816,7 @@ def spectrum_priors(setup: Setup, summary_frame: pd.DataFrame, results: Writer, 
     the prior lies from W, how steeply each falls, and how I1 moved in this run; a note when no spectrum method runs."""
     methods = [m for m in setup.grid.methods if m.startswith("spectrum")]
     if not methods:
-        return f"This edition runs no spectrum control (`methods = {','.join(setup.grid.methods)!r}`), so there is no figure here; the gpu edition shows it."
+        return f"This edition runs no spectrum control (only {' and '.join(setup.grid.methods)}), so there is no figure here; the gpu edition shows it."
     curves, lines = {}, []
     for spec in setup.grid.specs:
         name, w = _w(spec, device, dtype)
@@ -687,8 +833,11 @@ def spectrum_priors(setup: Setup, summary_frame: pd.DataFrame, results: Writer, 
                 f"(top singular direction vs mean row: |cos| {alignment:.2f}); "
                 f"I1 after fine-tuning {of_model.get(method, float('nan')):.3f} (uncalibrated {of_model.get('none', float('nan')):.3f})."
             )
-    caption = "Singular values of the pre-trained W beside the two spectrum priors with this chapter's constants."
-    results.figure(spectrum_targets(curves), "spectrum_priors", caption)
+    caption = "Singular values of the pre-trained W beside the spectrum priors with this chapter's constants."
+    alt = "How steeply each curve falls, σ1/σ_d: " + "; ".join(
+        f"{name}: " + ", ".join(f"{label} {values[0] / values[-1]:.1f}" for label, values in lines_of.items()) for name, lines_of in curves.items()
+    )
+    results.figure(spectrum_targets(curves), "spectrum_priors", caption, alt=alt + ".")
     return "\n".join(lines)
 
 
@@ -703,7 +852,7 @@ def prior_targets(setup: Setup, device: str = "auto", dtype: str = "auto") -> pd
             prior = finetune.spectrum_target(w, cfg)
             rows.append({"model": name, "c1 / σ1": scale, **finetune.prior_measures(w, cfg), "‖prior‖ / ‖W‖": float(prior.norm()) / norm})
         rows.append({"model": name, "c1 / σ1": float("nan"), **isotropy.partition_measures(w.numpy()), "‖prior‖ / ‖W‖": 1.0})
-    return pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["no spectrum_scales in this edition"]})
+    return pd.DataFrame(rows) if rows else pd.DataFrame({"result": ["this edition runs no prior-scale sweep"]})
 
 
 def prior_scale_sweep(
@@ -729,12 +878,15 @@ def prior_scale_sweep(
     return sweep
 
 
-def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
+def _sweep_means(sweep: pd.DataFrame) -> pd.DataFrame:
     """Per model and scale: runs, score (mean, std), I1 of W and of the output embeddings after fine-tuning."""
-    if sweep.empty:
-        return pd.DataFrame({"result": ["no spectrum_scales in this edition"]})
     agg = dict(runs=("score", "size"), score_mean=("score", "mean"), score_std=("score", "std"), I1_W=("I1", "mean"), I1_output=("I1_context", "mean"))
-    return sweep.groupby(["model", "c1_scale"], dropna=False).agg(**agg).reset_index()
+    return sweep.groupby(["model", "task", "c1_scale"], dropna=False).agg(**agg).reset_index()
+
+
+def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """`_sweep_means` as the page prints it."""
+    return _sweep_means(sweep).rename(columns=WORDS) if len(sweep) else pd.DataFrame({"result": ["this edition runs no prior-scale sweep"]})
 
 
 def sweep_lines(sweep: pd.DataFrame, task: str) -> str:
@@ -742,7 +894,7 @@ def sweep_lines(sweep: pd.DataFrame, task: str) -> str:
     if sweep.empty:
         return ""
     name, lines = GLUE_TASKS[task][0], []
-    for model, rows in sweep_table(sweep).groupby("model", sort=False):
+    for model, rows in _sweep_means(sweep).groupby("model", sort=False):
         reference, smallest = rows[rows["c1_scale"].isna()].iloc[0], rows.loc[rows["c1_scale"].idxmin()]
         of_model = sweep[sweep["model"] == model]
         p = welch_p(of_model.loc[of_model["c1_scale"] == smallest["c1_scale"], "score"], of_model.loc[of_model["c1_scale"].isna(), "score"])
@@ -760,7 +912,7 @@ def significant_cells(summary_frame: pd.DataFrame) -> pd.DataFrame:
     tested = summary_frame.dropna(subset=["p"])
     cells = tested[(tested["p"] < 0.05) | (tested["p_student"] < 0.05)]
     return (
-        cells[["model", "task", "method", "difference", "p", "p_student"]]
+        cells[["model", "task", "method", "difference", "p", "p_student"]].rename(columns=WORDS)
         if len(cells)
         else pd.DataFrame({"result": ["no cell has p < 0.05 under either test"]})
     )

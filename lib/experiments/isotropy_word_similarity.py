@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from ..core import paper
 from ..core.declaration import chapter
 from ..core.store import Writer
 from ..datasets import tasks
@@ -123,6 +124,7 @@ class WordRun:
     similarity: pd.DataFrame  # the word_similarity table
     matrix: np.ndarray  # W, kept for the exercises
     pair_ids: dict  # per benchmark, the kept pairs' token ids and gold scores
+    differences: pd.DataFrame | None = None  # the paired_differences table
 
 
 def run(spec: str, labelled: dict[str, pd.DataFrame], *, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> WordRun:
@@ -132,14 +134,46 @@ def run(spec: str, labelled: dict[str, pd.DataFrame], *, results: Writer, parame
     matrices = variants(w)
     scores, pair_ids = word_similarity(lm, matrices, labelled)
     iso = isotropy_table(matrices, lm.name)
+    differences = paired_differences(matrices, pair_ids, lm.name)
     results.table(iso, ISOTROPY, spec, parameters=parameters)
     results.table(scores, WORD_SIMILARITY, spec, parameters=parameters)
-    results.table(paired_differences(matrices, pair_ids, lm.name), WORD_DIFFERENCES, spec, parameters=parameters)
-    return WordRun(lm.name, iso, scores, w, pair_ids)
+    results.table(differences, WORD_DIFFERENCES, spec, parameters=parameters)
+    return WordRun(lm.name, iso, scores, w, pair_ids, differences)
 
 
 def isotropy_of(runs: dict[str, WordRun]) -> pd.DataFrame:
     return pd.concat([r.isotropy for r in runs.values()], ignore_index=True)
+
+
+WORDS = {  # the tables' columns as the page prints them
+    "I1_sign_low": "I1, lowest over signs",
+    "I1_sign_high": "I1, highest over signs",
+    "average_norm": "average length",
+    "mean_vector_norm": "length of the mean",
+    "ratio": "mean / average length",
+    "pearson_cosine": "cosine",
+    "pearson_inner_product": "inner product",
+    "paper_label": "model",
+    "paper_I_W": "I(W) raw",
+    "paper_I_Wc": "centered",
+    "paper_I_Wr": "post-processed",
+    "paper_avg_norm": "average length",
+    "paper_mean_norm": "length of the mean",
+    "paper_mean_norm_over_avg_norm": "mean / average length",
+    "paper_method": "variant",
+    "paper_cossim": "cosine",
+    "paper_inner_product": "inner product",
+}
+
+
+def isotropy_view(runs: dict[str, WordRun]) -> pd.DataFrame:
+    """The isotropy table as the page prints it."""
+    return isotropy_of(runs).rename(columns=WORDS)
+
+
+def paper_table(key: str) -> pd.DataFrame:
+    """One of Biš et al.'s tables this chapter shows, its columns in words."""
+    return paper.table("bis2021", key).drop(columns="model").rename(columns=WORDS)
 
 
 def similarity_of(runs: dict[str, WordRun]) -> pd.DataFrame:
@@ -157,6 +191,11 @@ def average_table(runs: dict[str, WordRun]) -> pd.DataFrame:
     return similarity_of(runs).groupby(["model", "variant"], sort=False)[["pearson_cosine", "pearson_inner_product"]].mean().reset_index()
 
 
+def average_view(runs: dict[str, WordRun]) -> pd.DataFrame:
+    """The average table as the page prints it."""
+    return average_table(runs).rename(columns=WORDS)
+
+
 def cosine_table(runs: dict[str, WordRun]) -> pd.DataFrame:
     """Pearson × 100 with cosine, per benchmark."""
     return similarity_of(runs).pivot_table(index=["model", "variant"], columns="benchmark", values="pearson_cosine", sort=False).reset_index()
@@ -167,7 +206,11 @@ def figure_word_similarity(runs: dict[str, WordRun], results: Writer) -> None:
         average_table(runs), "variant", ["pearson_cosine", "pearson_inner_product"], labels=["cosine", "inner product"], ylabel="average Pearson × 100"
     )
     caption = "Average Pearson × 100 of the word-similarity benchmarks for each variant of the embedding matrix, with cosine and inner product."
-    results.figure(fig, "word_similarity", caption)
+    average = average_table(runs)
+    alt = "Average Pearson × 100 with cosine, " + "; ".join(
+        f"{name}: " + ", ".join(f"{r.variant} {r.pearson_cosine:.1f}" for r in part.itertuples()) for name, part in average.groupby("model", sort=False)
+    )
+    results.figure(fig, "word_similarity", caption, alt=alt + ".")
 
 
 def findings(runs: dict[str, WordRun]) -> list[str]:
@@ -283,45 +326,101 @@ MIN_PAIRS = 100  # a benchmark with fewer single-token pairs in a vocabulary is 
 MIN_BENCHMARKS = 3  # the papers average five benchmarks: a mean over fewer than three is not their statistic
 
 
-def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool = False) -> Outcome:
-    """Per benchmark, the contrast whose label starts with `start` (with `inner`: the inner-product-minus-cosine one),
-    a difference of Pearson × 100 with its bootstrap standard error over the benchmark's pairs: one verdict per
-    benchmark, combined. A benchmark with fewer than MIN_PAIRS pairs whose words are single tokens of the model is left
-    out: its interval (±10-50 points at the 29-423 pairs a 4,096-token vocabulary keeps) is wider than any effect the
-    paper reports, and the paper's benchmarks have 203-3,000 pairs; with fewer than MIN_BENCHMARKS left (Biš et al.
-    average five) the claim is not testable at this scale."""
-    t = tables.read(model, claim.chapter, WORD_DIFFERENCES.name)
+def benchmark_gains(t: pd.DataFrame, start: str, inner: bool = False) -> tuple[dict[str, inference.Estimate], pd.DataFrame]:
+    """From a paired_differences table: per benchmark that keeps at least MIN_PAIRS pairs, the contrast whose label
+    starts with `start` (with `inner`: the inner-product-minus-cosine one), a difference of Pearson × 100 with its
+    bootstrap interval over the benchmark's pairs; and the rows of the benchmarks left out for fewer pairs."""
     t = t[t["contrast"].str.startswith(start) & (t["contrast"].str.contains("inner product") == inner) & t["se"].notna()]
-    small = t[t["pairs_kept"] < MIN_PAIRS]
-    t = t[t["pairs_kept"] >= MIN_PAIRS]
-    if len(t) < MIN_BENCHMARKS:
+    gains = {
+        r.benchmark: inference.from_interval(
+            r.difference, r.difference - inference.Z * r.se, r.difference + inference.Z * r.se, f"bootstrap over {r.pairs_kept} pairs", r.pairs_kept, "pairs"
+        )
+        for r in t[t["pairs_kept"] >= MIN_PAIRS].itertuples()
+    }
+    return gains, t[t["pairs_kept"] < MIN_PAIRS]
+
+
+def _word_gain(tables: Tables, model: str, claim: Claim, start: str, inner: bool = False) -> Outcome:
+    """Per benchmark, the contrast whose label starts with `start` (`benchmark_gains`): one verdict per benchmark,
+    combined. A benchmark with fewer than MIN_PAIRS pairs whose words are single tokens of the model is left out: its
+    interval (±10-50 points at the 29-423 pairs a 4,096-token vocabulary keeps) is wider than any effect the paper
+    reports, and the paper's benchmarks have 203-3,000 pairs; with fewer than MIN_BENCHMARKS left (Biš et al. average
+    five) the claim is not testable at this scale."""
+    gains, small = benchmark_gains(tables.read(model, claim.chapter, WORD_DIFFERENCES.name), start, inner)
+    if len(gains) < MIN_BENCHMARKS:
         few = "; ".join(f"{r.benchmark} {int(r.pairs_kept)}" for r in small.itertuples())
         return Outcome(
             UNTESTABLE,
-            f"not testable at this scale: {len(t)} benchmark(s) keep at least {MIN_PAIRS} pairs of single-token words in this vocabulary"
+            f"not testable at this scale: {len(gains)} benchmark{'' if len(gains) == 1 else 's'} {'keeps' if len(gains) == 1 else 'keep'} at least "
+            f"{MIN_PAIRS} pairs of single-token words in this vocabulary"
             f"{f' (pairs kept: {few})' if few else ''}; a model with a larger vocabulary (the packaged ones, or longer pre-training) would test it",
         )
-    units = [
-        unit(
-            r.benchmark,
-            inference.from_interval(
-                r.difference,
-                r.difference - inference.Z * r.se,
-                r.difference + inference.Z * r.se,
-                f"bootstrap over {r.pairs_kept} pairs",
-                r.pairs_kept,
-                "pairs",
-            ),
-            claim.margin,
-            of="benchmarks",
-        )
-        for r in t.itertuples()
-    ]
+    units = [unit(name, e, claim.margin, of="benchmarks") for name, e in gains.items()]
     decided = from_units(units, claim, 2, " points")
     if len(small):
         left = ", ".join(f"{r.benchmark} ({int(r.pairs_kept)} pairs)" for r in small.itertuples())
         decided = replace(decided, ours=f"{decided.ours}; left out, under {MIN_PAIRS} pairs: {left}")
     return decided
+
+
+def answer(runs: dict[str, WordRun]) -> list[str]:
+    """The chapter's answer: how far centering raises I(W) (over every sign convention), and whether the more isotropic
+    variants score better on word similarity: per variant, the change of the average Pearson over the benchmarks
+    (their paired differences averaged, with its interval; one model: its value, several: their range)."""
+    iso = isotropy_of(runs).set_index("variant")
+    raw, centred = iso.loc[[RAW]], iso.loc[[CENTERED]]  # a frame: one row per model
+    least = float((centred["I1_sign_low"].to_numpy() - raw["I1_sign_high"].to_numpy()).min())
+    sentences = [
+        f"Centering {'raises' if least > 0 else 'changes'} the isotropy I(W) of the input-embedding matrix (1 = isotropic) from "
+        f"{_span(raw['I1'], 2)} to {_span(centred['I1'], 2)}, by at least {least:.3f} whatever the eigenvectors' signs (whole matrices)."
+    ]
+    gains, untested, dropped = {"post-processing": [], "centering": []}, [], False
+    for name, r in runs.items():
+        found = {what: benchmark_gains(r.differences, start)[0] for what, start in (("post-processing", POST_PROCESSED), ("centering", f"{CENTERED} − {RAW}"))}
+        if min(map(len, found.values())) < MIN_BENCHMARKS:
+            untested.append(name)
+            continue
+        dropped |= len(found["centering"]) < r.differences["benchmark"].nunique()  # the table's average holds it, the answer not
+        for what, per_benchmark in found.items():
+            gains[what].append(inference.mean_of(list(per_benchmark.values()), "benchmarks"))
+    if gains["centering"]:
+        estimates = [e for es in gains.values() for e in es]
+        lead = (
+            "The more isotropic matrices do not score measurably better on word similarity"
+            if all(e.low <= 0 <= e.high for e in estimates)
+            else "The more isotropic matrices score better on word similarity"
+            if all(e.low > 0 for e in estimates)
+            else "Word similarity does not follow isotropy consistently"
+        )
+        changes = [
+            f"by {_signed(es[0].value)} ({_signed(es[0].low)} to {_signed(es[0].high)})"
+            if len(es) == 1
+            else f"by {_span(pd.Series([e.value for e in es]), 2, signed=True)} ({sum(e.low > 0 or e.high < 0 for e in es)} of {len(es)} intervals "
+            "clear of zero)"
+            for es in gains.values()
+        ]
+        tested = [n for n in runs if n not in untested]
+        sentences.append(
+            f"{lead}: post-processing changes the average Pearson × 100 {changes[0]} and centering {changes[1]} in "
+            f"{tested[0] if len(tested) == 1 else f'{len(tested)} models'} (95% intervals, bootstrap over word pairs"
+            + (f"; the benchmarks keeping at least {MIN_PAIRS} pairs)" if dropped else ")")
+            + (f"; {' and '.join(untested)} {'keeps' if len(untested) == 1 else 'keep'} too few single-token pairs to tell." if untested else ".")
+        )
+    else:
+        sentences.append(f"Whether word similarity follows cannot be told here: no model keeps {MIN_PAIRS} single-token pairs in {MIN_BENCHMARKS} benchmarks.")
+    return sentences
+
+
+def _span(values: pd.Series, digits: int, signed: bool = False) -> str:
+    """ "0.99", or "0.78–0.89": the lowest and highest of values (`signed`: with their signs, "+0.12 to +0.49")."""
+    low, high = (_signed(v, digits) if signed else f"{v:.{digits}f}" for v in (values.min(), values.max()))
+    return low if low == high else f"{low} to {high}" if signed else f"{low}–{high}"
+
+
+def _signed(value: float, digits: int = 2) -> str:
+    """A difference with its sign, without one where it rounds to zero."""
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
 
 
 @CHAPTER.rule

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..core import paper
 from ..core.checks import positive_int
 from ..core.declaration import chapter
 from ..core.sources import names
@@ -50,7 +50,10 @@ def corpus(collections: str, bin_size: int) -> Corpus:
     chosen = names(collections, "collections", ("brown", "gutenberg"))
     documents = corpus_documents(tuple(chosen))
     words = vocabulary.word_counts(documents)
-    print(f"{len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, {words.sum():,} words ({len(words):,} distinct)")
+    print(
+        f"The corpus ({' and '.join(chosen)}): {len(documents)} documents, {sum(map(len, documents)) / 1e6:.1f} M characters, "
+        f"{words.sum():,} words ({len(words):,} distinct)"
+    )
     return Corpus(chosen, documents, words)
 
 
@@ -127,17 +130,87 @@ def findings(runs: dict[str, RareTokens], coverage_table: pd.DataFrame, bin_size
         rarest = (
             f"{full['mean_cosine'].iloc[-1]:.2f} for the rarest full bin"
             if len(full) > 1
-            else f"the vocabulary has only {len(f)} bin(s) of {bin_size:,}, too few to compare frequent with rare tokens"
+            else f"the vocabulary has only {_bins_text(len(f), bin_size)}, too few to compare frequent with rare tokens"
         )
+        low, high = r.by_index["mean_cosine"].min(), r.by_index["mean_cosine"].max()
+        spread = f"ranges from {low:.2f} to {high:.2f}" if f"{low:.2f}" != f"{high:.2f}" else f"is {low:.2f} throughout"
         lines.append(
             f"- **{name}** (reference: {r.info['reference_tokens']}): mean cosine with the reference tokens {f['mean_cosine'].iloc[0]:.2f} "
             f"for the {min(bin_size, int(f['n_tokens'].iloc[0])):,} "
-            f"most frequent tokens of our corpus, {rarest}; by vocabulary index it ranges from {r.by_index['mean_cosine'].min():.2f} "
-            f"to {r.by_index['mean_cosine'].max():.2f}."
+            f"most frequent tokens of our corpus, {rarest}; by vocabulary index it {spread}."
         )
     row = coverage_table.set_index("unit")
     covered = "; ".join(f"{unit}: {r['items_for_30%']:,} / {r['items_for_50%']:,} / {r['items_for_98%']:,}" for unit, r in row.iterrows())
     return [*lines, "", f"Tokens needed for 30% / 50% / 98% of the corpus: {covered}."]
+
+
+def _bins_text(bins: int, bin_size: int) -> str:
+    return f"{bins} bin{'s' if bins != 1 else ''} of {bin_size:,}"
+
+
+def rare_minus_frequent(t: pd.DataFrame) -> tuple[inference.Estimate, pd.Series, pd.Series] | None:
+    """The mean cosine with the reference tokens of the rarest full frequency bin minus that of the most frequent bin
+    (Welch over the bins' tokens), with the two bins' rows; None with fewer than two full bins."""
+    full = t[t["n_tokens"] == t["n_tokens"].max()]
+    if len(full) < 2:
+        return None
+    first, last = full.iloc[0], full.iloc[-1]
+    n = int(first["n_tokens"])
+    return inference.welch(last["mean_cosine"], last["std_cosine"], n, first["mean_cosine"], first["std_cosine"], n, "tokens"), first, last
+
+
+def answer(runs: dict[str, RareTokens], coverage_table: pd.DataFrame, bin_size: int) -> list[str]:
+    """The chapter's answer: how much closer to the reference tokens the rarest tokens of our corpus sit than the most
+    frequent (one model: its difference and interval; several: the range, and how many intervals lie above zero), and
+    how few tokens cover a third of the corpus."""
+    found = {name: rare_minus_frequent(r.by_frequency) for name, r in runs.items()}
+    compared = {name: f[0] for name, f in found.items() if f is not None}
+    small = [name for name, f in found.items() if f is None]
+    sentences = []
+    if compared:
+        above = sum(e.low > 0 for e in compared.values())
+        size = int(runs[next(iter(compared))].by_frequency["n_tokens"].max())
+        paper_bins = paper.table("bis2021", "unused_claims").sort_values("paper_mean_cosine")["paper_mean_cosine"]
+        said = f"the paper: {paper_bins.iloc[0]:.2f} → {paper_bins.iloc[-1]:.2f}"
+        if len(compared) == 1:
+            name, e = next(iter(compared.items()))
+            rise = f"by {e.value:.2f} in {name} (95% interval {e.low:.2f} to {e.high:.2f}, Welch over the tokens; {said})"
+        else:
+            low, high = min(e.value for e in compared.values()), max(e.value for e in compared.values())
+            span = _span(f"{low:.2f}", f"{high:.2f}")
+            rise = f"by {span} across {len(compared)} models (95% intervals above zero in {above} of them, Welch over the tokens; {said})"
+        lead = "Yes" if above == len(compared) else "Not in every model"
+        left_out = f"; {_and(small)} {'has' if len(small) == 1 else 'have'} too few tokens to compare" if small else ""
+        sentences.append(
+            f"{lead}: the mean cosine with the never- or hardly-trained reference tokens is higher for the {size:,} rarest tokens of our corpus than "
+            f"for the {size:,} most frequent, {rise}{left_out}."
+        )
+    elif small:
+        sentences.append(f"This run cannot tell: {_and(small)} {'has' if len(small) == 1 else 'have'} too few tokens for two bins of {bin_size:,}.")
+    tokens = coverage_table[coverage_table["unit"] != "whole words"]["items_for_30%"]
+    words = coverage_table.set_index("unit").loc["whole words"]
+    claim = paper.table("bis2021", "coverage_claims").set_index("paper_share_percent")["paper_tokens"]
+    sentences.append(
+        f"And a handful of tokens covers much of the corpus: the {_range(tokens)} most frequent cover 30% of its {words['total']:,} words "
+        f"(the paper: {claim.get(30, float('nan')):,})."
+    )
+    return sentences
+
+
+def _span(low: str, high: str) -> str:
+    """ "low to high", or one value where both print the same."""
+    return low if low == high else f"{low} to {high}"
+
+
+def _and(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
+def _range(values: pd.Series) -> str:
+    """ "12" or "12 to 32" (the lowest and highest of values, as whole numbers)."""
+    low, high = int(values.min()), int(values.max())
+    return f"{low:,}" if low == high else f"{low:,} to {high:,}"
 
 
 def coverage_lines(coverage_table: pd.DataFrame) -> str:
@@ -155,10 +228,17 @@ def coverage_lines(coverage_table: pd.DataFrame) -> str:
 def bin_size_effect(runs: dict[str, RareTokens], bin_size: int) -> str:
     """Exercise ex-11-bins: for the last model, how often the frequency-ordered cosine rises with bins of bin_size and of half."""
     name, last = list(runs.items())[-1]
-    half, full = last.by_frequency_bins(max(1, bin_size // 2)), last.by_frequency
+    half = max(1, bin_size // 2)
+
+    def rises(t: pd.DataFrame, size: int) -> str:
+        steps = len(t) - 1
+        ups = int((t["mean_cosine"].diff() > 0).sum())
+        if not steps:
+            return f"bins of {size:,} leave a single bin"
+        return f"with bins of {size:,} the mean cosine rises in {ups} of {steps} step{'s' if steps != 1 else ''}"
+
     return (
-        f"**{name}**: with bins of {bin_size:,} the mean cosine rises in {int((full['mean_cosine'].diff() > 0).sum())} of "
-        f"{max(0, len(full) - 1)} steps; with bins of {max(1, bin_size // 2):,} in {int((half['mean_cosine'].diff() > 0).sum())} of {max(0, len(half) - 1)}. "
+        f"**{name}**: {rises(last.by_frequency, bin_size)}; {rises(last.by_frequency_bins(half), half)}. "
         "Smaller bins average fewer tokens, so each step of the curve is noisier; a trend from frequent to rare tokens that is real "
         "shows in both."
     )
@@ -186,30 +266,60 @@ def figure_coverage(runs: dict[str, RareTokens], corpus: Corpus, results: Writer
     left.set(xscale="log", xlabel="k most frequent items", ylabel="% of the corpus covered", title="coverage")
     right.set(xlabel="rank", ylabel="share of the corpus", title="rank-frequency (log-log)")
     plotting.legend_above(fig, left)
-    results.figure(fig, "coverage", "Share of the corpus covered by the most frequent words or subword tokens.")
+    words = vocabulary.items_for_share(corpus.words, MARKS)
+    tokens = pd.DataFrame([r.coverage for r in runs.values()])
+    alt = (
+        f"Whole words need {words[0]:,} items for 30% of the corpus and {words[-1]:,} for 98%; the models' tokenizers need "
+        f"{_range(tokens['items_for_30%'])} and {_range(tokens['items_for_98%'])}."
+    )
+    results.figure(fig, "coverage", "Share of the corpus covered by the most frequent words or subword tokens.", alt=alt)
 
 
 def figure_by_index(runs: dict[str, RareTokens], bin_size: int, results: Writer) -> None:
     """The cosine to the reference tokens by vocabulary index (the paper's axis)."""
-    fig = _binned_cosines({n: r.by_index for n, r in runs.items()}, f"vocabulary index (bins of {bin_size})")
-    results.figure(fig, "unused_cosine_by_index", "Cosine between embeddings and the reference tokens, by vocabulary index.")
+    tables = {n: r.by_index for n, r in runs.items()}
+    fig = _binned_cosines(tables, f"vocabulary index (bins of {bin_size:,})")
+    alt = "Mean cosine with the reference tokens, first bin of indices and highest bin: " + "; ".join(
+        f"{n} {t['mean_cosine'].iloc[0]:.2f}, highest {t['mean_cosine'].max():.2f} from index {int(t.loc[t['mean_cosine'].idxmax(), 'bin_start']):,}"
+        for n, t in tables.items()
+    )
+    results.figure(fig, "unused_cosine_by_index", "Cosine between embeddings and the reference tokens, by vocabulary index.", alt=alt + ".")
 
 
 def figure_by_frequency(runs: dict[str, RareTokens], bin_size: int, results: Writer) -> None:
     """The cosine to the reference tokens by frequency rank in our corpus."""
-    fig = _binned_cosines({n: r.by_frequency for n, r in runs.items()}, f"frequency rank in our corpus (bins of {bin_size}; 0 = most frequent)")
-    results.figure(fig, "unused_cosine_by_frequency", "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.")
+    tables = {n: r.by_frequency for n, r in runs.items()}
+    fig = _binned_cosines(tables, f"frequency rank in our corpus (bins of {bin_size:,}; 0 = most frequent)")
+    alt = "Mean cosine with the reference tokens, most frequent bin → last bin: " + "; ".join(
+        f"{n} {t['mean_cosine'].iloc[0]:.2f} → {t['mean_cosine'].iloc[-1]:.2f}" for n, t in tables.items()
+    )
+    results.figure(fig, "unused_cosine_by_frequency", "Cosine between embeddings and the reference tokens, by frequency rank in our corpus.", alt=alt + ".")
 
 
 def _binned_cosines(tables: dict[str, pd.DataFrame], xlabel: str):
     """Mean cosine between the reference tokens and each bin of the vocabulary, one line per model."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, (ax,) = plotting.grid(1, columns=1, panel_height=4.2)
     for (name, t), color in zip(tables.items(), COLORS):
         ax.plot(t["bin_start"], t["mean_cosine"], "-o", ms=3, color=color, label=name)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set(xlabel=xlabel, ylabel="mean cosine")
-    ax.legend(frameon=False)
+    ax.set(xlabel=xlabel, ylabel="mean cosine with the reference tokens")
+    plotting.legend_above(fig, ax)
     return fig
+
+
+PAPER_WORDS = {  # the paper's tables' columns as the page prints them
+    "paper_label": "model",
+    "paper_share_percent": "share of the corpus (%)",
+    "paper_tokens": "tokens",
+    "paper_note": "in the paper's words",
+    "paper_indices": "vocabulary indices",
+    "paper_mean_cosine": "mean cosine",
+}
+
+
+def paper_table(key: str) -> pd.DataFrame:
+    """One of Biš et al.'s tables this chapter shows, its columns in words."""
+    return paper.table("bis2021", key).drop(columns="model", errors="ignore").rename(columns=PAPER_WORDS)
 
 
 COVERAGE = CHAPTER.table("coverage", "unit distinct total items_for_30% items_for_50% items_for_98%")
@@ -221,13 +331,10 @@ UNUSED_BY_INDEX = CHAPTER.table("unused_cosine_by_index", "bin_start bin_end n_t
 
 @CHAPTER.rule
 def rare_tokens_closer(tables: Tables, model: str, claim: Claim) -> Outcome:
-    t = tables.read(model, claim.chapter, claim.table)
-    full = t[t["n_tokens"] == t["n_tokens"].max()]
-    if len(full) < 2:
+    found = rare_minus_frequent(tables.read(model, claim.chapter, claim.table))
+    if found is None:
         return Outcome(UNTESTABLE, "fewer than two full frequency bins")
-    first, last = full.iloc[0], full.iloc[-1]
-    n = int(first["n_tokens"])
-    estimate = inference.welch(last["mean_cosine"], last["std_cosine"], n, first["mean_cosine"], first["std_cosine"], n, "tokens")
+    estimate, first, last = found
     text = f"mean cosine {first['mean_cosine']:.2f} with the most frequent bin, {last['mean_cosine']:.2f} with the rarest full bin: {estimate.text(3)}"
     return outcome(decide(estimate, claim.margin), text, estimate)
 

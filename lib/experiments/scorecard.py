@@ -158,10 +158,25 @@ def counts(card: pd.DataFrame) -> pd.DataFrame:
 
 
 def untested_lines(card: pd.DataFrame) -> str:
-    """The claims with no verdict on a model: not testable offline, or their chapter has not run."""
+    """The claims with no verdict on a model (not testable offline, or their chapter has not run), in words: the claim,
+    its paper and section, the paper's value, and why it has none (a chapter not run: the chapter, linked by its title)."""
     rest = card[~card["on_model"]]
-    lines = [f"- **{r.claim_id}** ({r.section}, {r.verdict}): {r.claim} Paper: {r.paper_value}. Why: {r.ours}." for r in rest.itertuples()]
+    why = {NOT_RUN: lambda r: f"Not run: {{doc}}`{r.chapter}` has not written its table in this edition", UNTESTABLE: lambda r: f"Not testable: {r.ours}"}
+    lines = [f"- {r.claim} *{paper.name(r.paper)}, {r.section}; the paper's value: {r.paper_value}.* {why[r.verdict](r)}." for r in rest.itertuples()]
     return "\n".join(lines) or "Every claim in the registry was tested."
+
+
+PLURAL = {HOLDS: "hold", FAILS: "do not hold"}  # a verdict's words after a count other than one
+
+
+def counted(n: int, verdict: str) -> str:
+    """A count of verdicts in words: "1 holds", "2 hold", "3 do not hold", "2 inconclusive"."""
+    return f"{n} {PLURAL.get(verdict, verdict) if n != 1 else verdict}"
+
+
+def _some(n: int, noun: str) -> str:
+    """ "1 claim", "2 claims"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def findings(card: pd.DataFrame) -> list[str]:
@@ -171,14 +186,13 @@ def findings(card: pd.DataFrame) -> list[str]:
     summary = tested.groupby("verdict").size()
     families = ", ".join(f"{paper.name(key)}: {n}" for key, n in card[card["tested"]].groupby("paper", sort=False).size().items())
     return [
-        f"{len(tested)} verdicts on {tested['claim_id'].nunique()} claims and {tested['model'].nunique()} models — "
-        + ", ".join(f"{summary.get(v, 0)} {v}" for v in (HOLDS, MIXED, FAILS, INCONCLUSIVE))
-        + f", {summary.get(UNTESTABLE, 0)} not testable on that model (it lacks what the claim is about, or our run cannot reach its conditions)"
-        + f" and {summary.get(NOT_APPLICABLE, 0)} not applicable (the paper makes the claim about another model family)"
-        + f". {int(card['tested'].sum())} of them rest on a p-value and were corrected within their paper's family (Holm; {families}); "
+        f"{_some(len(tested), 'verdict')} on {_some(tested['claim_id'].nunique(), 'claim')} and {_some(tested['model'].nunique(), 'model')} — "
+        + ", ".join(counted(int(summary.get(v, 0)), v) for v in (HOLDS, MIXED, FAILS, INCONCLUSIVE))
+        + f", {summary.get(UNTESTABLE, 0)} not testable on that model and {summary.get(NOT_APPLICABLE, 0)} not applicable to its family"
+        + f". {int(card['tested'].sum())} of them rest on a p-value, corrected within each paper (Holm; {families}); "
         + f"{int(card['corrected'].sum())} became inconclusive by the correction. "
-        + f"At a smaller or a larger margin, {int(tested['margin_decides'].sum())} of the {len(tested)} verdicts would differ (the margin decides them). "
-        + f"Besides these verdicts on models, {len(rest)} claims have none "
+        + f"At a smaller or a larger margin, {int(tested['margin_decides'].sum())} of the {_some(len(tested), 'verdict')} would differ. "
+        + f"{_some(len(rest), 'claim')} {'has' if len(rest) == 1 else 'have'} none "
         + f"({int((rest['verdict'] == NOT_RUN).sum())} because their chapter has not run in this edition, "
         + f"{int((rest['verdict'] == UNTESTABLE).sum())} because the book cannot test them offline at all)."
     ]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from scipy.stats import rankdata
 
 from ..core import paper, store
 from ..core.checks import positive_int
@@ -25,7 +26,7 @@ from ..errors import require
 from ..measure import geometry, inference, metrics, outliers
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, RAW, WHITENED
+from .vector_variants import CLIPPED, RAW, WHITENED, signed
 from .verdicts import (
     FAILS,
     HOLDS,
@@ -98,6 +99,7 @@ class StsRun:
     name: str = ""  # the model's
     best: pd.DataFrame | None = None  # STS_BEST
     clipping: OutlierSet | None = None  # chapter 02's outlier set, clipped
+    by_layer: pd.DataFrame | None = None  # STS_BY_LAYER_DIFFERENCES
 
 
 @dataclass
@@ -173,7 +175,7 @@ def _score(
     encoded = encode_pairs(lm, pairs, pool_special)
     table = spearman_table(fitted, encoded, labels)
     differences = paired_differences(fitted, encoded, labels, table, outlier_set.outlier_layers(protocol))
-    return StsRun(table, differences, len(fit_sentences), stats.count)
+    return StsRun(table, differences, len(fit_sentences), stats.count, by_layer=layer_differences(fitted, encoded, labels))
 
 
 def run(
@@ -188,8 +190,8 @@ def run(
     device: str = "auto",
     dtype: str = "auto",
 ) -> StsRun:
-    """One model: every variant's Spearman in every layer and data set, the paired differences, the best layers (three
-    tables written)."""
+    """One model: every variant's Spearman in every layer and data set, the paired differences at the best layers and
+    by layer, the best layers (four tables written)."""
     lm = load_model(spec, device=device, dtype=dtype)
     clipping = outlier_set.outliers_of(lm, spec, profile)
     found = _score(
@@ -198,6 +200,7 @@ def run(
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": found.fit_tokens, "clipping_set": clipping.describe()}
     results.table(found.table, STS_BY_LAYER, spec, parameters=parameters, model_info=info)
     results.table(found.differences, STS_DIFFERENCES, spec, parameters=parameters, model_info=info)
+    results.table(found.by_layer, STS_BY_LAYER_DIFFERENCES, spec, parameters=parameters, model_info=info)
     best = best_layers(found.table, lm.name, spec)
     results.table(best, STS_BEST, spec, parameters=parameters, model_info=info)
     return replace(found, name=lm.name, best=best, clipping=clipping)
@@ -246,11 +249,29 @@ def paper_wide(data: Inputs) -> pd.DataFrame:
     return wide.reindex([c for c in order if c in wide.index]).rename_axis(index="data set", columns=None).reset_index()
 
 
-def figure_by_layer(runs: dict[str, StsRun], data: Inputs, results: Writer) -> None:
-    mean_by_layer = {name: r.table.groupby(["variant", "layer"], sort=False)["spearman_x100"].mean().reset_index() for name, r in runs.items()}
-    fig = vector_variants.variants_by_layer(mean_by_layer, ["spearman_x100"], [f"Spearman × 100, mean of {len(data.names)} data sets"])
-    caption = "Spearman correlation × 100 of cosine similarity with the gold scores, averaged over the data sets, by layer and variant."
-    results.figure(fig, "spearman_by_layer", caption)
+def figure_by_layer(runs: dict[str, StsRun], data: Inputs, baseline: pd.DataFrame, results: Writer) -> None:
+    """Per model: the raw vectors' Spearman × 100 by layer, averaged over the data sets, against averaged GloVe, and
+    each variant's difference from raw with its paired bootstrap 95% interval."""
+    sets = [STS_LABELS[n] for n in scored_sets({n: STS_LABELS[n] for n in data.names})]
+    levels = {}
+    for name, r in runs.items():
+        raw = r.table[(r.table["variant"] == RAW) & r.table["dataset"].isin(sets)]
+        levels[name] = raw.groupby("layer")["spearman_x100"].mean().rename("value").reset_index()
+    glove = float(baseline.set_index("dataset")["spearman_x100"].reindex(sets).mean())
+    differences = {name: r.by_layer for name, r in runs.items()}
+    fig = vector_variants.differences_by_layer(
+        levels, differences, f"Spearman × 100, mean of {len(sets)} sets", "difference from raw (points)", glove, "averaged GloVe 50-d"
+    )
+    peaks = vector_variants.for_models([(n, f"{v['value'].max():.1f} (layer {int(v.loc[v['value'].idxmax(), 'layer'])})") for n, v in levels.items()])
+    alt = (
+        f"{vector_variants.differences_text(differences, ' points')} The raw vectors' mean Spearman × 100 peaks at {peaks}, against {glove:.1f} for "
+        "averaged GloVe vectors."
+    )
+    caption = (
+        f"Spearman correlation × 100 of cosine similarity with the gold scores, averaged over {len(sets)} data sets, by layer: the raw vectors "
+        "(left) and each variant's difference from them with its 95% interval, a bootstrap over the same pairs (right)."
+    )
+    results.figure(fig, "spearman_by_layer", caption, alt=alt)
 
 
 def best_vs_last(runs: dict[str, StsRun]) -> pd.DataFrame:
@@ -366,10 +387,50 @@ def paired_differences(
     return STS_DIFFERENCES.frame(rows)
 
 
+LAYER_DRAWS = 100  # bootstrap resamples per data set for the differences by layer (a figure's intervals: standard errors to about 7%)
+
+
+def scored_sets(labels: dict[str, str]) -> list[str]:
+    """The data sets a summary over sets counts: SICK's all-pairs view (a second view of SICK) left out."""
+    return [name for name, label in labels.items() if "all pairs" not in label]
+
+
+def layer_differences(variants: vector_variants.Variants, encoded: Encoded, labels: dict[str, str], seed: int = 0) -> pd.DataFrame:
+    """Per variant other than raw and per layer: its Spearman × 100 minus the raw vectors' in that layer, averaged over
+    the data sets (`scored_sets`), with a normal 95% interval from a paired bootstrap (each set's pairs resampled
+    LAYER_DRAWS times, seeded; the same resamples for every variant and layer)."""
+    sets = {name: encoded.pairs[name] for name in scored_sets(labels) if name in encoded.pairs}
+    rng = np.random.default_rng(seed)
+    picked = {name: rng.integers(0, len(gold), size=(LAYER_DRAWS, len(gold))) for name, (_, _, gold, _) in sets.items()}
+    gold_ranks = {name: rankdata(gold[picked[name]], axis=1) for name, (_, _, gold, _) in sets.items()}
+
+    def scores(vectors: np.ndarray) -> tuple[float, np.ndarray]:
+        """Mean Spearman × 100 over the sets, and its value in every resample."""
+        point, reps = [], []
+        for name, (a, b, gold, _) in sets.items():
+            cos = geometry.row_cosines(vectors[a], vectors[b])
+            point.append(metrics.spearman_x100(cos, gold))
+            reps.append(metrics.pearson_rows_x100(rankdata(cos[picked[name]], axis=1), gold_ranks[name]))  # Spearman: the gold ranks computed once
+        return float(np.mean(point)), np.mean(reps, axis=0)
+
+    rows = []
+    for layer in range(variants.n_layers):
+        raw, raw_reps = scores(variants.transforms[RAW][layer].transform(encoded.vectors[:, layer]))
+        for variant in [v for v in variants.transforms if v != RAW]:
+            value, reps = scores(variants.transforms[variant][layer].transform(encoded.vectors[:, layer]))
+            half = inference.Z * float(np.std(reps - raw_reps, ddof=1))
+            change = value - raw
+            rows.append({"variant": variant, "layer": layer, "difference": change, "low": change - half, "high": change + half})
+    return STS_BY_LAYER_DIFFERENCES.frame({**row, "datasets": len(sets), "draws": LAYER_DRAWS} for row in rows)
+
+
 STS_BY_LAYER = CHAPTER.table("spearman_by_layer", "dataset variant layer spearman_x100 subset_mean_spearman_x100 n_pairs n_sentences")
 
 
 STS_DIFFERENCES = CHAPTER.table("paired_differences", "dataset variant baseline difference se n_pairs draws layers")
+
+
+STS_BY_LAYER_DIFFERENCES = CHAPTER.table("differences_by_layer", "variant layer difference low high datasets draws")
 
 
 STS_BEST = CHAPTER.table("best", "model spec dataset variant layer spearman_x100 subset_mean_spearman_x100 embedding_output_spearman_x100")
@@ -380,11 +441,15 @@ GLOVE_BASELINE = CHAPTER.table(
 )
 
 
+def _once(t: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each data set once: SICK's all-pairs view (a second view of SICK) left out."""
+    return t[~t["dataset"].str.contains("all pairs")]
+
+
 def _best_by_set(t: pd.DataFrame) -> pd.DataFrame:
-    """Best Spearman per data set and variant, over the contextual layers (as the paper searches); the all-pairs SICK row
-    (a second view of SICK) left out."""
-    t = t[~t["dataset"].str.contains("all pairs") & (t["layer"] >= 1)]
-    return t.groupby(["dataset", "variant"])["spearman_x100"].max().unstack("variant")
+    """Best Spearman per data set and variant, over the contextual layers (as the paper searches), each set once."""
+    t = _once(t)
+    return t[t["layer"] >= 1].groupby(["dataset", "variant"])["spearman_x100"].max().unstack("variant")
 
 
 def findings(runs: dict[str, StsRun], baseline: pd.DataFrame) -> list[str]:
@@ -392,12 +457,14 @@ def findings(runs: dict[str, StsRun], baseline: pd.DataFrame) -> list[str]:
     compares with GloVe, then why our GloVe average stays below the published one."""
     lines, paper_sts = [], paper.table("luo2021", "sts")
     for name, run in runs.items():
-        table, b = run.table, run.best.pivot(index="dataset", columns="variant", values="spearman_x100")
+        table, b = _once(run.table), _once(run.best).pivot(index="dataset", columns="variant", values="spearman_x100")
         glove_scores = baseline.set_index("dataset")["spearman_x100"]
         per_layer = table.pivot_table(index=["dataset", "layer"], columns="variant", values="spearman_x100")
         touched = per_layer[(per_layer["clipped"] - per_layer["raw"]).abs() > 1e-9]
         changes = "; ".join(
-            f"{v} raises it on {int((b[v] > b['raw']).sum())} of {len(b)} (mean change {float((b[v] - b['raw']).mean()):+.2f})" for v in b.columns if v != "raw"
+            f"{v} raises it on {int((b[v] > b['raw']).sum())} of {len(b)} (mean change {signed(float((b[v] - b['raw']).mean()), 2)})"
+            for v in b.columns
+            if v != "raw"
         )
         lines.append(
             f"- **{name}**: clipping changes {len(touched)} of {len(per_layer)} (data set, layer) cells and raises Spearman in "
@@ -406,16 +473,62 @@ def findings(runs: dict[str, StsRun], baseline: pd.DataFrame) -> list[str]:
         )
     published = paper_sts[paper_sts["model"] == "avg-glove"].set_index("paper_dataset")["paper_spearman_x100"]
     glove_gap = (published - baseline.set_index("dataset")["spearman_x100"]).dropna()
+    punctuation = baseline["spearman_x100_words_only"] - baseline["spearman_x100"]
     if len(glove_gap):
         lines.append(
             f"- Average GloVe: {baseline['tokens_in_vocabulary_percent'].min():.1f}-{baseline['tokens_in_vocabulary_percent'].max():.1f}% of the "
             f"lower-cased tokens are in GloVe's vocabulary, so out-of-vocabulary words do not explain the distance to the published "
             f"300-d average (paper column above): {glove_gap.min():.1f} to {glove_gap.max():.1f} points below it. Leaving punctuation out of the "
-            f"average changes our score by {float((baseline['spearman_x100_words_only'] - baseline['spearman_x100']).min()):+.1f} to "
-            f"{float((baseline['spearman_x100_words_only'] - baseline['spearman_x100']).max()):+.1f} points. What remains is the vectors "
+            f"average changes our score by {signed(float(punctuation.min()))} to {signed(float(punctuation.max()))} points. What remains is the vectors "
             "themselves: 50 against 300 dimensions, and a corpus the published table does not name."
         )
     return lines
+
+
+def answer(runs: dict[str, StsRun], baseline: pd.DataFrame) -> list[str]:
+    """The chapter's answer: how much clipping and whitening change Spearman × 100 at each variant's best layer among
+    those where the clipped dimensions are outliers, averaged over the data sets with its 95% interval (from the paired
+    bootstraps over each set's pairs), on how many sets the change is clear of zero, and the raw vectors' level against
+    averaged GloVe."""
+    compared = [name for name, r in runs.items() if len(r.differences)]
+    per_set, means = {}, {}
+    for variant in (CLIPPED, WHITENED):
+        for name in compared:
+            t = _once(runs[name].differences)
+            t = t[(t["variant"] == variant) & (t["baseline"] == RAW)]
+            if len(t):
+                halves = inference.Z * t["se"]
+                per_set[(variant, name)] = [inference.from_interval(d, d - h, d + h, "bootstrap") for d, h in zip(t["difference"], halves)]
+                means[(variant, name)] = inference.mean_of(per_set[(variant, name)], "data sets")
+
+    def change(variant: str) -> str:
+        return vector_variants.changes_text([(e.value, e.low, e.high) for (v, _), e in means.items() if v == variant])
+
+    def counts(variant: str, up: bool) -> str:
+        return " and ".join(str(sum((e.low > 0) if up else (e.high < 0) for e in es)) for (v, _), es in per_set.items() if v == variant)
+
+    raw = {name: _best_by_set(r.table)[RAW] for name, r in runs.items()}
+    glove = baseline.set_index("dataset")["spearman_x100"]
+    level = (
+        f"At their best layer the raw vectors of {vector_variants.listed(list(raw))} already score "
+        f"{vector_variants.listed([f'{v.min():.1f}-{v.max():.1f}' for v in raw.values()])}, on average "
+        f"{vector_variants.listed([signed(float((v - glove.reindex(v.index)).mean())) for v in raw.values()])} points against averaged 50-d GloVe vectors."
+    )
+    if not means:
+        return ["No model has a layer where its clipped dimensions are outliers: there is nothing for clipping or whitening to remove.", level]
+    sets = len(next(iter(per_set.values())))
+    whitened = f", whitening by {change(WHITENED)}" if any(v == WHITENED for v, _ in means) else ""
+    per_set_text = "; ".join(
+        f"{'clipping' if v == CLIPPED else 'whitening'} is clearly better on {counts(v, True)} of the {sets} and clearly worse on {counts(v, False)}"
+        for v in (CLIPPED, WHITENED)
+        if any(k == v for k, _ in means)
+    )
+    return [
+        f"Averaged over {sets} data sets, each variant at its best layer where the clipped dimensions are outliers, clipping changes the "
+        f"Spearman correlation × 100 of {vector_variants.listed(compared)} by {change(CLIPPED)}{whitened}.",
+        f"Set by set, {per_set_text}.",
+        level,
+    ]
 
 
 NO_OUTLIER_LAYER = "not testable: the clipped dims are flagged outliers in no layer of this model (nothing for clipping or whitening to remove)"

@@ -24,7 +24,7 @@ from ..measure import inference
 from ..train import probe
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, RAW, WHITENED
+from .vector_variants import CLIPPED, RAW, WHITENED, signed
 from .verdicts import NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, from_units, unit
 
 CHAPTER = chapter("09_supervised", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
@@ -139,6 +139,22 @@ def best(runs: list[TaskRun], model: str, spec: str, layers: list[int]) -> pd.Da
     return FROZEN_BEST.check(pd.DataFrame(rows).reindex(columns=list(FROZEN_BEST.columns)))
 
 
+def layer_differences(runs: list[TaskRun]) -> pd.DataFrame:
+    """Per task, variant other than raw and layer: its test accuracy minus the raw vectors' at the same layer (points),
+    with the paired 95% interval over the test examples (`inference.paired_proportions`)."""
+    rows = []
+    for run in runs:
+        for (variant, layer), here in run.correct.items():
+            if variant != RAW:
+                raw = run.correct[(RAW, layer)]
+                change = inference.paired_proportions(int((here & ~raw).sum()), int((raw & ~here).sum()), len(raw), "test examples").scaled(100)
+                rows.append(
+                    {"task": run.table["task"].iloc[0], "variant": variant, "layer": layer, "difference": change.value, "low": change.low, "high": change.high}
+                    | {"examples": len(raw)}
+                )
+    return FROZEN_BY_LAYER.frame(rows)
+
+
 def samples_table(data: dict[str, dict[str, Split]]) -> pd.DataFrame:
     """Examples used per task: classes, the three samples and the texts whitening is fitted on."""
     return pd.DataFrame(
@@ -160,6 +176,7 @@ class ModelRun:
     table: pd.DataFrame  # FROZEN_ACCURACY: every task, variant and layer
     summary: pd.DataFrame  # FROZEN_BEST
     clipping: OutlierSet  # chapter 02's outlier set, clipped
+    by_layer: pd.DataFrame | None = None  # FROZEN_BY_LAYER
 
 
 def run(
@@ -177,7 +194,8 @@ def run(
     dtype: str = "auto",
 ) -> ModelRun:
     """One model: a classifier per task, variant and layer on its frozen sentence vectors (features a parallel build
-    extracted ahead come from the cache), and the best accuracies (both tables written)."""
+    extracted ahead come from the cache), the best accuracies and each variant's difference from raw by layer (three
+    tables written)."""
     lm = load_model(spec, device=device, dtype=dtype)
     clipping = outlier_set.outliers_of(lm, spec, profile)
     tasks = [_task(lm, t, data[t], outlier_set=clipping, wanted=wanted, bias=bias, pool_special=pool_special, protocol=clip) for t in data]
@@ -186,11 +204,33 @@ def run(
     results.table(table, FROZEN_ACCURACY, spec, parameters=parameters, model_info=info)
     summary = best(tasks, lm.name, spec, clipping.outlier_layers(clip))
     results.table(summary, FROZEN_BEST, spec, parameters=parameters, model_info=info)
-    return ModelRun(lm.name, table, summary, clipping)
+    by_layer = layer_differences(tasks)
+    results.table(by_layer, FROZEN_BY_LAYER, spec, parameters=parameters, model_info=info)
+    return ModelRun(lm.name, table, summary, clipping, by_layer)
 
 
 def summary_of(runs: dict[str, ModelRun]) -> pd.DataFrame:
     return pd.concat([r.summary for r in runs.values()], ignore_index=True)
+
+
+def summary_table(runs: dict[str, ModelRun]) -> pd.DataFrame:
+    """The best accuracies per model, task and variant, with column names in words."""
+    return (
+        summary_of(runs)
+        .drop(columns="spec")
+        .rename(
+            columns={
+                "best_test": "best test accuracy",
+                "best_test_layer": "its layer",
+                "test_at_best_dev_layer": "test accuracy at the best development layer",
+                "best_dev_layer": "best development layer",
+                "paired_layer": "layer compared with raw",
+                "test_examples": "test examples",
+                "test_right_only_here": "only this variant right",
+                "test_right_only_raw": "only raw right",
+            }
+        )
+    )
 
 
 def convergence_note(runs: dict[str, ModelRun]) -> str:
@@ -209,13 +249,30 @@ def paper_table() -> pd.DataFrame:
     return theirs.assign(variant=theirs["paper_variant"].map({"raw": "raw", "clip": "clipped"}))
 
 
-def figures_by_layer(runs: dict[str, ModelRun], results: Writer) -> None:
-    """Per task: the test accuracy of each layer's classifier, by variant and model."""
-    for task in dict.fromkeys(t for r in runs.values() for t in r.table["task"]):
-        by_layer = {name: r.table[r.table["task"] == task] for name, r in runs.items()}
-        fig = vector_variants.variants_by_layer(by_layer, ["test_accuracy"], [f"{task} test accuracy (%)"])
-        caption = f"{task}: test accuracy of a logistic-regression classifier on each layer's sentence vectors, by variant."
-        results.figure(fig, f"accuracy_by_layer_{task}", caption)
+def figures_by_layer(runs: dict[str, ModelRun], data: dict[str, dict[str, Split]], results: Writer) -> None:
+    """Per task: the raw vectors' test accuracy by layer against always answering the test sample's most frequent class,
+    and each variant's difference from raw with its paired 95% interval, by model."""
+    for key, splits in data.items():
+        task, labels = CLASSIFICATION_TASKS[key], splits["test"][1]
+        majority = 100 * np.bincount(labels).max() / len(labels)
+        levels = {}
+        for name, r in runs.items():
+            raw = r.table[(r.table["task"] == task) & (r.table["variant"] == RAW)]
+            levels[name] = raw[["layer", "test_accuracy"]].rename(columns={"test_accuracy": "value"})
+        differences = {name: r.by_layer[r.by_layer["task"] == task] for name, r in runs.items()}
+        fig = vector_variants.differences_by_layer(
+            levels, differences, f"{task} test accuracy (%)", "difference from raw (points)", majority, "most frequent class"
+        )
+        peaks = vector_variants.for_models([(n, f"{v['value'].max():.1f}% (layer {int(v.loc[v['value'].idxmax(), 'layer'])})") for n, v in levels.items()])
+        alt = (
+            f"{vector_variants.differences_text(differences, ' points')} The raw vectors peak at {peaks}, against {majority:.1f}% for "
+            f"always answering the most frequent class of {task}."
+        )
+        caption = (
+            f"{task}: test accuracy of a logistic-regression classifier on each layer's sentence vectors: the raw vectors (left) and each variant's "
+            f"difference from them with its 95% interval, paired over the same {len(labels):,} test examples (right)."
+        )
+        results.figure(fig, f"accuracy_by_layer_{task}", caption, alt=alt)
 
 
 def findings(runs: dict[str, ModelRun]) -> list[str]:
@@ -223,8 +280,44 @@ def findings(runs: dict[str, ModelRun]) -> list[str]:
     lines = []
     for (name, task), part in summary_of(runs).groupby(["model", "task"], sort=False):
         p = part.set_index("variant")["best_test"]
-        others = ", ".join(f"{p[v]:.1f}% {v} ({p[v] - p['raw']:+.1f})" for v in p.index if v != "raw")
+        others = ", ".join(f"{p[v]:.1f}% {v} ({signed(p[v] - p['raw'])})" for v in p.index if v != "raw")
         lines.append(f"- **{name}, {task}**: best test accuracy {p['raw']:.1f}% raw, {others}.")
+    return lines
+
+
+def answer(runs: dict[str, ModelRun]) -> list[str]:
+    """The chapter's answer: what clipping and whitening change in test accuracy at one layer per model and task (the raw
+    classifier's choice on the development sample, among the layers where the clipped dimensions are outliers), where the
+    paired 95% interval over the test examples excludes zero, beside the largest change the paper reports."""
+    compared = summary_of(runs).dropna(subset=["paired_layer"])
+    if CLIPPED not in compared["variant"].values:
+        return ["Clipping was not compared with the raw vectors: it was not run, or no model has a layer where its clipped dimensions are outliers."]
+    changes = {
+        (r.variant, r.model, r.task): inference.paired_proportions(
+            int(r.test_right_only_here), int(r.test_right_only_raw), int(r.test_examples), "examples"
+        ).scaled(100)
+        for r in compared.itertuples()
+        if r.variant != RAW
+    }
+
+    def change(variant: str) -> str:
+        mine = {(m, t): e for (v, m, t), e in changes.items() if v == variant}
+        clear = [f"{t} with {m} ({signed(e.value)}, {signed(e.low)} to {signed(e.high)})" for (m, t), e in mine.items() if e.low > 0 or e.high < 0]
+        values = [e.value for e in mine.values()]
+        where = f"only for {vector_variants.listed(clear)}" if clear else "for none of them"
+        span = f"{signed(min(values))} to {signed(max(values))} points"
+        return f"{span} across the {len(mine)} pairs of model and task, its paired 95% interval clear of zero {where}"
+
+    theirs = paper_table().pivot_table(index=["model", "task"], columns="variant", values="paper_accuracy_percent")
+    widths = [e.high - e.low for (v, _, _), e in changes.items() if v == CLIPPED]
+    examples = sorted({int(n) for n in compared["test_examples"]})
+    lines = [f"At one layer per model and task, chosen on the development sample, clipping changes test accuracy by {change(CLIPPED)}."]
+    if WHITENED in compared["variant"].values:
+        lines.append(f"Whitening changes it by {change(WHITENED)}.")
+    lines.append(
+        f"Luo et al. report clipping changes of at most {float((theirs[CLIPPED] - theirs[RAW]).abs().max()):.1f} points; our intervals are "
+        f"{min(widths):.1f} to {max(widths):.1f} points wide ({examples[0]:,} to {examples[-1]:,} test examples)."
+    )
     return lines
 
 
@@ -242,6 +335,9 @@ def chosen_strengths(runs: dict[str, ModelRun]) -> pd.DataFrame:
 
 
 FROZEN_ACCURACY = CHAPTER.table("accuracy_by_layer", "task variant layer dev_accuracy test_accuracy C converged clipped_dims whitening_fit_texts")
+
+
+FROZEN_BY_LAYER = CHAPTER.table("differences_by_layer", "task variant layer difference low high examples")
 
 
 FROZEN_BEST = CHAPTER.table(

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
@@ -31,6 +30,7 @@ from ..encode.features import TokenMoments
 from ..errors import require
 from ..measure import transforms
 from ..measure.outliers import CLIP_PROTOCOLS
+from . import plotting
 from .outlier_set import OutlierSet
 from .plotting import COLORS
 
@@ -131,10 +131,11 @@ def random_dims(flags: np.ndarray, seed: int) -> list[np.ndarray]:
 
 
 def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], labels: list[str]):
-    """One row per model, one panel per metric: the metric by layer for each variant (raw/clipped/whitened)."""
-    fig, axes = plt.subplots(len(tables), len(metrics), figsize=(5.2 * len(metrics), 3.6 * len(tables)), squeeze=False)
-    for row, (name, t) in zip(axes, tables.items()):
-        for ax, metric, label in zip(row, metrics, labels):
+    """One row per model, one panel per metric: the metric by layer for each variant (raw/clipped/whitened), one
+    legend above the panels."""
+    fig, axes = plotting.grid(len(tables) * len(metrics), columns=len(metrics), panel_height=3.2)
+    for row, (name, t) in enumerate(tables.items()):
+        for ax, metric, label in zip(axes[row * len(metrics) :], metrics, labels):
             for variant, part in t.groupby("variant", sort=False):
                 style, color = VARIANT_STYLE.get(variant, ("-", None))
                 raw = variant == RAW  # hollow, larger and on top: visible where a variant changes nothing
@@ -142,11 +143,80 @@ def variants_by_layer(tables: dict[str, pd.DataFrame], metrics: list[str], label
                     part["layer"], part[metric], style, color=color, ms=7 if raw else 4, mfc="none" if raw else color, zorder=3 if raw else 2, label=variant
                 )
             ax.axhline(0, color="grey", lw=0.8)
-            ax.set(xlabel="layer (0 = embedding output)", ylabel=label, title=f"{name}: {label}")
+            ax.set(xlabel="layer (0 = embedding output)", ylabel=label, title=name)
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-        row[0].legend(frameon=False)
-    fig.tight_layout()
+    plotting.legend_above(fig, axes[0])
     return fig
+
+
+def differences_by_layer(
+    levels: dict[str, pd.DataFrame], differences: dict[str, pd.DataFrame], level_label: str, difference_label: str, reference: float, reference_label: str
+):
+    """One row per model: a narrow panel with the raw vectors' level by layer (`levels`: columns layer, value) and a
+    dashed line at `reference` (chance, or a baseline), and a wide panel with each other variant's difference from raw
+    by layer with its 95% interval and a zero line (`differences`: columns variant, layer, difference, low, high;
+    `plotting.differences`); one legend above the panels."""
+    fig, axes = plotting.grid(2 * len(levels), columns=2, panel_height=3.0, gridspec_kw={"width_ratios": [1, 2.2]})
+    for (name, level), left, right in zip(levels.items(), axes[::2], axes[1::2]):
+        left.plot(level["layer"], level["value"], "-o", color=VARIANT_STYLE[RAW][1], ms=4, label="raw (left panels)")
+        left.axhline(reference, color="grey", ls="--", lw=1.2, label=f"{reference_label} (left panels)")
+        left.set(xlabel="layer", ylabel=level_label, title="raw vectors")
+        d = differences[name]
+        shown = list(dict.fromkeys(d["variant"]))
+        for i, variant in enumerate(shown):
+            part, (style, color) = d[d["variant"] == variant], VARIANT_STYLE[variant]
+            shift = (i - (len(shown) - 1) / 2) * 0.15  # side by side, so that intervals at one layer do not hide each other
+            plotting.differences(right, part["layer"] + shift, part["difference"], part["low"], part["high"], f"{variant} − raw", color, style[-1])
+        right.set(xlabel="layer (0 = embedding output)", ylabel=difference_label, title=f"{name}: difference from raw")
+        for ax in (left, right):
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    for proxy in axes[0].get_lines():  # the left panels' lines, named in the one legend with the differences
+        axes[1].plot([], [], color=proxy.get_color(), ls=proxy.get_linestyle(), marker=proxy.get_marker(), ms=4, label=proxy.get_label())
+    plotting.legend_above(fig, axes[1])
+    return fig
+
+
+def differences_text(differences: dict[str, pd.DataFrame], unit: str, digits: int = 1) -> str:
+    """The differences from raw in words, per model and variant: their range over the layers and in how many layers
+    the 95% interval excludes zero (a figure's alt text)."""
+    parts = []
+    for name, d in differences.items():
+        said = []
+        for variant, part in d.groupby("variant", sort=False):
+            clear = int(((part["low"] > 0) | (part["high"] < 0)).sum())
+            span = f"{signed(part['difference'].min(), digits)} to {signed(part['difference'].max(), digits)}{unit}"
+            said.append(f"{variant} − raw {span} (interval clear of zero in {clear or 'none'} of {len(part)} layers)")
+        parts.append(f"{name}: " + ", ".join(said))
+    return "Differences from the raw vectors by layer: " + "; ".join(parts) + "."
+
+
+def rounded(value: float, digits: int = 3) -> str:
+    """A number as printed: "0.000" for what rounds to zero, never "-0.000"."""
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
+
+
+def signed(value: float, digits: int = 1) -> str:
+    """A change from raw as printed: "+1.2", "-0.3", and "0.0" for what rounds to zero (never "-0.0")."""
+    text = rounded(value, digits)
+    return text if text.startswith("-") or float(text) == 0 else "+" + text
+
+
+def listed(items: list[str]) -> str:
+    """Items in words: "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def for_models(said: list[tuple[str, str]]) -> str:
+    """Per-model phrases joined into one: "+1.2 for A and -0.3 for B" from [(A, "+1.2"), (B, "-0.3")]."""
+    return listed([f"{text} for {name}" for name, text in said])
+
+
+def changes_text(changes: list[tuple[float, float, float]], unit: str = "") -> str:
+    """Changes with their 95% intervals, (change, low, high) for each model in the order the sentence names the models:
+    "+1.2 and -0.3 points (95% intervals +0.3 to +2.1 and -1.0 to +0.4)"."""
+    intervals = listed([f"{signed(low)} to {signed(high)}" for _, low, high in changes])
+    return f"{listed([signed(v) for v, _, _ in changes])}{unit} (95% interval{'s' * (len(changes) > 1)} {intervals})"
 
 
 VARIANT_STYLE = {
@@ -154,5 +224,5 @@ VARIANT_STYLE = {
     CLIPPED: ("--s", COLORS[1]),
     CLIPPED_RANDOM: ("-.x", COLORS[3]),
     WHITENED: (":^", COLORS[2]),
-    WHITENED_SENTENCES: ("-.v", COLORS[4]),
+    WHITENED_SENTENCES: ("-.v", COLORS[7]),  # not the orange, which is too light on white (about 2:1)
 }

@@ -22,7 +22,7 @@ from ..encode.models import LoadedModel, load_model
 from ..measure import geometry, inference, metrics, outliers
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
+from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED, signed
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome
 
 CHAPTER = chapter("07_wic", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
@@ -53,6 +53,7 @@ class WicRun:
     left_out: int  # pairs whose target lies beyond the model's maximum length
     name: str = ""  # the model's
     clipping: OutlierSet | None = None  # the outlier set clipped (chapter 02's)
+    by_layer: pd.DataFrame | None = None  # WIC_BY_LAYER
 
 
 def pair_vectors(lm: LoadedModel, frame: pd.DataFrame, collectors=(), desc: str = "") -> tuple[np.ndarray, np.ndarray]:
@@ -158,6 +159,24 @@ def cross_fitted(
     return right
 
 
+def layer_differences(variants: vector_variants.Variants, grid: pd.DataFrame, train: tuple[np.ndarray, np.ndarray], labels: np.ndarray) -> pd.DataFrame:
+    """Per variant other than raw and per layer: its accuracy on the training pairs at its best threshold there minus
+    the raw vectors' at theirs (points), with the paired 95% interval over the pairs (`inference.paired_proportions`)."""
+    scored = grid[grid["split"] == "train"]
+    best = scored.loc[scored.groupby(["variant", "layer"], sort=False)["accuracy"].idxmax()].set_index(["variant", "layer"])["threshold"]
+
+    def right(variant: str, layer: int) -> np.ndarray:
+        return (_cosines(variants.transforms[variant][layer].transform, train, layer) > best[(variant, layer)]) == labels
+
+    rows = []
+    for variant in [v for v in variants.transforms if v != RAW]:
+        for layer in range(variants.n_layers):
+            here, raw = right(variant, layer), right(RAW, layer)
+            change = inference.paired_proportions(int((here & ~raw).sum()), int((raw & ~here).sum()), len(labels), "pairs").scaled(100)
+            rows.append({"variant": variant, "layer": layer, "difference": change.value, "low": change.low, "high": change.high, "pairs": len(labels)})
+    return WIC_BY_LAYER.frame(rows)
+
+
 def settings_near_best(grid: pd.DataFrame, n_pairs: int) -> pd.DataFrame:
     """Per variant: the best training accuracy, its binomial standard error on n_pairs pairs, and how many (layer,
     threshold) settings lie within two of those standard errors of it (settings a sample of n_pairs could not tell apart)."""
@@ -183,12 +202,13 @@ def _choose(lm: LoadedModel, spec: str, train: pd.DataFrame, dev: pd.DataFrame, 
     layers = counted or list(range(lm.n_layers + 1))
     cross = cross_fitted(fitted, splits["train"], labels["train"], layers)
     best = best_settings(grid, fitted, splits["dev"], labels["dev"], lm.name, spec, cross, layers, outliers.layer_ranges(np.asarray(counted)))
-    return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()))
+    by_layer = layer_differences(fitted, grid, splits["train"], labels["train"])
+    return WicRun(grid, best, stats.count, sum(int((~u).sum()) for u in usable.values()), by_layer=by_layer)
 
 
 def run(spec: str, data: WicData, *, profile: str, clip: str, results: Writer, parameters: dict, device: str = "auto", dtype: str = "auto") -> WicRun:
     """One model: every variant's accuracy grid, the best setting chosen on the training pairs and scored on the
-    development pairs (both tables written)."""
+    development pairs, each variant's difference from raw by layer (three tables written)."""
     lm = load_model(spec, device=device, dtype=dtype)
     clipping = outlier_set.outliers_of(lm, spec, profile)
     found = _choose(lm, spec, data.train, data.dev, clipping, clip)
@@ -197,6 +217,7 @@ def run(spec: str, data: WicData, *, profile: str, clip: str, results: Writer, p
     info = {"name": lm.name, "n_layers": lm.n_layers, "width": lm.width, "fit_tokens": found.fit_tokens, "clipping_set": clipping.describe()}
     results.table(found.grid, WIC_GRID, spec, parameters=parameters, model_info=info)
     results.table(found.best, WIC_BEST, spec, parameters=parameters, model_info=info)
+    results.table(found.by_layer, WIC_BY_LAYER, spec, parameters=parameters, model_info=info)
     return replace(found, name=lm.name, clipping=clipping)
 
 
@@ -206,18 +227,30 @@ def best_of(runs: dict[str, WicRun]) -> pd.DataFrame:
 
 
 DISCORDANT = ["right_only_here", "right_only_raw", "right_only_here_vs_clipped", "right_only_clipped"]
+DISCORDANT_WORDS = ["only this variant right", "only raw right", "only this variant right (against clipped)", "only clipped right"]
 
 
 def choice_table(runs: dict[str, WicRun]) -> pd.DataFrame:
-    return best_of(runs)[["model", "variant", "layer", "threshold", "train_accuracy", "dev_accuracy_of_that_choice", "dev_best_accuracy"]]
+    chosen = best_of(runs)[["model", "variant", "layer", "threshold", "train_accuracy", "dev_accuracy_of_that_choice", "dev_best_accuracy"]]
+    return chosen.rename(
+        columns={
+            "train_accuracy": "best training accuracy (%)",
+            "dev_accuracy_of_that_choice": "development accuracy of that choice (%)",
+            "dev_best_accuracy": "best development accuracy (%)",
+        }
+    )
 
 
 def discordant_table(runs: dict[str, WicRun]) -> pd.DataFrame:
-    return best_of(runs)[["model", "variant", "dev_pairs", *(f"dev_{c}" for c in DISCORDANT)]]
+    counts = best_of(runs)[["model", "variant", "dev_pairs", *(f"dev_{c}" for c in DISCORDANT)]]
+    return counts.rename(columns={"dev_pairs": "development pairs"} | {f"dev_{c}": w for c, w in zip(DISCORDANT, DISCORDANT_WORDS)})
 
 
 def cross_table(runs: dict[str, WicRun]) -> pd.DataFrame:
-    return best_of(runs)[["model", "variant", "cross_pairs", "cross_accuracy", *(f"cross_{c}" for c in DISCORDANT)]]
+    counts = best_of(runs)[["model", "variant", "cross_pairs", "cross_accuracy", *(f"cross_{c}" for c in DISCORDANT)]]
+    return counts.rename(
+        columns={"cross_pairs": "training pairs", "cross_accuracy": "accuracy (%)"} | {f"cross_{c}": w for c, w in zip(DISCORDANT, DISCORDANT_WORDS)}
+    )
 
 
 def paper_table() -> pd.DataFrame:
@@ -226,12 +259,27 @@ def paper_table() -> pd.DataFrame:
     return theirs.assign(variant=theirs["variant"].map({"raw": "raw", "clip": "clipped", "whiten": "whitened", "baseline": "baseline"}))
 
 
-def figure_by_layer(runs: dict[str, WicRun], results: Writer) -> None:
-    """For every layer, the best accuracy over the thresholds on the training pairs, one line per variant."""
-    by_layer = {name: r.grid[r.grid["split"] == "train"].groupby(["variant", "layer"], sort=False)["accuracy"].max().reset_index() for name, r in runs.items()}
-    fig = vector_variants.variants_by_layer(by_layer, ["accuracy"], ["WiC accuracy, best threshold (%)"])
-    caption = "WiC accuracy at the best threshold by layer, for the raw, clipped, randomly clipped (control) and whitened vectors (training split)."
-    results.figure(fig, "accuracy_by_layer", caption)
+def figure_by_layer(runs: dict[str, WicRun], data: WicData, results: Writer) -> None:
+    """Per model: the raw vectors' accuracy by layer (best threshold, training pairs) against always answering "same
+    sense", and each variant's difference from raw with its paired 95% interval."""
+    levels = {}
+    for name, r in runs.items():
+        raw = r.grid[(r.grid["split"] == "train") & (r.grid["variant"] == RAW)]
+        levels[name] = raw.groupby("layer")["accuracy"].max().rename("value").reset_index()
+    differences = {name: r.by_layer for name, r in runs.items()}
+    fig = vector_variants.differences_by_layer(
+        levels, differences, "accuracy (%)", "difference from raw (points)", data.baseline["train"], "always 'same sense'"
+    )
+    peaks = vector_variants.for_models([(n, f"{v['value'].max():.1f}% (layer {int(v.loc[v['value'].idxmax(), 'layer'])})") for n, v in levels.items()])
+    alt = (
+        f"{vector_variants.differences_text(differences, ' points')} The raw vectors peak at {peaks}, against "
+        f"{data.baseline['train']:.1f}% for always answering 'same sense'."
+    )
+    caption = (
+        "WiC accuracy on the training pairs at each layer's best threshold: the raw vectors (left) and each variant's difference from them "
+        "with its 95% interval, paired over the same pairs (right)."
+    )
+    results.figure(fig, "accuracy_by_layer", caption, alt=alt)
 
 
 def findings(runs: dict[str, WicRun], data: WicData) -> list[str]:
@@ -248,6 +296,27 @@ def findings(runs: dict[str, WicRun], data: WicData) -> list[str]:
             f"random dimensions zeroed as clipping zeroes (baseline {data.baseline['dev']:.1f}%)."
         )
     return lines
+
+
+def answer(runs: dict[str, WicRun], data: WicData) -> list[str]:
+    """The chapter's answer: how much clipping and whitening change WiC accuracy when every pair is decided by a layer and
+    threshold chosen without it (paired 95% intervals over the development and cross-fitted training pairs), whether
+    any change is clear of zero, and the raw vectors' level against always answering "same sense"."""
+    best = best_of(runs)
+    models = list(dict.fromkeys(best["model"]))
+    rows = best.set_index(["model", "variant"])
+    changes = {v: [_paired(rows.loc[(m, v)], "right_only_here", "right_only_raw") for m in models] for v in (CLIPPED, WHITENED)}
+    clear = [f"{v} for {m} ({signed(e.value)})" for v, es in changes.items() for m, e in zip(models, es) if e.low > 0 or e.high < 0]
+    pairs = " or ".join(f"{n:,}" for n in sorted({int(r.dev_pairs + r.cross_pairs) for r in best.itertuples()}))
+    raw = vector_variants.listed([f"{rows.loc[(m, RAW), 'dev_accuracy_of_that_choice']:.1f}%" for m in models])
+    return [
+        f"Scored on pairs that the chosen layer and threshold never saw ({pairs} per model), clipping the outlier dimensions changes the WiC "
+        f"accuracy of {vector_variants.listed(models)} by {vector_variants.changes_text([(e.value, e.low, e.high) for e in changes[CLIPPED]], ' points')}; "
+        f"whitening by {vector_variants.changes_text([(e.value, e.low, e.high) for e in changes[WHITENED]])}.",
+        ("Only " + vector_variants.listed(clear) + " is clear of zero" if clear else "None of these intervals excludes zero")
+        + f"; the raw vectors reach {raw} on the {len(data.dev):,} development pairs, against {data.baseline['dev']:.1f}% for always answering "
+        "'same sense'.",
+    ]
 
 
 def optimism_lines(runs: dict[str, WicRun], data: WicData) -> str:
@@ -270,6 +339,9 @@ def near_best(runs: dict[str, WicRun], n_pairs: int) -> pd.DataFrame:
 
 
 WIC_GRID = CHAPTER.table("accuracy_grid", "variant layer split threshold accuracy")
+
+
+WIC_BY_LAYER = CHAPTER.table("differences_by_layer", "variant layer difference low high pairs")
 
 
 WIC_BEST = CHAPTER.table(
