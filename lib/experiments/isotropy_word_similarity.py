@@ -146,11 +146,11 @@ def isotropy_of(runs: dict[str, WordRun]) -> pd.DataFrame:
 
 
 WORDS = {  # the tables' columns as the page prints them
-    "I1_sign_low": "I1, lowest over signs",
-    "I1_sign_high": "I1, highest over signs",
+    "I1_sign_low": "I1, lowest sign",
+    "I1_sign_high": "I1, highest sign",
     "average_norm": "average length",
     "mean_vector_norm": "length of the mean",
-    "ratio": "mean / average length",
+    "ratio": "mean / average",
     "pearson_cosine": "cosine",
     "pearson_inner_product": "inner product",
     "paper_label": "model",

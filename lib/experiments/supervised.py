@@ -214,10 +214,11 @@ def summary_of(runs: dict[str, ModelRun]) -> pd.DataFrame:
 
 
 def summary_table(runs: dict[str, ModelRun]) -> pd.DataFrame:
-    """The best accuracies per model, task and variant, with column names in words."""
+    """The best accuracies per model, task and variant, with column names in words (the paired counts behind the
+    comparison with raw are in the result table, not on the page, where they would widen it past the column)."""
     return (
         summary_of(runs)
-        .drop(columns="spec")
+        .drop(columns=["spec", "test_examples", "test_right_only_here", "test_right_only_raw"], errors="ignore")
         .rename(
             columns={
                 "best_test": "best test accuracy",
