@@ -70,7 +70,8 @@ runs = ch.each_model(isotropy_word_similarity.run, specs, labelled=benchmarks, r
 # %% tags=["hide-input"]
 ch.show(
     isotropy_word_similarity.isotropy_view(runs),
-    "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic), and the lengths of its rows",
+    "Ours: isotropy of the input-embedding matrix (I1 = I(W) and IsoScore: 1 = isotropic; I2: 0 = isotropic; I1 low and high: "
+    "over the signs of the eigenvectors), and the lengths of its rows",
 )
 ch.show(
     isotropy_word_similarity.paper_table("isotropy"), "Biš et al. (2021) Table 1 (paper): I(W) raw, centered and post-processed, and the lengths of the rows"

@@ -146,10 +146,10 @@ def isotropy_of(runs: dict[str, WordRun]) -> pd.DataFrame:
 
 
 WORDS = {  # the tables' columns as the page prints them
-    "I1_sign_low": "I1, lowest sign",
-    "I1_sign_high": "I1, highest sign",
+    "I1_sign_low": "I1 low",
+    "I1_sign_high": "I1 high",
     "average_norm": "average length",
-    "mean_vector_norm": "length of the mean",
+    "mean_vector_norm": "mean's length",
     "ratio": "mean / average",
     "pearson_cosine": "cosine",
     "pearson_inner_product": "inner product",
@@ -167,8 +167,9 @@ WORDS = {  # the tables' columns as the page prints them
 
 
 def isotropy_view(runs: dict[str, WordRun]) -> pd.DataFrame:
-    """The isotropy table as the page prints it."""
-    return isotropy_of(runs).rename(columns=WORDS)
+    """The isotropy table as the page prints it (the mean's length over the average length, which the two lengths
+    give, only in the result table: beside them it would widen the page past its column)."""
+    return isotropy_of(runs).drop(columns="ratio").rename(columns=WORDS)
 
 
 def paper_table(key: str) -> pd.DataFrame:
