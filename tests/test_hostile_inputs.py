@@ -48,9 +48,9 @@ def test_a_model_folder_outside_the_repository_is_named_on_the_page_not_by_its_p
     assert resolve(str(folder))[1] == "my-model"
     note = chapter_notes.chapter_note("01_anisotropy", entry({"profile": "quick", "models": str(folder)}), "quick")
     assert str(tmp_path) not in note
-    assert "`models = 'my-model'`" in note and "it measures `my-model`;" in note
+    assert "`models = 'my-model'`" in note and "it measures my-model;" in note
     run = {"profile": "quick", "models": str(folder)}
-    assert staging.measured_text(run) == "This run: models `my-model`."  # the line under the Summary
+    assert staging.measured_text(run) == "**This run**: models my-model."  # the line under the Summary
     cell = staging.run_parameters('models = "minilm"  # the models', run)  # the parameters cell on the page
     assert str(tmp_path) not in cell and cell.startswith('models = "my-model"  # this run (local model folders, named here: give their paths)')
 
