@@ -76,8 +76,10 @@ def test_names_and_values_reach_the_page_as_text(tmp_path, monkeypatch):
     monkeypatch.setattr(tables, "display", lambda data, raw, metadata: shown.append(data["text/markdown"]))
     ch.show_each({"<b>m": pd.DataFrame({"a": [1]})}, "{name}: a table")
     assert shown[0].startswith(":::{table} \\<b\\>m: a table")
-    card = pd.DataFrame({"chapter": ["01_anisotropy"], "claim_id": ["c"], "claim": ["a claim"], "model": ["<b>m"], "verdict": ["holds"], "on_model": [True]})
-    assert front_page._claim_lines("01_anisotropy", card)[0].startswith("- a claim → \\<b\\>m: **holds**")
+    card = pd.DataFrame(
+        {"chapter": ["01_anisotropy"], "claim_id": ["c"], "claim": ["a claim"], "model": ["<b>m"], "verdict": ["holds"], "on_model": [True], "ours": ["<i>2"]}
+    )
+    assert front_page._claim_lines("01_anisotropy", card)[0].startswith("- a claim → \\<b\\>m: ✓ **holds** (\\<i\\>2)")
     monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
     note = chapter_notes.chapter_note("01_anisotropy", entry({"profile": "quick", "device": "cu`da"}), "quick")
     assert "``device = 'cu`da'``" in note
