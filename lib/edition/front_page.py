@@ -42,14 +42,6 @@ def scorecard_card(entry: Entry | None) -> pd.DataFrame | None:
     return pd.read_csv(record["path"])
 
 
-PLURAL = {HOLDS: "hold", FAILS: "do not hold"}  # a verdict's words after a count above one
-
-
-def counted(n: int, verdict: str) -> str:
-    """A count of verdicts in words: "1 holds", "2 hold", "3 do not hold", "2 inconclusive"."""
-    return f"{n} {PLURAL.get(verdict, verdict) if n != 1 else verdict}"
-
-
 def claim_standing(card: pd.DataFrame) -> pd.Series:
     """Per claim (by id, in the card's order) where it stands across the models it was tested on: "everywhere" (it
     holds on every model with a decided verdict and none undecided), "some" (it holds, or is mixed, on some), "none"
@@ -138,7 +130,7 @@ def findings_box(chapter: str, card: pd.DataFrame | None) -> str:
     if rows is None or rows.empty:
         return ""
     counts = rows["verdict"].value_counts()
-    told = " · ".join(f"{MARKS.get(v, '')} {counted(int(counts[v]), v)}".strip() for v in VERDICTS if v in counts)
+    told = " · ".join(f"{MARKS.get(v, '')} {scorecard.counted(int(counts[v]), v)}".strip() for v in VERDICTS if v in counts)
     claims = rows["claim_id"].nunique()
     return (
         f"**The {{doc}}`scorecard <14_scorecard>` on this chapter's {claims} claim{'s' if claims != 1 else ''}**: {told} "
