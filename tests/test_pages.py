@@ -29,6 +29,7 @@ def test_cells_print_numbers_marks_and_gaps():
     assert tables.cell_text(True, 2) == "✓" and tables.cell_text(np.bool_(False), 2) == "✗"
     assert tables.cell_text(float("nan"), 2) == "–" and tables.cell_text(None, 2) == "–"
     assert tables.cell_text(0.123456, 3) == "0.123" and tables.cell_text(12345.678, 1) == "12,345.7"
+    assert tables.cell_text(-0.0004, 3) == "0.000" and tables.cell_text(-0.0006, 3) == "-0.001"  # never "-0.000"
     assert tables.cell_text(np.int64(7), 3) == "7" and tables.cell_text(120000, 3) == "120,000"
     assert tables.cell_text("91.44 ± 0.52", 2) == "91.44 ±\u00a00.52"  # a short cell breaks only before ±
     assert tables.cell_text("58.61 (3)", 2) == "58.61\u00a0(3)" and tables.cell_text("does not hold", 2) == "does not hold"

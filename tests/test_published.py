@@ -50,9 +50,12 @@ import pandas as pd
 from lib.book.results import Results
 from lib.core.store import CHAPTER, Schema
 
-SCORECARD = Schema("14_scorecard", "scorecard", ("claim_id", "paper", "verdict", "chapter"))  # what the front page reads of it
+SCORECARD = Schema("14_scorecard", "scorecard", ("claim_id", "paper", "claim", "model", "on_model", "verdict", "chapter"))  # what the front page reads
 verdicts = ["holds", "holds", "does not hold"]
-rows = [{"claim_id": f"luo2021/{i}", "paper": "luo2021", "verdict": v, "chapter": "13_elsewhere"} for i, v in enumerate(verdicts)]
+rows = [
+    {"claim_id": f"luo2021/{i}", "paper": "luo2021", "claim": f"Claim {i}.", "model": "m", "on_model": True, "verdict": v, "chapter": "13_elsewhere"}
+    for i, v in enumerate(verdicts)
+]
 Results("14_scorecard", profile).table(pd.DataFrame(rows), SCORECARD, CHAPTER, {"profile": profile})
 """
 
@@ -62,12 +65,13 @@ def test_the_front_page_summary_comes_only_from_the_scorecard_chapters_entry(own
     planted.parent.mkdir(parents=True)
     pd.DataFrame({"paper": ["luo2021"], "verdict": ["holds"], "claim_id": ["luo2021/x"]}).to_csv(planted, index=False)
     assert "What holds" not in staged_front(own_page_book)  # results left by a run that no entry lists: no summary
-    assert front_page.SCORECARD == "14_scorecard" and {"claim_id", "paper", "verdict", "chapter"} <= set(scorecard.SCORECARD.columns)
+    read = {"claim_id", "paper", "claim", "model", "on_model", "verdict", "chapter"}  # what the front page reads of it
+    assert front_page.SCORECARD == "14_scorecard" and read <= set(scorecard.SCORECARD.columns)
     (sources.NOTEBOOKS / f"{front_page.SCORECARD}.py").write_text(SCORECARD_CHAPTER)  # a scorecard chapter whose run writes its table
     sources.declared_parameters.cache_clear()
     schedule.build("quick", [(front_page.SCORECARD, {"profile": "quick"})])
     front = staged_front(own_page_book)
-    assert "## What holds, in this edition" in front and "lists 3 claims" in front  # its entry vouches for the table: summed per paper
+    assert "## What holds, in this edition" in front and "tests 3 claims of the papers on 1 model:" in front  # its entry vouches for it
     assert "| paper | holds | does not hold |" in front and "| Luo, Kulmizev & Mao (2021) | 2 | 1 |" in front
     card = pd.read_csv(planted)
     card.loc[2, "verdict"] = "holds"

@@ -67,7 +67,7 @@ def headline(card: pd.DataFrame) -> str:
     told = standing.value_counts()
     models = card.loc[card["on_model"], "model"].nunique()
     lines = [
-        f"This edition tests {len(standing)} claims of the papers on {models} models: {told.get('everywhere', 0)} hold on every model they "
+        f"This edition tests {len(standing)} claims of the papers on {models} model{'s' * (models != 1)}: {told.get('everywhere', 0)} hold on every model they "
         f"were decided on, {told.get('some', 0)} on some, {told.get('none', 0)} on none; {told.get('undecided', 0)} stay inconclusive at this "
         f"edition's sample sizes and {told.get('untested', 0)} cannot be tested here."
     ]

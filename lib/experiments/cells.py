@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .wording import rounded
+
 
 def cell_text(value: object, precision: int) -> str:
-    """One cell as printed: numbers with `precision` decimals (whole numbers without), booleans as ✓ / ✗, missing as –;
+    """One cell as printed: numbers with `precision` decimals (whole numbers without; never "-0.000"), booleans as ✓ / ✗, missing as –;
     spaces inside a short cell with a number do not break, except before "±" ("82.31 (6)" stays whole, "91.44 ± 0.52"
     breaks only before ±); words break as text does."""
     if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
@@ -17,7 +19,7 @@ def cell_text(value: object, precision: int) -> str:
     if isinstance(value, (int, np.integer)):
         return f"{value:,}" if abs(value) >= 10_000 else str(value)
     if isinstance(value, (float, np.floating)):
-        return f"{value:,.{precision}f}" if abs(value) >= 10_000 else f"{value:.{precision}f}"
+        return f"{value:,.{precision}f}" if abs(value) >= 10_000 else rounded(float(value), precision)
     text = str(value)
     if len(text) > 24 or not any(c.isdigit() for c in text):
         return text

@@ -24,8 +24,9 @@ from ..measure import geometry, inference
 from . import figure_kinds, outlier_set, vector_variants
 from .cells import plus_minus
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED, rounded
+from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, Unit, contextual, from_units, unit
+from .wording import listed, rounded
 
 CHAPTER = chapter("06_clipping_whitening", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
@@ -347,9 +348,9 @@ def answer(runs: dict[str, Geometry]) -> list[str]:
 
     def beyond(column: str) -> tuple[str, str]:
         """In how many layers per model the effect's interval is above zero, and the largest effect with its layer."""
-        counts = vector_variants.listed([f"{int((t[column] - t[f'{column}_ci95'] > 0).sum())} of {len(t)}" for t in tested.values()])
+        counts = listed([f"{int((t[column] - t[f'{column}_ci95'] > 0).sum())} of {len(t)}" for t in tested.values()])
         tops = [t.loc[t[column].idxmax()] for t in tested.values()]
-        return counts, vector_variants.listed([f"{top[column]:.3f} ± {top[f'{column}_ci95']:.3f} in layer {int(top['layer'])}" for top in tops])
+        return counts, listed([f"{top[column]:.3f} ± {top[f'{column}_ci95']:.3f} in layer {int(top['layer'])}" for top in tops])
 
     whitened = {name: contextual_whitened(r) for name, r in runs.items()}
     near = rounded(max(float(w["mean_cosine"].abs().max()) for w in whitened.values()))
@@ -360,7 +361,7 @@ def answer(runs: dict[str, Geometry]) -> list[str]:
     (drops, largest), (gains, most) = beyond("cosine_drop"), beyond("self_similarity_gain")
     return [
         f"Clipping the outlier dimensions lowers the mean cosine of random token pairs more than zeroing as many random dimensions does in "
-        f"{drops} layers where they are outliers ({vector_variants.listed(list(tested))}; largest drops {largest}, 95% intervals over "
+        f"{drops} layers where they are outliers ({listed(list(tested))}; largest drops {largest}, 95% intervals over "
         f"{int(first['pairs'].iloc[0]):,} pairs).",
         f"It raises self-similarity minus anisotropy beyond that control in {gains} of those layers (largest gains {most}; "
         f"{int(first['words'].iloc[0]):,} words).",

@@ -23,6 +23,7 @@ from ..measure.transforms import Center
 from . import plotting
 from .plotting import COLORS
 from .verdicts import Claim, Outcome, Tables, decide, outcome
+from .wording import span
 
 CHAPTER = chapter("10_common_direction")
 
@@ -199,18 +200,13 @@ def answer(runs: dict[str, MatrixGeometry]) -> list[str]:
             ": not in the order of the mean's length." if len(t) > 1 else "."
         )
     top = t["top_direction_mean_cosine"]
-    chance = _span(f"{random_cosine(t['width'].max()):.2f}", f"{random_cosine(t['width'].min()):.2f}")
-    rows = _span(f"{t['vocabulary'].min():,}", f"{t['vocabulary'].max():,}")
+    chance = span(f"{random_cosine(t['width'].max()):.2f}", f"{random_cosine(t['width'].min()):.2f}")
+    rows = span(f"{t['vocabulary'].min():,}", f"{t['vocabulary'].max():,}")
     second = (
-        f"The top singular direction and the mean row have |cosine| {_span(f'{top.min():.2f}', f'{top.max():.2f}')} (a random direction: about "
+        f"The top singular direction and the mean row have |cosine| {span(f'{top.min():.2f}', f'{top.max():.2f}')} (a random direction: about "
         f"{chance}), measured on all {rows} rows of each matrix, so without sampling error."
     )
     return [first, second]
-
-
-def _span(low: str, high: str) -> str:
-    """ "low to high", or one value where both print the same."""
-    return low if low == high else f"{low} to {high}"
 
 
 def ranked_lines(runs: dict[str, MatrixGeometry]) -> list[str]:

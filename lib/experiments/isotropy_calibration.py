@@ -32,6 +32,7 @@ from . import plotting
 from .cells import plus_minus
 from .plotting import COLORS
 from .verdicts import FAILS, MIXED, NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
+from .wording import listed, signed, span
 
 CHAPTER = chapter(
     "13_isotropy_calibration",
@@ -66,8 +67,7 @@ def calibration_effects(summary: pd.DataFrame, methods: list[str]):
             found = [cells.get((task, method)) for task in tasks]
             estimate, low, high = ([getattr(e, k) if e else np.nan for e in found] for k in ("value", "low", "high"))
             x = np.arange(len(tasks)) + (i - (len(calibrated) - 1) / 2) * 0.1
-            plotting.differences(ax, x, estimate, low, high, method, method_color(method))
-            ax.containers[-1].lines[0].set_linestyle("")  # the tasks are not in an order: no line between them
+            plotting.differences(ax, x, estimate, low, high, method, method_color(method), joined=False)  # tasks have no order
         ax.set(ylabel=f"{label}:\nminus uncalibrated")
     axes[-1].set(xticks=np.arange(len(tasks)), xticklabels=tasks, xlim=(-0.5, len(tasks) - 0.5))
     plotting.legend_above(fig, axes[0])
@@ -87,7 +87,7 @@ def effects_text(summary: pd.DataFrame, methods: list[str]) -> str:
         values = [e.value for e in score.values()]
         clear = sum(e.low > 0 or e.high < 0 for e in score.values())
         parts.append(
-            f"{method}: score {_span(_signed(min(values), 1), _signed(max(values), 1))} points by task, {clear} of {len(score)} intervals clear of zero; "
+            f"{method}: score {span(signed(min(values), 1), signed(max(values), 1))} points by task, {clear} of {len(score)} intervals clear of zero; "
             f"I1 of W moves by {_at_most(moved[0], 3)}, I2 by {_at_most(moved[1], 4)}"
         )
     return "; ".join(parts) + "."
@@ -170,12 +170,6 @@ def _calibration_cells(tables: Tables, model: str, claim: Claim, value: str, spr
     return welch_cells(tables.read(model, claim.chapter, claim.table), value, spread, runs)
 
 
-def _signed(value: float, digits: int = 2) -> str:
-    """A difference with its sign ("+0.50", "-1.00"), without a sign where it rounds to zero."""
-    text = f"{value:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text
-
-
 def _at_most(value: float, digits: int) -> str:
     """ "at most 0.003", or "less than 0.001" where the value rounds to zero."""
     return f"at most {value:.{digits}f}" if round(value, digits) else f"less than {10**-digits:.{digits}f}"
@@ -184,13 +178,8 @@ def _at_most(value: float, digits: int) -> str:
 def _with_interval(e: Estimate, digits: int = 2) -> str:
     """A signed difference and its interval ("-3.18 (-48.50 to +42.14)"); the value alone where the interval's ends
     print as the value does (the seeds agreed to the digits shown)."""
-    value, low, high = (_signed(v, digits) for v in (e.value, e.low, e.high))
+    value, low, high = (signed(v, digits) for v in (e.value, e.low, e.high))
     return value if low == high == value else f"{value} ({low} to {high})"
-
-
-def _span(low: str, high: str) -> str:
-    """ "low to high", or one value where both print the same."""
-    return low if low == high else f"{low} to {high}"
 
 
 def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: float, flow_layers: int, flow_hidden: int) -> list[str]:
@@ -200,10 +189,10 @@ def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: f
     for row in ours.itertuples():
         paper_rows = theirs[theirs["method"] == row.method]
         paper_text = "; ".join(
-            f"{r.model} {_signed(r.mean_difference)}, I1 of the output {r.I1_output_uncalibrated:.2f} → {r.I1_output:.2f}" for r in paper_rows.itertuples()
+            f"{r.model} {signed(r.mean_difference, 2)}, I1 of the output {r.I1_output_uncalibrated:.2f} → {r.I1_output:.2f}" for r in paper_rows.itertuples()
         )
         lines.append(
-            f"- **{row.method}** ({row.model}): score change {_signed(row.mean_difference)} points on average over {row.tasks} tasks "
+            f"- **{row.method}** ({row.model}): score change {signed(row.mean_difference, 2)} points on average over {row.tasks} tasks "
             f"({row.significantly_better} significantly better, {row.significantly_worse} significantly worse, {row.undefined_scores} undefined); "
             f"I1 of the output embeddings {row.I1_output_uncalibrated:.3f} → {row.I1_output:.3f} (of W: {row.I1_W:.3f}); "
             f"{row.time_ratio:.2f}× the time per epoch. "
@@ -227,11 +216,6 @@ def findings(ours: pd.DataFrame, theirs: pd.DataFrame, runs: pd.DataFrame, lr: f
     return lines
 
 
-def _and(items: list[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
-
-
 def answer(summary_frame: pd.DataFrame, runs: pd.DataFrame, step_times: dict[str, pd.DataFrame]) -> list[str]:
     """The chapter's answer: per calibration method, its change in task score and in I1 of W against the uncalibrated
     fine-tuning (Welch over seeds per task, averaged over tasks and models, 95% intervals), and what the flow costs per
@@ -246,14 +230,14 @@ def answer(summary_frame: pd.DataFrame, runs: pd.DataFrame, step_times: dict[str
     models = summary_frame["model"].nunique()
     over = f"{summary_frame['task'].nunique()} tasks" + (f" and {models} models" if models > 1 else "")
     per_cell = runs.groupby(["model", "task", "method"]).size()
-    seeds = _span(str(per_cell.min()), str(per_cell.max()))
-    steps = _span(str(runs["steps"].min()), str(runs["steps"].max()))
+    seeds = span(str(per_cell.min()), str(per_cell.max()))
+    steps = span(str(runs["steps"].min()), str(runs["steps"].max()))
     tested = {m: inference.mean_of(es, "tasks") for m, es in score.items() if es}
     if not tested:
         return [f"This run cannot tell: with {seeds} seed{'s' if seeds != '1' else ''} per task and method there is no spread to test a change against."]
     better, worse = [m for m, e in tested.items() if e.low > 0], [m for m, e in tested.items() if e.high < 0]
-    lead = f"{_and(better)} {'raises' if len(better) == 1 else 'raise'} the task score measurably" if better else "No calibration raises the task score"
-    lead += f", and {_and(worse)} {'lowers' if len(worse) == 1 else 'lower'} it measurably" if worse else " measurably" if not better else ""
+    lead = f"{listed(better)} {'raises' if len(better) == 1 else 'raise'} the task score measurably" if better else "No calibration raises the task score"
+    lead += f", and {listed(worse)} {'lowers' if len(worse) == 1 else 'lower'} it measurably" if worse else " measurably" if not better else ""
     if len(tested) == 1:
         method, e = next(iter(tested.items()))
         change = f"by {_with_interval(e)} points with {method} (95% interval, Welch over {seeds} seeds per task)"
@@ -261,8 +245,8 @@ def answer(summary_frame: pd.DataFrame, runs: pd.DataFrame, step_times: dict[str
         low, high = min(tested, key=lambda m: tested[m].value), max(tested, key=lambda m: tested[m].value)
         clear = [m for m, e in tested.items() if e.low > 0 or e.high < 0]
         change = (
-            f"by {_signed(tested[low].value)} points ({low}) to {_signed(tested[high].value)} ({high}); "
-            + (f"the 95% intervals of {_and(clear)} exclude zero" if clear else "every 95% interval includes zero")
+            f"by {signed(tested[low].value, 2)} points ({low}) to {signed(tested[high].value, 2)} ({high}); "
+            + (f"the 95% intervals of {listed(clear)} exclude zero" if clear else "every 95% interval includes zero")
             + f" (Welch over {seeds} seeds per task)"
         )
     sentences = [f"{lead}: averaged over {over}, the score changes against uncalibrated fine-tuning {change}."]

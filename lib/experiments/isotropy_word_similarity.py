@@ -19,6 +19,7 @@ from ..measure import inference, isotropy, metrics, transforms, vocabulary
 from . import plotting
 from .plotting import COLORS
 from .verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE, Claim, Outcome, Tables, from_units, unit
+from .wording import signed, spread
 
 CHAPTER = chapter("12_isotropy_word_similarity")
 
@@ -372,8 +373,8 @@ def answer(runs: dict[str, WordRun]) -> list[str]:
     raw, centred = iso.loc[[RAW]], iso.loc[[CENTERED]]  # a frame: one row per model
     least = float((centred["I1_sign_low"].to_numpy() - raw["I1_sign_high"].to_numpy()).min())
     sentences = [
-        f"Centering {'raises' if least > 0 else 'changes'} the isotropy I(W) of the input-embedding matrix (1 = isotropic) from "
-        f"{_span(raw['I1'], 2)} to {_span(centred['I1'], 2)}, by at least {least:.3f} whatever the eigenvectors' signs (whole matrices)."
+        f"Centering {'raises' if least > 0 else 'changes'} the isotropy I(W) of the input-embedding matrix (1 = isotropic): "
+        f"{spread(raw['I1'], 2)} raw, {spread(centred['I1'], 2)} centred, by at least {least:.3f} whatever the eigenvectors' signs (whole matrices)."
     ]
     gains, untested, dropped = {"post-processing": [], "centering": []}, [], False
     for name, r in runs.items():
@@ -394,10 +395,9 @@ def answer(runs: dict[str, WordRun]) -> list[str]:
             else "Word similarity does not follow isotropy consistently"
         )
         changes = [
-            f"by {_signed(es[0].value)} ({_signed(es[0].low)} to {_signed(es[0].high)})"
+            f"by {signed(es[0].value, 2)} ({signed(es[0].low, 2)} to {signed(es[0].high, 2)})"
             if len(es) == 1
-            else f"by {_span(pd.Series([e.value for e in es]), 2, signed=True)} ({sum(e.low > 0 or e.high < 0 for e in es)} of {len(es)} intervals "
-            "clear of zero)"
+            else f"by {spread([e.value for e in es], 2, sign=True)} ({sum(e.low > 0 or e.high < 0 for e in es)} of {len(es)} intervals clear of zero)"
             for es in gains.values()
         ]
         tested = [n for n in runs if n not in untested]
@@ -410,18 +410,6 @@ def answer(runs: dict[str, WordRun]) -> list[str]:
     else:
         sentences.append(f"Whether word similarity follows cannot be told here: no model keeps {MIN_PAIRS} single-token pairs in {MIN_BENCHMARKS} benchmarks.")
     return sentences
-
-
-def _span(values: pd.Series, digits: int, signed: bool = False) -> str:
-    """ "0.99", or "0.78–0.89": the lowest and highest of values (`signed`: with their signs, "+0.12 to +0.49")."""
-    low, high = (_signed(v, digits) if signed else f"{v:.{digits}f}" for v in (values.min(), values.max()))
-    return low if low == high else f"{low} to {high}" if signed else f"{low}–{high}"
-
-
-def _signed(value: float, digits: int = 2) -> str:
-    """A difference with its sign, without one where it rounds to zero."""
-    text = f"{value:+.{digits}f}"
-    return text[1:] if float(text) == 0 else text
 
 
 @CHAPTER.rule

@@ -159,14 +159,15 @@ def apart(labels: list) -> None:
         placed.append(label.get_window_extent(renderer))
 
 
-def differences(ax, x, estimate, low, high, label: str, color: str, marker: str = "o") -> None:
-    """Differences from a baseline with their 95% intervals, on `ax`: the estimates at the numeric positions `x` joined
-    by a line, each interval (`low` to `high`, the same length, in the axis's units) as an error bar, and a zero line
-    ("no difference"), drawn once per panel. `label` is the series' legend entry, `color` one of `COLORS` (not the
-    yellow, which is unreadable on white). Several series on one panel: shift each one's `x` a little so that intervals
-    at one position do not hide each other."""
+def differences(ax, x, estimate, low, high, label: str, color: str, marker: str = "o", joined: bool = True) -> None:
+    """Differences from a baseline with their 95% intervals, on `ax`: the estimates at the numeric positions `x` (joined
+    by a line unless `joined` is false, for positions in no order such as tasks), each interval (`low` to `high`, the
+    same length, in the axis's units) as an error bar, and a zero line ("no difference"), drawn once per panel.
+    `label` is the series' legend entry, `color` one of `COLORS` (not the yellow, which is unreadable on white).
+    Several series on one panel: shift each one's `x` a little so that intervals at one position do not hide each other."""
     x, estimate = np.asarray(x, dtype=float), np.asarray(estimate, dtype=float)
     below, above = np.maximum(estimate - np.asarray(low, dtype=float), 0), np.maximum(np.asarray(high, dtype=float) - estimate, 0)
-    ax.errorbar(x, estimate, yerr=[below, above], fmt=f"-{marker}", color=color, ms=4, lw=1.2, elinewidth=1, capsize=2, label=label, zorder=3)
+    fmt = f"-{marker}" if joined else marker
+    ax.errorbar(x, estimate, yerr=[below, above], fmt=fmt, color=color, ms=4, lw=1.2, elinewidth=1, capsize=2, label=label, zorder=3)
     if not any(line.get_gid() == "zero" for line in ax.lines):
         ax.axhline(0, color="0.4", lw=1.1, gid="zero", zorder=2)

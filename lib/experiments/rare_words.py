@@ -21,6 +21,7 @@ from ..measure import inference, vocabulary
 from . import plotting
 from .plotting import COLORS
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, from_units, outcome, unit
+from .wording import listed, span, whole_range
 
 CHAPTER = chapter("11_rare_words")
 
@@ -177,40 +178,24 @@ def answer(runs: dict[str, RareTokens], coverage_table: pd.DataFrame, bin_size: 
             rise = f"by {e.value:.2f} in {name} (95% interval {e.low:.2f} to {e.high:.2f}, Welch over the tokens; {said})"
         else:
             low, high = min(e.value for e in compared.values()), max(e.value for e in compared.values())
-            span = _span(f"{low:.2f}", f"{high:.2f}")
-            rise = f"by {span} across {len(compared)} models (95% intervals above zero in {above} of them, Welch over the tokens; {said})"
+            shown = span(f"{low:.2f}", f"{high:.2f}")
+            rise = f"by {shown} across {len(compared)} models (95% intervals above zero in {above} of them, Welch over the tokens; {said})"
         lead = "Yes" if above == len(compared) else "Not in every model"
-        left_out = f"; {_and(small)} {'has' if len(small) == 1 else 'have'} too few tokens to compare" if small else ""
+        left_out = f"; {listed(small)} {'has' if len(small) == 1 else 'have'} too few tokens to compare" if small else ""
         sentences.append(
             f"{lead}: the mean cosine with the never- or hardly-trained reference tokens is higher for the {size:,} rarest tokens of our corpus than "
             f"for the {size:,} most frequent, {rise}{left_out}."
         )
     elif small:
-        sentences.append(f"This run cannot tell: {_and(small)} {'has' if len(small) == 1 else 'have'} too few tokens for two bins of {bin_size:,}.")
+        sentences.append(f"This run cannot tell: {listed(small)} {'has' if len(small) == 1 else 'have'} too few tokens for two bins of {bin_size:,}.")
     tokens = coverage_table[coverage_table["unit"] != "whole words"]["items_for_30%"]
     words = coverage_table.set_index("unit").loc["whole words"]
     claim = paper.table("bis2021", "coverage_claims").set_index("paper_share_percent")["paper_tokens"]
     sentences.append(
-        f"And a handful of tokens covers much of the corpus: the {_range(tokens)} most frequent cover 30% of its {words['total']:,} words "
+        f"And a handful of tokens covers much of the corpus: the {whole_range(tokens)} most frequent cover 30% of its {words['total']:,} words "
         f"(the paper: {claim.get(30, float('nan')):,})."
     )
     return sentences
-
-
-def _span(low: str, high: str) -> str:
-    """ "low to high", or one value where both print the same."""
-    return low if low == high else f"{low} to {high}"
-
-
-def _and(items: list[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
-
-
-def _range(values: pd.Series) -> str:
-    """ "12" or "12 to 32" (the lowest and highest of values, as whole numbers)."""
-    low, high = int(values.min()), int(values.max())
-    return f"{low:,}" if low == high else f"{low:,} to {high:,}"
 
 
 def coverage_lines(coverage_table: pd.DataFrame) -> str:
@@ -270,7 +255,7 @@ def figure_coverage(runs: dict[str, RareTokens], corpus: Corpus, results: Writer
     tokens = pd.DataFrame([r.coverage for r in runs.values()])
     alt = (
         f"Whole words need {words[0]:,} items for 30% of the corpus and {words[-1]:,} for 98%; the models' tokenizers need "
-        f"{_range(tokens['items_for_30%'])} and {_range(tokens['items_for_98%'])}."
+        f"{whole_range(tokens['items_for_30%'])} and {whole_range(tokens['items_for_98%'])}."
     )
     results.figure(fig, "coverage", "Share of the corpus covered by the most frequent words or subword tokens.", alt=alt)
 

@@ -15,7 +15,7 @@ from scipy.stats import rankdata
 from ..core import paper, store
 from ..core.checks import positive_int
 from ..core.declaration import chapter
-from ..core.sources import names as listed
+from ..core.sources import names
 from ..core.store import Writer
 from ..datasets import glove
 from ..datasets.tasks import STS_LABELS, STS_SETS, sts_pairs, sts_training_sentences, subsample
@@ -26,7 +26,7 @@ from ..errors import require
 from ..measure import geometry, inference, metrics, outliers
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, RAW, WHITENED, signed
+from .vector_variants import CLIPPED, RAW, WHITENED
 from .verdicts import (
     FAILS,
     HOLDS,
@@ -45,6 +45,7 @@ from .verdicts import (
     unit,
     units_text,
 )
+from .wording import listed, signed, spread
 
 CHAPTER = chapter("08_sts", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
@@ -60,7 +61,7 @@ class Inputs:
 def inputs(datasets: str, max_pairs: int, n_fit: int, seed: int, variants: str) -> Inputs:
     """The chapter's data: the scored pairs of each data set (all, or max_pairs) and the fitting sentences, every
     parameter checked first."""
-    chosen = listed(datasets, "datasets", STS_SETS)
+    chosen = names(datasets, "datasets", STS_SETS)
     wanted = vector_variants.requested(variants)
     positive_int("n_fit", n_fit)
     fit_sentences = sts_training_sentences(n_fit, seed)
@@ -510,9 +511,9 @@ def answer(runs: dict[str, StsRun], baseline: pd.DataFrame) -> list[str]:
     raw = {name: _best_by_set(r.table)[RAW] for name, r in runs.items()}
     glove = baseline.set_index("dataset")["spearman_x100"]
     level = (
-        f"At their best layer the raw vectors of {vector_variants.listed(list(raw))} already score "
-        f"{vector_variants.listed([f'{v.min():.1f}-{v.max():.1f}' for v in raw.values()])}, on average "
-        f"{vector_variants.listed([signed(float((v - glove.reindex(v.index)).mean())) for v in raw.values()])} points against averaged 50-d GloVe vectors."
+        f"At their best layer the raw vectors of {listed(list(raw))} already score "
+        f"{listed([spread(v, 1) for v in raw.values()])}, on average "
+        f"{listed([signed(float((v - glove.reindex(v.index)).mean())) for v in raw.values()])} points against averaged 50-d GloVe vectors."
     )
     if not means:
         return ["No model has a layer where its clipped dimensions are outliers: there is nothing for clipping or whitening to remove.", level]
@@ -525,7 +526,7 @@ def answer(runs: dict[str, StsRun], baseline: pd.DataFrame) -> list[str]:
     )
     return [
         f"Averaged over {sets} data sets, each variant at its best layer where the clipped dimensions are outliers, clipping changes the "
-        f"Spearman correlation × 100 of {vector_variants.listed(compared)} by {change(CLIPPED)}{whitened}.",
+        f"Spearman correlation × 100 of {listed(compared)} by {change(CLIPPED)}{whitened}.",
         f"Set by set, {per_set_text}.",
         level,
     ]

@@ -24,8 +24,9 @@ from ..measure import inference
 from ..train import probe
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, RAW, WHITENED, signed
+from .vector_variants import CLIPPED, RAW, WHITENED
 from .verdicts import NOT_RUN, UNTESTABLE, Claim, Outcome, Tables, from_units, unit
+from .wording import listed, signed
 
 CHAPTER = chapter("09_supervised", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
@@ -305,7 +306,7 @@ def answer(runs: dict[str, ModelRun]) -> list[str]:
         mine = {(m, t): e for (v, m, t), e in changes.items() if v == variant}
         clear = [f"{t} with {m} ({signed(e.value)}, {signed(e.low)} to {signed(e.high)})" for (m, t), e in mine.items() if e.low > 0 or e.high < 0]
         values = [e.value for e in mine.values()]
-        where = f"only for {vector_variants.listed(clear)}" if clear else "for none of them"
+        where = f"only for {listed(clear)}" if clear else "for none of them"
         span = f"{signed(min(values))} to {signed(max(values))} points"
         return f"{span} across the {len(mine)} pairs of model and task, its paired 95% interval clear of zero {where}"
 

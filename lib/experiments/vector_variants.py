@@ -33,6 +33,7 @@ from ..measure.outliers import CLIP_PROTOCOLS
 from . import plotting
 from .outlier_set import OutlierSet
 from .plotting import COLORS
+from .wording import listed, signed
 
 RAW, CLIPPED, CLIPPED_RANDOM, WHITENED, WHITENED_SENTENCES = "raw", "clipped", "clipped-random", "whitened", "whitened-sentences"
 VARIANTS = {
@@ -188,23 +189,6 @@ def differences_text(differences: dict[str, pd.DataFrame], unit: str, digits: in
             said.append(f"{variant} − raw {span} (interval clear of zero in {clear or 'none'} of {len(part)} layers)")
         parts.append(f"{name}: " + ", ".join(said))
     return "Differences from the raw vectors by layer: " + "; ".join(parts) + "."
-
-
-def rounded(value: float, digits: int = 3) -> str:
-    """A number as printed: "0.000" for what rounds to zero, never "-0.000"."""
-    text = f"{value:.{digits}f}"
-    return text.lstrip("-") if float(text) == 0 else text
-
-
-def signed(value: float, digits: int = 1) -> str:
-    """A change from raw as printed: "+1.2", "-0.3", and "0.0" for what rounds to zero (never "-0.0")."""
-    text = rounded(value, digits)
-    return text if text.startswith("-") or float(text) == 0 else "+" + text
-
-
-def listed(items: list[str]) -> str:
-    """Items in words: "a", "a and b", "a, b and c"."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def for_models(said: list[tuple[str, str]]) -> str:

@@ -22,8 +22,9 @@ from ..encode.models import LoadedModel, load_model
 from ..measure import geometry, inference, metrics, outliers
 from . import outlier_set, vector_variants
 from .outlier_set import OutlierSet
-from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED, signed
+from .vector_variants import CLIPPED, CLIPPED_RANDOM, RAW, WHITENED
 from .verdicts import UNTESTABLE, Claim, Outcome, Tables, decide, outcome
+from .wording import listed, signed
 
 CHAPTER = chapter("07_wic", reads=(outlier_set.CHAPTER,), allowed=vector_variants.ALLOWED)
 
@@ -308,12 +309,12 @@ def answer(runs: dict[str, WicRun], data: WicData) -> list[str]:
     changes = {v: [_paired(rows.loc[(m, v)], "right_only_here", "right_only_raw") for m in models] for v in (CLIPPED, WHITENED)}
     clear = [f"{v} for {m} ({signed(e.value)})" for v, es in changes.items() for m, e in zip(models, es) if e.low > 0 or e.high < 0]
     pairs = " or ".join(f"{n:,}" for n in sorted({int(r.dev_pairs + r.cross_pairs) for r in best.itertuples()}))
-    raw = vector_variants.listed([f"{rows.loc[(m, RAW), 'dev_accuracy_of_that_choice']:.1f}%" for m in models])
+    raw = listed([f"{rows.loc[(m, RAW), 'dev_accuracy_of_that_choice']:.1f}%" for m in models])
     return [
         f"Scored on pairs that the chosen layer and threshold never saw ({pairs} per model), clipping the outlier dimensions changes the WiC "
-        f"accuracy of {vector_variants.listed(models)} by {vector_variants.changes_text([(e.value, e.low, e.high) for e in changes[CLIPPED]], ' points')}; "
+        f"accuracy of {listed(models)} by {vector_variants.changes_text([(e.value, e.low, e.high) for e in changes[CLIPPED]], ' points')}; "
         f"whitening by {vector_variants.changes_text([(e.value, e.low, e.high) for e in changes[WHITENED]])}.",
-        ("Only " + vector_variants.listed(clear) + " is clear of zero" if clear else "None of these intervals excludes zero")
+        ("Only " + listed(clear) + " is clear of zero" if clear else "None of these intervals excludes zero")
         + f"; the raw vectors reach {raw} on the {len(data.dev):,} development pairs, against {data.baseline['dev']:.1f}% for always answering "
         "'same sense'.",
     ]
