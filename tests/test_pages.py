@@ -30,6 +30,8 @@ def test_cells_print_numbers_marks_and_gaps():
     assert tables.cell_text(float("nan"), 2) == "–" and tables.cell_text(None, 2) == "–"
     assert tables.cell_text(0.123456, 3) == "0.123" and tables.cell_text(12345.678, 1) == "12,345.7"
     assert tables.cell_text(-0.0004, 3) == "0.000" and tables.cell_text(-0.0006, 3) == "-0.001"  # never "-0.000"
+    assert tables.cell_text("GPT-2 (12 layers)", 2) == "GPT\u20112\u00a0(12\u00a0layers)" and tables.cell_text("a-b", 2) == "a-b"
+    assert tables.cell_text("0.102 (0.065 to 0.103)", 3) == "0.102 (0.065 to 0.103)"  # an interval breaks where its words do
     assert tables.cell_text(np.int64(7), 3) == "7" and tables.cell_text(120000, 3) == "120,000"
     assert tables.cell_text("91.44 ± 0.52", 2) == "91.44 ±\u00a00.52"  # a short cell breaks only before ±
     assert tables.cell_text("58.61 (3)", 2) == "58.61\u00a0(3)" and tables.cell_text("does not hold", 2) == "does not hold"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -9,9 +11,10 @@ from .wording import rounded
 
 
 def cell_text(value: object, precision: int) -> str:
-    """One cell as printed: numbers with `precision` decimals (whole numbers without; never "-0.000"), booleans as ✓ / ✗, missing as –;
-    spaces inside a short cell with a number do not break, except before "±" ("82.31 (6)" stays whole, "91.44 ± 0.52"
-    breaks only before ±); words break as text does."""
+    """One cell as printed: numbers with `precision` decimals (whole numbers without; never "-0.000"), booleans as ✓ / ✗,
+    missing as –. A hyphen before a digit does not break ("GPT-2", "Figs. 3.11-3.12"); spaces inside a short cell with a
+    number do not either, except before "±" and in an interval ("82.31 (6)" stays whole, "91.44 ± 0.52" breaks only
+    before ±, "0.102 (0.065 to 0.103)" where its words do); words break as text does."""
     if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
         return "–"
     if isinstance(value, (bool, np.bool_)):
@@ -20,8 +23,8 @@ def cell_text(value: object, precision: int) -> str:
         return f"{value:,}" if abs(value) >= 10_000 else str(value)
     if isinstance(value, (float, np.floating)):
         return f"{value:,.{precision}f}" if abs(value) >= 10_000 else rounded(float(value), precision)
-    text = str(value)
-    if len(text) > 24 or not any(c.isdigit() for c in text):
+    text = re.sub(r"(?<=\w)-(?=\d)", "\u2011", str(value))
+    if len(text) > 24 or " to " in text or not any(c.isdigit() for c in text):
         return text
     return text.replace(" ", "\u00a0").replace("\u00a0±\u00a0", " ±\u00a0")
 
