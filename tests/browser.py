@@ -61,7 +61,7 @@ window.addEventListener("load", async () => { // measured once the page and its 
     const found = [];
     const walker = document.createTreeWalker(table, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      if (!node.parentElement.closest("td, th")) continue;
+      if (!node.parentElement.closest("td, th") || node.parentElement.closest("code")) continue; // a hash or a command may wrap anywhere
       for (const token of node.data.matchAll(/\\S+/g)) {
         let at = token.index;
         for (const piece of token[0].split(joins)) {

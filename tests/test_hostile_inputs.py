@@ -48,7 +48,7 @@ def test_a_model_folder_outside_the_repository_is_named_on_the_page_not_by_its_p
     assert resolve(str(folder))[1] == "my-model"
     note = chapter_notes.chapter_note("01_anisotropy", entry({"profile": "quick", "models": str(folder)}), "quick")
     assert str(tmp_path) not in note
-    assert "`models = 'my-model'`" in note and "it measures my-model;" in note
+    assert "changed from the chapter's defaults: models: my-model." in note and "it measures my-model;" in note
     run = {"profile": "quick", "models": str(folder)}
     assert staging.measured_text(run) == "**This run**: models my-model."  # the line under the Summary
     cell = staging.run_parameters('models = "minilm"  # the models', run)  # the parameters cell on the page
@@ -82,7 +82,7 @@ def test_names_and_values_reach_the_page_as_text(tmp_path, monkeypatch):
     assert front_page._claim_lines("01_anisotropy", card)[0].startswith("- a claim → \\<b\\>m: ✓ **holds** (\\<i\\>2)")
     monkeypatch.setenv("BOOK_BUILD_DIR", str(tmp_path / "build"))
     note = chapter_notes.chapter_note("01_anisotropy", entry({"profile": "quick", "device": "cu`da"}), "quick")
-    assert "``device = 'cu`da'``" in note
+    assert "changed from the chapter's defaults: device: cu\\`da." in note
     from lib.book.markdown import code  # (a module of its own: `tabs` and `tables` both escape)
 
     assert code("`a`") == "`` `a` ``"

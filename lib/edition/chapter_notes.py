@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..book.markdown import code, escape
+from ..book.chapter import trained_spec
+from ..book.markdown import escape
 from ..core.profiles import profile_parameters
 from ..core.sources import chapters, comma_list, declared_parameters, source_file
 from ..encode.models import reader_name, shown_name
@@ -28,6 +29,16 @@ def changed_parameters(chapter: str, parameters: dict[str, Any]) -> dict[str, An
 def shown_value(name: str, value: Any) -> Any:
     """A parameter's value as pages show it: a list of models by their names (a local folder's, never its path)."""
     return ",".join(shown_name(spec) for spec in comma_list(value)) if name == "models" else value
+
+
+def setting_words(name: str, value: Any, profile: str) -> Any:
+    """A changed setting's value as a reader reads it: models by their names ("all-MiniLM-L6-v2, quick-roberta-pe"),
+    a list with spaces after its commas, a per-task dict as "imdb 20, sst2 100"; a number as it is."""
+    if name == "models":
+        return ", ".join(reader_name(trained_spec(spec, profile)) for spec in comma_list(value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in value.items())
+    return ", ".join(comma_list(value)) if isinstance(value, str) else value
 
 
 def hide_paths(text: str) -> str:
@@ -63,12 +74,14 @@ def chapter_note(chapter: str, entry: Entry, profile: str, folded_reference: boo
     every chapter's reference in its re-run chapter, and LaTeX cannot break a long table inside a box)."""
     facts = entry.facts
     changed = changed_parameters(chapter, entry.parts["parameters"])
-    settings = ", ".join(code(f"{k} = {shown_value(k, v)!r}") for k, v in changed.items()) if changed else "none"
+    meaning = reference.meanings(chapter)
+    said = [reference.meaning_of("models" if k == "models" else meaning.get(k, k), k, setting_words(k, v, profile)) for k, v in changed.items()]
+    settings = "; ".join(map(escape, said)) if changed else "none"
     return (
         "::::{admonition} How this page was made\n:class: note\n"
         f"**{profile.capitalize()} edition**, executed {facts['finished'][:16].replace('T', ' ')} UTC at commit {commit_text(facts)}; "
         f"run time on the machine that built it: {run_times(chapter) or duration(facts['seconds'])}. {models_caveat(chapter, entry)}"
-        f"Parameters changed from the chapter's defaults: {settings}; the data and model files it read, with their "
+        f"Settings changed from the chapter's defaults: {settings}. The data and model files it read, with their "
         f"checksums, are in the {{ref}}`build report <build-{chapter}>`.\n\n" + (parameters_dropdown(chapter) if folded_reference else "") + "::::\n"
     )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from typing import Any
 
@@ -52,6 +53,24 @@ def meanings(chapter: str) -> dict[str, str]:
         out[name] = said or SHARED_MEANINGS.get(name, "")
         require(bool(out[name]), f"{source_file(chapter).name}: parameter {name!r} has no comment saying what it means; add one on its line")
     return out
+
+
+def meaning_of(meaning: str, name: str, value: Any) -> str:
+    """A setting as a reader reads it: "SST-2 training sentences: 2,000 (paper: 2,000)", "pairs per data set: all"."""
+    paper = next((g.split(";")[0] for g in re.findall(r"\(([^()]*)\)", meaning) if g.startswith("paper")), "")
+    plain = re.sub(r"\s*\((?:paper|[^()]*:)[^()]*\)", "", meaning)  # without its asides on the paper's value and special values
+    depth, cut = 0, len(plain)
+    for i, char in enumerate(plain):  # the meaning up to its first ";" or ":" outside parentheses
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and char in ";:":
+            cut = i
+            break
+    head = plain[:cut].strip().removeprefix("comma-separated ")
+    head = head if head[:1].isalpha() else name  # '"auto" uses CUDA when present' names no quantity: the parameter's name does
+    said = re.search(rf"(?<![\d.-]){re.escape(str(value))}(?: is|:) ([^;,)]+)", meaning)  # "0: all", "-1 is the last layer"
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    shown = said.group(1).strip() if said else (f"{value:,}" if isinstance(value, int) else f"{value:g}") if number else str(value)
+    return f"{head}: {shown}" + (f" ({paper})" if paper else "")
 
 
 def allowed(chapter: str, name: str, default: Any) -> str:

@@ -148,22 +148,6 @@ def _lifted(nb: nbformat.NotebookNode, key: str) -> str:
 SHOWN_SIZES = 6  # "This run" names at most this many settings; the page's box lists them all
 
 
-def _meaning_of(meaning: str, name: str, value: Any) -> str:
-    """A setting as a reader reads it: "SST-2 training sentences: 2,000 (paper: 2,000)", "pairs per data set: all"."""
-    paper = next((g.split(";")[0] for g in re.findall(r"\(([^()]*)\)", meaning) if g.startswith("paper")), "")
-    plain = re.sub(r"\s*\((?:paper|[^()]*:)[^()]*\)", "", meaning)  # without its asides on the paper's value and special values
-    depth, cut = 0, len(plain)
-    for i, char in enumerate(plain):  # the meaning up to its first ";" or ":" outside parentheses
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and char in ";:":
-            cut = i
-            break
-    head = plain[:cut].strip() or name
-    said = re.search(rf"(?<![\d.-]){re.escape(str(value))}(?: is|:) ([^;,)]+)", meaning)  # "0: all", "-1 is the last layer"
-    shown = said.group(1).strip() if said else f"{value:,}" if isinstance(value, int) else f"{value:g}"
-    return f"{head}: {shown}" + (f" ({paper})" if paper else "")
-
-
 def measured_text(parameters: dict[str, Any], chapter: str | None = None, profile: str = "default") -> str:
     """This run's models and its sizes in one sentence, each size by its meaning (the comment on its line in the
     parameters cell); the sizes that differ from the paper profile's first, at most `SHOWN_SIZES` (the box below lists
@@ -174,7 +158,7 @@ def measured_text(parameters: dict[str, Any], chapter: str | None = None, profil
     meaning = reference.meanings(chapter) if chapter else {}
     paper = (declared_parameters(chapter) | profile_parameters("paper", chapter)) if chapter else {}
     ordered = [k for k in numeric if paper.get(k) != numeric[k]] + [k for k in numeric if paper.get(k) == numeric[k]]
-    sizes = [_meaning_of(meaning.get(k, k), k, numeric[k]) for k in ordered[:SHOWN_SIZES]]
+    sizes = [reference.meaning_of(meaning.get(k, k), k, numeric[k]) for k in ordered[:SHOWN_SIZES]]
     more = len(ordered) - len(sizes)
     said = "; ".join(part for part in (models, "; ".join(sizes)) if part)
     return f"**This run**: {said}" + (f"; {more} more settings in the box below." if more > 0 else ".") if said else ""
