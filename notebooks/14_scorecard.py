@@ -32,6 +32,9 @@ results = ch.Results("14_scorecard", profile)
 parameters = ch.parameters("14_scorecard", globals())
 card = scorecard.run(profile, results, parameters)
 
+# %% tags=["remove-input"]
+ch.answer(scorecard.answer(card))
+
 # %% [markdown]
 # ## The verdicts at a glance
 

@@ -77,3 +77,27 @@ def test_positional_origin_answer_says_which_position_table_carries_an_outlier_a
         "An outlier dimension's gain or bias is among the paper's top ones in the first LayerNorm of 12 of 12 layers of m, and from the embedding "
         "LayerNorm on one stands out at 90% or more of the positions in 2 of 3 layers.",
     ]
+
+
+def test_scorecard_answer_counts_each_claim_once_by_where_it_stands():
+    from lib.experiments import scorecard
+    from lib.experiments.verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE
+
+    rows = [
+        ("luo2021/a", "m1", True, HOLDS),
+        ("luo2021/a", "m2", True, HOLDS),
+        ("luo2021/b", "m1", True, HOLDS),
+        ("luo2021/b", "m2", True, FAILS),
+        ("bis2021/c", "m1", True, FAILS),
+        ("bis2021/d", "m1", True, INCONCLUSIVE),
+        ("bis2021/e", "–", False, UNTESTABLE),
+    ]
+    card = pd.DataFrame(rows, columns=["claim_id", "model", "on_model", "verdict"]).assign(paper=lambda d: d["claim_id"].str.split("/").str[0])
+    first, second = scorecard.answer(card)
+    assert first == (
+        "This edition tests 5 claims of the papers on 2 models: 1 hold on every model they were decided on, 1 on some, 1 on none; "
+        "1 stay inconclusive at this edition's sample sizes and 1 cannot be tested here."
+    )
+    assert second == (
+        "Claims that hold on at least one model, per paper: Luo, Kulmizev & Mao (2021) 2 of 2 (on none: 0); Biš, Podkorytov & Liu (2021) 0 of 3 (on none: 1)."
+    )

@@ -11,7 +11,7 @@ from ..book.scorecard_view import MARKS
 from ..core import paper, store
 from ..core.profiles import description
 from ..experiments import scorecard
-from ..experiments.verdicts import FAILS, HOLDS, INCONCLUSIVE, MIXED, VERDICTS
+from ..experiments.verdicts import VERDICTS
 from .cache import Entry, digest
 
 
@@ -42,35 +42,10 @@ def scorecard_card(entry: Entry | None) -> pd.DataFrame | None:
     return pd.read_csv(record["path"])
 
 
-def claim_standing(card: pd.DataFrame) -> pd.Series:
-    """Per claim (by id, in the card's order) where it stands across the models it was tested on: "everywhere" (it
-    holds on every model with a decided verdict and none undecided), "some" (it holds, or is mixed, on some), "none"
-    (decided, and it holds on none), "undecided" (inconclusive wherever it was tested) or "untested"."""
-    out = {}
-    for claim_id, rows in card.groupby("claim_id", sort=False):
-        seen = set(rows["verdict"])
-        decided = seen & {HOLDS, MIXED, FAILS}
-        if seen == {HOLDS}:
-            out[claim_id] = "everywhere"
-        elif decided & {HOLDS, MIXED}:
-            out[claim_id] = "some"
-        elif decided:
-            out[claim_id] = "none"
-        else:
-            out[claim_id] = "undecided" if INCONCLUSIVE in seen else "untested"
-    return pd.Series(out, dtype=object)
-
-
 def headline(card: pd.DataFrame) -> str:
     """The front page's five sentences: what holds across the book, then per paper, from the scorecard's verdicts."""
-    standing = claim_standing(card)
-    told = standing.value_counts()
-    models = card.loc[card["on_model"], "model"].nunique()
-    lines = [
-        f"This edition tests {len(standing)} claims of the papers on {models} model{'s' * (models != 1)}: {told.get('everywhere', 0)} hold on every model they "
-        f"were decided on, {told.get('some', 0)} on some, {told.get('none', 0)} on none; {told.get('undecided', 0)} stay inconclusive at this "
-        f"edition's sample sizes and {told.get('untested', 0)} cannot be tested here."
-    ]
+    standing = scorecard.claim_standing(card)
+    lines = [scorecard.standing_sentence(card)]
     for key, rows in card.groupby("paper", sort=False):
         mine = standing[list(dict.fromkeys(rows["claim_id"]))]
         held, failed = mine[mine.isin(["everywhere", "some"])], mine[mine == "none"]

@@ -179,6 +179,47 @@ def _some(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+def claim_standing(card: pd.DataFrame) -> pd.Series:
+    """Per claim (by id, in the card's order) where it stands across the models it was tested on: "everywhere" (it
+    holds on every model with a decided verdict and none undecided), "some" (it holds, or is mixed, on some), "none"
+    (decided, and it holds on none), "undecided" (inconclusive wherever it was tested) or "untested"."""
+    out = {}
+    for claim_id, rows in card.groupby("claim_id", sort=False):
+        seen = set(rows["verdict"])
+        decided = seen & {HOLDS, MIXED, FAILS}
+        if seen == {HOLDS}:
+            out[claim_id] = "everywhere"
+        elif decided & {HOLDS, MIXED}:
+            out[claim_id] = "some"
+        elif decided:
+            out[claim_id] = "none"
+        else:
+            out[claim_id] = "undecided" if INCONCLUSIVE in seen else "untested"
+    return pd.Series(out, dtype=object)
+
+
+def standing_sentence(card: pd.DataFrame) -> str:
+    """What holds across the edition in one sentence: the claims by where they stand (`claim_standing`)."""
+    told = claim_standing(card).value_counts()
+    models = card.loc[card["on_model"], "model"].nunique()
+    return (
+        f"This edition tests {told.sum()} claims of the papers on {models} model{'s' * (models != 1)}: {told.get('everywhere', 0)} hold on every "
+        f"model they were decided on, {told.get('some', 0)} on some, {told.get('none', 0)} on none; {told.get('undecided', 0)} stay inconclusive "
+        f"at this edition's sample sizes and {told.get('untested', 0)} cannot be tested here."
+    )
+
+
+def answer(card: pd.DataFrame) -> list[str]:
+    """The chapter's answer: `standing_sentence`, then per paper how many of its claims hold on at least one model and
+    how many on none."""
+    standing = claim_standing(card)
+    per_paper = []
+    for key, rows in card.groupby("paper", sort=False):
+        mine = standing[list(dict.fromkeys(rows["claim_id"]))]
+        per_paper.append(f"{paper.name(key)} {mine.isin(['everywhere', 'some']).sum()} of {len(mine)} (on none: {(mine == 'none').sum()})")
+    return [standing_sentence(card), "Claims that hold on at least one model, per paper: " + "; ".join(per_paper) + "."]
+
+
 def findings(card: pd.DataFrame) -> list[str]:
     """The edition's verdicts counted: by kind, how many rest on a p-value and were corrected, how many the margin
     decides, and the claims without a verdict on a model."""
