@@ -6,7 +6,11 @@
 #   docker run --rm -v "$PWD/_build:/book/_build" embedding-geometry-book make book PROFILE=quick
 # WITH_DATA=1 puts the verified data into the image (each file fetched from its pinned commit), so that the image alone
 # rebuilds the book offline. BOOK_DATA_MIRROR (a build arg and environment variable) names a mirror of the per-file layout.
-FROM python:3.11-slim-bookworm
+# The base image by digest (its multi-platform index), so that every build starts from the same image; the tag is for
+# readers. The digest is python:3.11-slim-bookworm as docker-library/repo-info records it in
+# repos/python/remote/3.11-slim-bookworm.md (Python 3.11.16 on Debian bookworm, built 2026-08-25). To move to a newer
+# build: `docker buildx imagetools inspect python:3.11-slim-bookworm` prints the tag's current digest.
+FROM python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b
 
 ARG WITH_TEX=0
 ARG WITH_DATA=0

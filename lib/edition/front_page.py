@@ -4,24 +4,39 @@ Summary."""
 
 from __future__ import annotations
 
+import os
+import re
+from urllib.parse import quote
+
 import pandas as pd
 
 from ..book.markdown import escape
 from ..book.scorecard_view import MARKS
 from ..core import paper, store
 from ..core.profiles import description
+from ..errors import require
 from ..experiments import scorecard
 from ..experiments.verdicts import VERDICTS
 from .cache import Entry, digest
 
 
 def edition_note(profile: str) -> str:
-    """The line on the front page that says which edition this is."""
+    """The line on the front page that says which edition this is, then the book's DOI to cite it by: $BOOK_DOI, the
+    DOI Zenodo mints for a published release (none when unset or empty; one line when it is not a bare DOI, matched with
+    Crossref's pattern). Read here, in the edition layer, not in lib.settings: every chapter, trained model and feature
+    cache is keyed by the code of lib/settings.py, and a citation must not execute them again."""
     what = description(profile) or f"Its parameters come from `profiles/{profile}.yaml`."
+    doi = os.environ.get("BOOK_DOI", "").strip()
+    require(
+        not doi or re.fullmatch(r"10\.\d{4,9}/[-._;()/:A-Za-z0-9]+", doi) is not None,
+        f"BOOK_DOI={doi!r} is not a DOI: give it as 10.<registrant digits>/<suffix> (e.g. 10.5281/zenodo.<record>, as Zenodo shows it), "
+        "without https://doi.org/ or doi: in front and without spaces, or unset it",
+    )
+    cite = f"\nCite this book: [doi:{escape(doi)}](https://doi.org/{quote(doi, safe='/:;')})\n" if doi else ""
     return (
         f":::{{admonition}} The {profile} edition\n:class: note\nThis is the **{profile}** edition of the book. {what} "
         "Each chapter says when and how it was executed; the {doc}`build report <build_report>` lists times, parameters "
-        "and the checksums of every data file and model it read.\n:::\n"
+        "and the checksums of every data file and model it read.\n:::\n" + cite
     )
 
 
