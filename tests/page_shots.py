@@ -1,6 +1,7 @@
 """A built edition as a reader meets it, for before → after comparisons: every fault the browser test finds, by kind
 and counted, where each chapter's text starts on a phone and how long its page is, the scorecard's and rerun page's
-landmarks, and screenshots of the figures and tables issue 58 named (an element in a tab with its tab opened). Nothing
+landmarks, screenshots of the figures and tables issue 58 named (an element in a tab with its tab opened) and of each
+chapter's first screen on a phone. Nothing
 here is asserted (tests/test_browser.py does that); it prints and saves.
 
     python -m tests.page_shots _build/default/html OUT    # OUT/faults.txt, OUT/landmarks.json, OUT/<shot>.png
@@ -11,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+from lib.core.sources import chapters
 
 from . import browser
 from .test_browser import CHECKS, faults
@@ -27,11 +30,11 @@ SHOTS = [  # (file name, page, device, caption number; None: the page's first sc
     ("table-05-6-1280", "chapters/05_pretraining", browser.LAPTOP, "Table 5.6"),
     ("table-13-2-390", "chapters/13_isotropy_calibration", browser.PHONE, "Table 13.2"),
     ("table-14-1-390", "chapters/14_scorecard", browser.PHONE, "Table 14.1"),
-    ("opening-01-390", "chapters/01_anisotropy", browser.PHONE, None),
     ("scorecard-1280", "chapters/14_scorecard", browser.LAPTOP, None),
+    *((f"opening-{page[:2]}-390", f"chapters/{page}", browser.PHONE, None) for page in chapters()),  # each chapter's first phone screen
 ]
 LANDMARKS = {  # page: JavaScript giving what to compare
-    "chapters/14_scorecard": "({height: document.documentElement.scrollHeight, glance_at: Math.round(document.getElementById('tbl-14-glance')"
+    "chapters/14_scorecard": "({height: document.documentElement.scrollHeight, first_table_at: Math.round(document.querySelector('article table')"
     ".getBoundingClientRect().top + scrollY), tables: document.querySelectorAll('article table').length})",
     "rerun": "({height: document.documentElement.scrollHeight, other_parameters_at: Math.round(document.getElementById("
     "'one-chapter-other-parameters').getBoundingClientRect().top + scrollY)})",
