@@ -117,7 +117,8 @@ window.addEventListener("load", async () => { // measured once the page and its 
   out.prose = prose ? prose.getBoundingClientRect().top + window.scrollY : null;
   const answer = document.querySelector("article .book-answer"); // a chapter's computed answer, under its title
   out.answer = answer ? answer.getBoundingClientRect().bottom + window.scrollY : null;
-  const code = ".cell_input, .exercise code, .solution code, script, style, mjx-container, .headerlink";
+  // not the reader's text: code, an exercise's command line, a parameter reference (it names what `-p` sets)
+  const code = ".cell_input, .exercise code, .solution code, .book-parameters, script, style, mjx-container, .headerlink";
   const blocks = new Map(); // the reader's text (not code, nor an exercise's command line), by the block that shows it
   const texts = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   for (let node = texts.nextNode(); node; node = texts.nextNode()) {

@@ -126,7 +126,7 @@ def title(chapter: str) -> str:
 def parameters_dropdown(chapter: str) -> str:
     """The chapter's parameter reference, folded, for the box at the end of its Summary."""
     return (
-        ":::{dropdown} Parameters of this chapter\n"
+        ":::{dropdown} Parameters of this chapter\n:class-container: book-parameters\n\n"
         "Set them with `-p NAME VALUE` (see {doc}`How to re-run this book <../rerun>`); the quick and paper editions' "
         "values are named where they differ from the default.\n\n" + reference.markdown(chapter) + ":::\n"
     )
