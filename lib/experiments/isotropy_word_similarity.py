@@ -374,7 +374,7 @@ def answer(runs: dict[str, WordRun]) -> list[str]:
     least = float((centred["I1_sign_low"].to_numpy() - raw["I1_sign_high"].to_numpy()).min())
     sentences = [
         f"Centering {'raises' if least > 0 else 'changes'} the isotropy I(W) of the input-embedding matrix (1 = isotropic): "
-        f"{spread(raw['I1'], 2)} raw, {spread(centred['I1'], 2)} centred, by at least {least:.3f} whatever the eigenvectors' signs (whole matrices)."
+        f"{spread(raw['I1'], 2)} raw, {spread(centred['I1'], 2)} centered, by at least {least:.3f} whatever the eigenvectors' signs (whole matrices)."
     ]
     gains, untested, dropped = {"post-processing": [], "centering": []}, [], False
     for name, r in runs.items():
