@@ -11,14 +11,11 @@
 #
 # :::{admonition} Before you start
 # :class: tip
-# **Overview.** Tests every checkable claim of the three papers on this edition's result tables, model by model, and
-# says how sure each verdict is.
+# **Overview.** Tests every checkable claim of the three papers on this edition's result tables, model by model,
+# with a 95% interval over what was sampled and a margin fixed before the data, and says how sure each verdict is.
 #
 # **Read or run first.** The chapters it draws on, {doc}`01_anisotropy` to {doc}`13_isotropy_calibration`: it runs last.
 # :::
-#
-# Each claim is tested model by model, with a 95% interval over what was sampled and a margin fixed before the data:
-# first the verdicts, a table per paper; then each claim, what its verdict means for each model, and the evidence.
 
 # %% tags=["parameters"]
 profile = "default"  # the edition whose result tables are tested (its results folder)
@@ -70,14 +67,12 @@ ch.say(scorecard_view.claim_sections(card, "ding2022"))
 
 # %% [markdown]
 # (sec-14-untested)=
-# ## Claims without a verdict
+# ## Claims without a verdict, and how a verdict is reached
 
 # %% tags=["remove-input"]
 ch.say(f"::::{{dropdown}} Each claim, and why it has no verdict on a model\n\n{scorecard.untested_lines(card)}\n::::")
 
 # %% [markdown]
-# ## How a verdict is reached
-#
 # ::::{dropdown} The rules: margins, intervals, controls, and the correction for many tests
 #
 # Each claim of {cite:t}`luo2021positional`, Luo's thesis {cite:p}`luo2021thesis`,
