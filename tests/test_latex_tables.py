@@ -60,6 +60,15 @@ def test_a_short_wrapped_table_gets_its_content_widths_but_stays_one_block():
     assert [spec["colwidth"] for spec in wrapped.findall(nodes.colspec)] == [len("all-MiniLM-L6-v2") + 3, 10, latex_tables.WIDEST]
 
 
+def test_a_verdict_matrix_keeps_each_badge_interval_whole():
+    badge = "?\u00a00.102\u00a0(0.065\u00a0to\u00a00.103)"  # a badge breaks only between its figures
+    matrix = _table([["claim", "all-MiniLM-L6-v2", "quick-roberta-pe"], ["Centering raises I(W) substantially. " * 3, badge, "✓\u00a00.212"]])
+    matrix["classes"].append("book-verdicts")
+    latex_tables._wrap_long_tables(SimpleNamespace(builder=SimpleNamespace(format="latex")), _document(matrix), "x")
+    assert "longtable" not in matrix["classes"] and "colwidths-given" in matrix["classes"]
+    assert [spec["colwidth"] for spec in matrix.findall(nodes.colspec)][1] == len(badge) + 3
+
+
 def test_columns_asking_for_more_than_a_line_each_keep_their_longest_word():
     rows = [["model", "verdict", "ours", "control", "margins", "p"], ["all-MiniLM-L6-v2", "\u25d0\u00a0mixed", "x " * 200, "y " * 50, "z " * 30, "3.2e-08"]]
     widths = latex_tables.column_widths(rows)

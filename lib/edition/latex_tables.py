@@ -4,9 +4,10 @@ Sphinx typesets a table as `tabulary`, which cannot break, so a table taller tha
 off it; from 31 rows on it uses `longtable`, but with columns that never wrap, so a table of sentences runs off the
 right edge. In the LaTeX build this extension makes every long table (more than `ROWS` rows, or more than `CHARACTERS`
 characters of text) a `longtable` whose columns wrap, each as wide as its content asks (the longest cell, at most
-`WIDEST` characters' worth; a word never breaks). A short table of class `wrap` (the scorecard's evidence tables,
-whose columns wrap on the web too) gets the same widths: left to `tabulary`, its model column shrank below one word
-("all-MiniLM-L6-v2" ran 22 pt past it). The web pages are unchanged.
+`WIDEST` characters' worth; a word never breaks). A short table of a class in `WRAPPED` (the scorecard's evidence
+tables and verdict matrices, whose columns wrap on the web too) gets the same widths: left to `tabulary`, its model
+column shrank below one word ("all-MiniLM-L6-v2" ran 22 pt past it), and a matrix's badge "? 0.102 (0.065 to 0.103)"
+below its interval. The web pages are unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sphinx.application import Sphinx
 ROWS = 30  # Sphinx's own limit for tabulary
 CHARACTERS = 2500  # about a page of table text
 WIDEST = 40
+WRAPPED = ("wrap", "book-verdicts")  # short tables that get their content's widths: the scorecard's evidence and its matrices
 LINE = 90  # characters on a line of the PDF's text: 469 pt of 10 pt FreeSerif, 5.2 pt a character (its average is about 4.6)
 
 
@@ -49,7 +51,7 @@ def _wrap_long_tables(app: Sphinx, doctree: nodes.document, docname: str) -> Non
     for table in doctree.findall(nodes.table):
         rows = [[entry.astext() for entry in row.findall(nodes.entry)] for row in table.findall(nodes.row)]
         long = len(rows) > ROWS or sum(len(text) for row in rows for text in row) > CHARACTERS
-        if not long and "wrap" not in table["classes"]:
+        if not long and not set(WRAPPED) & set(table["classes"]):
             continue
         if long:
             table["classes"] = [*table["classes"], "longtable"]
